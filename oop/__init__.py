@@ -1,0 +1,56 @@
+"""oop -- an out-of-order stream processing engine for disordered feeds.
+
+Streams are *progressing streams* (004 ch. 4): tuples arrive in any order and
+low-watermark punctuation says how far each stream has progressed. Operators
+never wait for order; they emit results and purge state on punctuation.
+"""
+
+from oop.errors import (
+    ConfigError,
+    EmptyInputError,
+    LateTupleError,
+    NullTimeError,
+    OopError,
+    PunctuationOrderError,
+    SchemaMismatchError,
+    TimeTypeError,
+    UnknownColumnError,
+)
+from oop.punctuation import BoundedDelay, Ordered
+from oop.stream.api import Stream, from_arrow, from_batches, from_iter, from_pandas, from_parquet
+from oop.stream.elements import (
+    END_OF_STREAM,
+    EndOfStream,
+    GroupPunctuation,
+    JointPunctuation,
+    Punctuation,
+)
+from oop.stream.late import LatePolicy
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Stream",
+    "from_arrow",
+    "from_batches",
+    "from_iter",
+    "from_pandas",
+    "from_parquet",
+    "Punctuation",
+    "GroupPunctuation",
+    "JointPunctuation",
+    "EndOfStream",
+    "END_OF_STREAM",
+    "LatePolicy",
+    "Ordered",
+    "BoundedDelay",
+    "OopError",
+    "ConfigError",
+    "EmptyInputError",
+    "LateTupleError",
+    "NullTimeError",
+    "PunctuationOrderError",
+    "SchemaMismatchError",
+    "TimeTypeError",
+    "UnknownColumnError",
+]

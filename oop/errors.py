@@ -1,0 +1,48 @@
+"""Errors raised by the engine.
+
+Every error names the operator or stream, the offending value and what to do
+about it (STYLE §8). They all derive from :class:`OopError` so callers can
+catch engine errors in one place; each also derives from the builtin error a
+Python user would expect (``ValueError``, ``KeyError``, ``TypeError``).
+"""
+
+from __future__ import annotations
+
+
+class OopError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class LateTupleError(OopError, ValueError):
+    """A tuple violates a punctuation already seen on its stream (late-policy ``raise``)."""
+
+
+class PunctuationOrderError(OopError, ValueError):
+    """A punctuation goes backwards on a stream whose punctuation must be non-decreasing."""
+
+
+class NullTimeError(OopError, ValueError):
+    """A progressing attribute holds null or NaN."""
+
+
+class SchemaMismatchError(OopError, TypeError):
+    """A batch's schema differs from the schema the stream declared."""
+
+
+class UnknownColumnError(OopError, KeyError):
+    """A column name that the stream does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class TimeTypeError(OopError, TypeError):
+    """A progressing attribute whose type cannot be used as event time."""
+
+
+class EmptyInputError(OopError, ValueError):
+    """An input with no schema at all (no batch and no declared schema)."""
+
+
+class ConfigError(OopError, ValueError):
+    """An operator or generator configuration that cannot work."""

@@ -1,0 +1,90 @@
+"""Per-operator metrics (DESIGN §6).
+
+Every operator owns one :class:`OperatorMetrics`. Counters are plain ints
+updated once per batch or punctuation (never per tuple in Python). State size
+is *deterministic accounting* reported by the operator itself (items and
+bytes), so runs compare exactly across machines; the peak is kept too.
+
+Latency is wall time from the moment the punctuation that released a result
+entered the engine (at its source) to the moment the result left this
+operator. Samples are kept in a bounded reservoir so long runs stay bounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["OperatorMetrics", "StateSize"]
+
+_MAX_LATENCY_SAMPLES = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class StateSize:
+    """State held by an operator: number of items (tuples, partial aggregates) and bytes."""
+
+    items: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: "StateSize") -> "StateSize":
+        return StateSize(self.items + other.items, self.bytes + other.bytes)
+
+
+@dataclass
+class OperatorMetrics:
+    """Counters of one operator. ``late`` maps a policy name to a count."""
+
+    name: str
+    tuples_in: int = 0
+    tuples_out: int = 0
+    batches_in: int = 0
+    batches_out: int = 0
+    punctuations_in: int = 0
+    punctuations_out: int = 0
+    state_items: int = 0
+    state_bytes: int = 0
+    peak_state_items: int = 0
+    peak_state_bytes: int = 0
+    late: dict[str, int] = field(default_factory=dict)
+    latency_ns: list[int] = field(default_factory=list, repr=False)
+
+    def record_state(self, size: StateSize) -> None:
+        """Set the current state size and fold it into the peak. O(1)."""
+        self.state_items = size.items
+        self.state_bytes = size.bytes
+        if size.items > self.peak_state_items:
+            self.peak_state_items = size.items
+        if size.bytes > self.peak_state_bytes:
+            self.peak_state_bytes = size.bytes
+
+    def count_late(self, policy: str, n: int) -> None:
+        if n:
+            self.late[policy] = self.late.get(policy, 0) + int(n)
+
+    @property
+    def late_total(self) -> int:
+        return sum(self.late.values())
+
+    def record_latency(self, ns: int) -> None:
+        if len(self.latency_ns) < _MAX_LATENCY_SAMPLES:
+            self.latency_ns.append(int(ns))
+
+    def latency_summary(self) -> dict[str, float]:
+        """p50 / p99 / max latency in milliseconds (empty dict with no samples)."""
+        if not self.latency_ns:
+            return {}
+        a = np.asarray(self.latency_ns, dtype=np.float64) / 1e6
+        return {
+            "latency_p50_ms": float(np.percentile(a, 50)),
+            "latency_p99_ms": float(np.percentile(a, 99)),
+            "latency_max_ms": float(a.max()),
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("latency_ns")
+        d.update(self.latency_summary())
+        return d

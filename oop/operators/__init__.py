@@ -1,0 +1,1 @@
+"""Operators: one module per operator, each stating its punctuation rule."""

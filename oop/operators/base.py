@@ -1,0 +1,153 @@
+"""The operator contract: push-based, columnar, punctuation-driven (DESIGN §3, §5).
+
+An operator has ``n_inputs`` input ports and one output stream. The executor
+pushes elements into it and forwards whatever it returns:
+
+* :meth:`Operator.open` -- called once with the :class:`StreamInfo` of each
+  input; validates column names and types and returns the output StreamInfo.
+* :meth:`Operator.on_batch` -- a ``pyarrow.RecordBatch`` arrived on ``port``;
+  return the output elements it releases at once (possibly none).
+* :meth:`Operator.on_punctuation` -- a punctuation arrived on ``port``; return
+  results it completes, then the punctuation it forwards. State covered by
+  the punctuation is purged here.
+* :meth:`Operator.on_end` -- ``port`` ended; when every input has ended the
+  operator flushes what it holds and the executor appends end-of-stream.
+* :meth:`Operator.state_size`, :meth:`Operator.snapshot`,
+  :meth:`Operator.restore` -- deterministic state accounting and
+  checkpointing at a punctuation boundary.
+
+The executor, not the operator, maintains the common counters of
+:class:`~oop.metrics.OperatorMetrics` (tuples/batches/punctuations in and
+out, state size and peak, latency). Operators only count late tuples.
+Operators must not do per-tuple Python work on batches: use Arrow compute or
+numba kernels.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from oop.errors import SchemaMismatchError, UnknownColumnError
+from oop.metrics import OperatorMetrics, StateSize
+from oop.stream.elements import Element
+
+__all__ = ["Operator", "StreamInfo", "require_columns"]
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """What an operator knows about a stream before data flows.
+
+    ``times`` maps each progressing attribute to its unit (``"ms"`` ...).
+    ``time`` is the primary progressing attribute (the one sources
+    punctuate). ``name`` is used in error messages.
+    """
+
+    name: str
+    schema: pa.Schema
+    times: dict[str, str] = field(default_factory=dict)
+    time: str | None = None
+
+    def with_schema(self, schema: pa.Schema, name: str | None = None) -> "StreamInfo":
+        """Same progressing attributes that survive in ``schema``, new schema."""
+        times = {a: u for a, u in self.times.items() if a in schema.names}
+        time = self.time if self.time in times else None
+        return replace(self, schema=schema, times=times, time=time, name=name or self.name)
+
+    def unit(self, attr: str | None = None) -> str:
+        a = attr or self.time
+        if a is None or a not in self.times:
+            raise UnknownColumnError(
+                f"stream {self.name!r} has no progressing attribute {a!r}; "
+                f"it has {sorted(self.times)}"
+            )
+        return self.times[a]
+
+
+def require_columns(info: StreamInfo, columns: Sequence[str], operator: str) -> None:
+    """Raise :class:`UnknownColumnError` naming the operator when a column is missing."""
+    missing = [c for c in columns if c not in info.schema.names]
+    if missing:
+        raise UnknownColumnError(
+            f"{operator}: stream {info.name!r} has no column(s) {missing}; "
+            f"its columns are {info.schema.names}"
+        )
+
+
+class Operator(ABC):
+    """Base class of every push-based operator. See the module docstring."""
+
+    n_inputs: int = 1
+
+    def __init__(self, name: str | None = None) -> None:
+        self.name = name or type(self).__name__
+        self.metrics = OperatorMetrics(self.name)
+        self.inputs: list[StreamInfo] = []
+        self.output: StreamInfo | None = None
+        self._ended: list[bool] = []
+        # side outputs (e.g. late tuples) that the run result exposes by name
+        self.side_outputs: dict[str, list[pa.RecordBatch]] = {}
+
+    # ---- lifecycle -------------------------------------------------
+    def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        """Validate inputs and return the output StreamInfo. Default: pass input 0 through."""
+        if len(inputs) != self.n_inputs and self.n_inputs >= 0:
+            raise ValueError(f"{self.name}: expects {self.n_inputs} input(s), got {len(inputs)}")
+        self.inputs = list(inputs)
+        self._ended = [False] * len(inputs)
+        self.output = self.infer_output(self.inputs)
+        return self.output
+
+    def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        """The output StreamInfo; override when the schema changes."""
+        return inputs[0]
+
+    def check_schema(self, batch: pa.RecordBatch, port: int) -> None:
+        """Raise :class:`SchemaMismatchError` when ``batch`` does not match input ``port``."""
+        expected = self.inputs[port].schema
+        if not batch.schema.equals(expected, check_metadata=False):
+            raise SchemaMismatchError(
+                f"{self.name}: batch on input {port} (stream {self.inputs[port].name!r}) has "
+                f"schema {batch.schema} but the stream declared {expected}; cast the batch "
+                "to the declared schema before pushing it"
+            )
+
+    # ---- element handlers ------------------------------------------
+    @abstractmethod
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        """Handle a data batch; return the elements released at once."""
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        """Handle a punctuation. Default (stateless, one input): forward it unchanged."""
+        return [punctuation]
+
+    def on_end(self, port: int = 0) -> list[Element]:
+        """Input ``port`` ended. Default: when all inputs ended, flush via :meth:`flush`."""
+        self._ended[port] = True
+        if all(self._ended):
+            return self.flush()
+        return []
+
+    def flush(self) -> list[Element]:
+        """Everything still held, at end of stream. Default: nothing."""
+        return []
+
+    # ---- state -------------------------------------------------------
+    def state_size(self) -> StateSize:
+        """Deterministic size of held state. Stateless operators hold nothing."""
+        return StateSize()
+
+    def snapshot(self) -> Any:
+        """A picklable copy of the state, taken at a punctuation boundary."""
+        return {"ended": list(self._ended)}
+
+    def restore(self, state: Any) -> None:
+        """Load a :meth:`snapshot` into a freshly opened operator."""
+        self._ended = list(state["ended"])
+
+    def _check(self) -> None:
+        """Assert internal invariants (stateful operators override)."""

@@ -1,0 +1,1 @@
+"""Plans: sources, the push executor, sinks and run results."""

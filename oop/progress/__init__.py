@@ -1,0 +1,6 @@
+"""The progress core (STYLE §5): low/high-watermarks and their min-combination."""
+
+from oop.progress.frontier import MinFrontier
+from oop.progress.watermark import HighWatermark, LowWatermark
+
+__all__ = ["LowWatermark", "HighWatermark", "MinFrontier"]

@@ -1,0 +1,60 @@
+"""The punctuation-generator contract (004 §8.1, DESIGN §2).
+
+Sources rarely carry punctuation; a generator derives it from what is known
+about the feed. A generator is configured by a frozen dataclass (a
+:class:`GeneratorConfig`) that validates its arguments and builds the runtime
+logic (a :class:`PunctuationGenerator`) for one source:
+
+* :meth:`PunctuationGenerator.on_batch` sees each on-time batch (after late
+  rows were split off) with its int64 times, and returns a new bound ``v``
+  (meaning: every later tuple has ``time >= v``) or None.
+* :meth:`PunctuationGenerator.on_idle` is called by the executor between
+  batches with the data-time clock (the largest event time seen on any
+  source); lull handling uses it to advance a silent source.
+
+A generator's guarantee is only as good as its assumption about the feed
+(e.g. "no tuple is more than d late"); tuples that break it are *late* and
+follow the source's late policy -- never silently lost.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from oop.stream.timecol import TimeSpec
+
+__all__ = ["PunctuationGenerator", "GeneratorConfig"]
+
+
+class PunctuationGenerator(ABC):
+    """Runtime logic of one source's punctuation. One instance per source."""
+
+    @abstractmethod
+    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
+        """A batch of on-time tuples arrived; return a new low-watermark bound or None."""
+
+    def on_idle(self, clock: int) -> int | None:
+        """No data from this source in the last round; ``clock`` is the data-time clock."""
+        return None
+
+    def late_bound(self) -> int | None:
+        """An extra bound below which arriving tuples are late, beyond emitted punctuation."""
+        return None
+
+    def snapshot(self) -> Any:
+        return dict(self.__dict__)
+
+    def restore(self, state: Any) -> None:
+        self.__dict__.update(state)
+
+
+class GeneratorConfig(ABC):
+    """A validated generator configuration; :meth:`build` makes the runtime logic."""
+
+    @abstractmethod
+    def build(self, time: TimeSpec) -> PunctuationGenerator:
+        """Runtime logic for one source whose progressing attribute is ``time``."""

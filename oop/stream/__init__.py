@@ -1,0 +1,1 @@
+"""Stream model: elements, time columns, late policy and the fluent API."""

@@ -1,0 +1,267 @@
+"""The fluent, typed Python API: build a plan over disordered feeds and run it.
+
+>>> import pyarrow as pa, oop
+>>> t = pa.table({"ts": [3, 1, 2, 6, 5], "v": [30, 10, 20, 60, 50]})
+>>> s = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(2), batch_size=2)
+>>> res = s.select(lambda b: pa.compute.greater(b["v"], 15)).run()
+>>> sorted(res.table.column("v").to_pylist())
+[20, 30, 50, 60]
+
+A :class:`Stream` is a lazy handle on a node of a plan DAG; every method
+returns a new Stream. Nothing runs until :meth:`Stream.run` (or
+:meth:`Stream.collect`), which builds the DAG from the sinks back to the
+sources, opens each operator (validating columns and types), and pushes the
+sources' feeds through it.
+
+Sources come from :func:`from_arrow`, :func:`from_batches`,
+:func:`from_parquet`, :func:`from_pandas` and :func:`from_iter`; each
+declares its progressing attribute (``time``, with ``unit`` for integer
+columns), a punctuation generator and a late policy.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from oop.errors import UnknownColumnError
+from oop.operators.base import Operator
+from oop.operators.meld import Meld
+from oop.operators.select import Predicate, Select
+from oop.plan.executor import Checkpoint, Executor, Node
+from oop.plan.result import Result
+from oop.plan.sink import Collect
+from oop.plan.source import FeedItem, Source
+from oop.punctuation.base import GeneratorConfig
+from oop.stream.late import LatePolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+__all__ = [
+    "Stream",
+    "from_arrow",
+    "from_batches",
+    "from_parquet",
+    "from_pandas",
+    "from_iter",
+    "DEFAULT_BATCH_SIZE",
+]
+
+DEFAULT_BATCH_SIZE = 65_536
+
+
+class Stream:
+    """A lazy handle on one node of a plan. Methods return new Streams."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    # ---- composing ---------------------------------------------------
+    def via(self, op: Operator, *others: "Stream") -> "Stream":
+        """Feed this stream (input 0) and ``others`` (inputs 1..) into ``op``."""
+        return Stream(Node(op, [self.node, *(o.node for o in others)]))
+
+    def select(self, predicate: Predicate, name: str = "select") -> "Stream":
+        """Keep tuples where ``predicate`` holds (an Arrow expression or a batch -> mask callable)."""
+        return self.via(Select(predicate, name=name))
+
+    def project(self, columns: Sequence[str], name: str = "project") -> "Stream":
+        """Keep only ``columns`` (punctuation on dropped attributes is dropped too)."""
+        from oop.operators.project import Project
+
+        return self.via(Project(columns, name=name))
+
+    def apply(self, name: str = "apply", **columns: Any) -> "Stream":
+        """Add or replace columns computed by vectorized expressions or batch callables."""
+        from oop.operators.apply import Apply
+
+        return self.via(Apply(columns, name=name))
+
+    def dupelim(self, columns: Sequence[str] | None = None, name: str = "dupelim") -> "Stream":
+        """Drop tuples equal (on ``columns``, default all) to one seen before."""
+        from oop.operators.dupelim import DupElim
+
+        return self.via(DupElim(columns, name=name))
+
+    def meld(self, *others: "Stream", name: str = "meld") -> "Stream":
+        """Order-agnostic union with ``others``; punctuation is the min over inputs."""
+        return self.via(Meld(1 + len(others), name=name), *others)
+
+    # ---- running -----------------------------------------------------
+    def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
+        """Build (but do not run) the plan ending in a collecting sink."""
+        sink = Collect(sink_name)
+        return Executor([Node(sink, [self.node])]), sink
+
+    def run(
+        self,
+        *,
+        stop_after_rounds: int | None = None,
+        resume_from: Checkpoint | None = None,
+        on_round: Callable[[int], None] | None = None,
+    ) -> Result:
+        """Run the plan to the end (or stop after ``stop_after_rounds`` source rounds).
+
+        ``resume_from`` continues a checkpoint taken by an earlier, stopped run
+        of a plan built the same way; the output then includes the rows the
+        stopped run had already produced, so it equals an uninterrupted run.
+        """
+        ex, sink = self.executor()
+        t0 = _time.perf_counter()
+        if resume_from is not None:
+            ex.resume(resume_from)
+        cp = ex.run(stop_after_rounds=stop_after_rounds, on_round=on_round)
+        wall = _time.perf_counter() - t0
+        late = {
+            n.op.name: pa.Table.from_batches(n.op.side_outputs["late"])
+            for n in ex.nodes
+            if n.op.side_outputs.get("late")
+        }
+        return Result(
+            table=sink.table(),
+            punctuations=list(sink.punctuations),
+            metrics={n.op.name: n.op.metrics for n in ex.nodes},
+            late=late,
+            wall_s=wall,
+            checkpoint=cp,
+            sources=tuple(s.op.name for s in ex.sources),
+        )
+
+    def collect(self) -> pa.Table:
+        """Run and return the output rows as an Arrow table."""
+        return self.run().table
+
+    def to_pandas(self) -> "pd.DataFrame":
+        return self.collect().to_pandas()
+
+    def to_parquet(self, path: str | Path) -> Result:
+        """Run, write the output rows to Parquet, and return the result."""
+        res = self.run()
+        res.to_parquet(path)
+        return res
+
+
+# ---- sources -----------------------------------------------------------
+def _source(
+    feed: Callable[[], Iterable[FeedItem]],
+    *,
+    time: str,
+    unit: str,
+    punctuation: GeneratorConfig | None,
+    late: LatePolicy | str,
+    schema: pa.Schema | None,
+    name: str,
+    resumable: bool = True,
+) -> Stream:
+    src = Source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
+                 schema=schema, name=name, resumable=resumable)
+    return Stream(Node(src))
+
+
+def from_arrow(
+    table: pa.Table | pa.RecordBatch,
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    name: str = "source",
+) -> Stream:
+    """A stream replaying ``table``'s rows in row order, in batches of ``batch_size``."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if time not in table.column_names:
+        raise UnknownColumnError(
+            f"source {name!r}: no column {time!r} to use as event time; "
+            f"the table's columns are {table.column_names}"
+        )
+    return _source(
+        lambda: table.to_batches(max_chunksize=batch_size), time=time, unit=unit,
+        punctuation=punctuation, late=late, schema=table.schema, name=name,
+    )
+
+
+def from_batches(
+    batches: Sequence[pa.RecordBatch],
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    schema: pa.Schema | None = None,
+    name: str = "source",
+) -> Stream:
+    """A stream replaying a list of RecordBatches (and feed punctuations) as given."""
+    items = list(batches)
+    return _source(lambda: items, time=time, unit=unit, punctuation=punctuation,
+                   late=late, schema=schema, name=name)
+
+
+def from_iter(
+    items: Iterable[FeedItem],
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    schema: pa.Schema | None = None,
+    name: str = "source",
+) -> Stream:
+    """A stream over a one-shot Python iterator of batches (not resumable)."""
+    return _source(lambda: items, time=time, unit=unit, punctuation=punctuation,
+                   late=late, schema=schema, name=name, resumable=False)
+
+
+def from_parquet(
+    path: str | Path,
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    columns: Sequence[str] | None = None,
+    name: str | None = None,
+) -> Stream:
+    """A stream over a Parquet file or folder; rows are replayed in file order.
+
+    The data is read lazily, ``batch_size`` rows at a time (memory is bounded
+    by the batch, not the file). A folder's files are read in sorted name order.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"no Parquet file or folder at {str(p)!r}")
+    files = sorted(f for f in p.rglob("*.parquet")) if p.is_dir() else [p]
+    if not files:
+        raise FileNotFoundError(f"folder {str(p)!r} holds no *.parquet files")
+    schema = pq.read_schema(files[0])
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
+
+    def feed() -> Iterable[pa.RecordBatch]:
+        for f in files:
+            yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=columns)
+
+    return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
+                   schema=schema, name=name or p.stem)
+
+
+def from_pandas(
+    df: "pd.DataFrame",
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    name: str = "source",
+) -> Stream:
+    """A stream replaying a pandas DataFrame's rows in row order."""
+    return from_arrow(pa.Table.from_pandas(df, preserve_index=False), time=time, unit=unit,
+                      punctuation=punctuation, late=late, batch_size=batch_size, name=name)
