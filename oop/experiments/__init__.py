@@ -1,0 +1,1 @@
+"""`oop experiments`: IOP-vs-OOP studies reproduced with tables and plots."""
