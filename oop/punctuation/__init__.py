@@ -2,6 +2,7 @@
 
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
 from oop.punctuation.bounded_delay import BoundedDelay
+from oop.punctuation.external import External
 from oop.punctuation.ordered import Ordered
 
-__all__ = ["GeneratorConfig", "PunctuationGenerator", "Ordered", "BoundedDelay"]
+__all__ = ["GeneratorConfig", "PunctuationGenerator", "Ordered", "BoundedDelay", "External"]

@@ -1,0 +1,274 @@
+"""Hypothesis strategies and slow references shared by every test of the engine (DESIGN §8).
+
+The strategies build disordered feeds with *valid* punctuation so that tests
+can assert the four properties of DESIGN §8: kernel == reference, result ==
+from-scratch oracle, independence from arrival order and batch boundaries,
+and accounting (nothing lost).
+
+* :func:`disordered_tables` -- a ``pa.Table`` in **arrival order** with
+  columns ``ts`` (int64 event time), ``key`` (int64 or string) and ``val``
+  (int64). With ``max_delay=d`` the disorder is bounded: every tuple arrives
+  at most ``d`` behind the largest ``ts`` seen before it, so
+  ``oop.BoundedDelay(d)`` never makes a tuple late. With ``max_delay=None``
+  the order is an arbitrary permutation (unbounded disorder).
+* :func:`batch_splits` -- the table cut into RecordBatches of random sizes
+  (including empty batches when ``allow_empty``).
+* :func:`exact_punctuation_feed` -- batches interleaved with
+  ``oop.Punctuation`` items that are valid (``v <=`` the smallest ``ts`` of
+  everything after it), non-decreasing and sometimes lagging. Replay it with
+  ``oop.from_batches(items, time="ts", punctuation=oop.External())`` (a
+  generator that adds nothing to the feed's own punctuation).
+* :func:`reference_replay` -- the slow, tuple-at-a-time replay of a feed:
+  which tuples pass, which are late, which punctuations are emitted.
+* :func:`rows`, :func:`same_bag`, :func:`check_punctuation_respected` --
+  small oracle helpers.
+
+Example (inside a test)::
+
+    from hypothesis import given, strategies as st
+    from oop.testing import disordered_tables, batch_splits, exact_punctuation_feed
+
+    @given(st.data())
+    def test_passthrough(data):
+        t = data.draw(disordered_tables(max_delay=5))
+        items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
+        res = oop.from_batches(items, time="ts", punctuation=oop.External(),
+                               schema=t.schema).run()
+        assert same_bag(res.table, t)
+
+>>> import pyarrow as pa, oop
+>>> feed = [pa.record_batch({"ts": [3, 1]}), oop.Punctuation("ts", 2), pa.record_batch({"ts": [1, 5]})]
+>>> ref = reference_replay(feed)
+>>> [r["ts"] for r in ref.rows], [r["ts"] for r in ref.late], ref.punctuations
+([3, 1, 5], [1], [(2, 2)])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import strategies as st
+
+from oop.stream.elements import INT64_MIN, Punctuation
+
+__all__ = [
+    "disordered_tables",
+    "batch_splits",
+    "exact_punctuation_feed",
+    "reference_replay",
+    "ReferenceRun",
+    "rows",
+    "same_bag",
+    "check_punctuation_respected",
+    "feed_batches",
+    "TABLE_SCHEMA",
+]
+
+TABLE_SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+TABLE_SCHEMA_STR = pa.schema([("ts", pa.int64()), ("key", pa.string()), ("val", pa.int64())])
+
+
+@st.composite
+def disordered_tables(
+    draw: st.DrawFn,
+    min_rows: int = 0,
+    max_rows: int = 60,
+    n_keys: int = 4,
+    max_delay: int | None = 10,
+    string_keys: bool = False,
+    max_gap: int = 3,
+) -> pa.Table:
+    """A table ``(ts, key, val)`` in arrival order.
+
+    Event times are drawn as a non-decreasing sequence (gaps ``0..max_gap``,
+    so duplicates occur) from a random origin, then each tuple gets an
+    arrival delay ``0..max_delay`` and the rows are ordered by
+    ``ts + delay`` (ties by generation order). A tuple arriving after tuple
+    ``i`` therefore has ``ts >= ts_i - max_delay``: ``BoundedDelay(max_delay)``
+    is exact. ``max_delay=None`` gives an arbitrary permutation.
+    """
+    n = draw(st.integers(min_rows, max_rows))
+    origin = draw(st.integers(-1_000, 1_000))
+    gaps = draw(st.lists(st.integers(0, max_gap), min_size=n, max_size=n))
+    ts = origin + np.cumsum(np.asarray(gaps, dtype=np.int64)) if n else np.zeros(0, np.int64)
+    keys = draw(st.lists(st.integers(0, max(n_keys - 1, 0)), min_size=n, max_size=n))
+    vals = draw(st.lists(st.integers(-100, 100), min_size=n, max_size=n))
+    if max_delay is None:
+        order = draw(st.permutations(range(n))) if n else []
+        order = np.asarray(order, dtype=np.int64)
+    else:
+        delays = draw(st.lists(st.integers(0, max_delay), min_size=n, max_size=n))
+        arrival = ts + np.asarray(delays, dtype=np.int64)
+        order = np.lexsort((np.arange(n), arrival))
+    ts = np.asarray(ts, dtype=np.int64)[order] if n else ts
+    key_arr = np.asarray(keys, dtype=np.int64)[order] if n else np.zeros(0, np.int64)
+    val_arr = np.asarray(vals, dtype=np.int64)[order] if n else np.zeros(0, np.int64)
+    if string_keys:
+        key_col = pa.array([f"k{k}" for k in key_arr.tolist()], pa.string())
+        schema = TABLE_SCHEMA_STR
+    else:
+        key_col = pa.array(key_arr, pa.int64())
+        schema = TABLE_SCHEMA
+    return pa.Table.from_arrays(
+        [pa.array(ts, pa.int64()), key_col, pa.array(val_arr, pa.int64())], schema=schema
+    )
+
+
+@st.composite
+def batch_splits(
+    draw: st.DrawFn, table: pa.Table, max_batch: int = 16, allow_empty: bool = True
+) -> list[pa.RecordBatch]:
+    """``table`` cut, in order, into RecordBatches of random sizes (``0..max_batch`` rows).
+
+    Concatenating the result gives ``table`` back. At least one batch is
+    returned (an empty one for an empty table) so the schema is known.
+    """
+    n = table.num_rows
+    lo = 0 if allow_empty else 1
+    out: list[pa.RecordBatch] = []
+    i = 0
+    combined = table.combine_chunks()
+    while i < n:
+        k = draw(st.integers(lo, max_batch))
+        k = min(k, n - i)
+        out.append(_slice_batch(combined, i, k))
+        i += k
+    if not out:
+        out.append(_slice_batch(combined, 0, 0))
+    return out
+
+
+def _slice_batch(table: pa.Table, start: int, length: int) -> pa.RecordBatch:
+    t = table.slice(start, length)
+    arrays = [t.column(i).combine_chunks() for i in range(t.num_columns)]
+    return pa.RecordBatch.from_arrays(arrays, schema=table.schema)
+
+
+@st.composite
+def exact_punctuation_feed(
+    draw: st.DrawFn, batches: Sequence[pa.RecordBatch], attr: str = "ts"
+) -> list[pa.RecordBatch | Punctuation]:
+    """Batches interleaved with valid, non-decreasing, sometimes lagging punctuation.
+
+    Before the first batch and after each batch a punctuation may be
+    inserted. Its value lies between the previous punctuation and the
+    smallest ``attr`` of everything after it (the exact low-watermark,
+    004 Eq. 4.1); often it *is* that bound, sometimes it lags, sometimes it
+    repeats the previous one (a duplicate the engine must not forward).
+    After the last batch the bound is ``max(attr) + 1``.
+    """
+    mins = [int(np.min(b.column(attr).to_numpy())) if b.num_rows else None for b in batches]
+    all_max = max((int(np.max(b.column(attr).to_numpy())) for b in batches if b.num_rows),
+                  default=0)
+    suffix: list[int] = [0] * (len(batches) + 1)
+    suffix[len(batches)] = all_max + 1
+    for i in range(len(batches) - 1, -1, -1):
+        m = mins[i]
+        suffix[i] = suffix[i + 1] if m is None else min(m, suffix[i + 1])
+    items: list[pa.RecordBatch | Punctuation] = []
+    last: int | None = None
+    for i in range(len(batches) + 1):
+        # a punctuation at position i promises the batches i.. to have attr >= v
+        if draw(st.booleans()):
+            cap = suffix[i]
+            lo = cap - 20 if last is None else last
+            kind = draw(st.sampled_from(["exact", "lag", "repeat"]))
+            if kind == "exact" or lo >= cap:
+                v = cap
+            elif kind == "repeat" and last is not None:
+                v = last
+            else:
+                v = draw(st.integers(lo, cap))
+            items.append(Punctuation(attr, v))
+            last = v
+        if i < len(batches):
+            items.append(batches[i])
+    return items
+
+
+def feed_batches(items: Iterable[Any]) -> list[pa.RecordBatch]:
+    """The RecordBatches of a feed (punctuation records removed)."""
+    return [x for x in items if isinstance(x, pa.RecordBatch)]
+
+
+@dataclass
+class ReferenceRun:
+    """What :func:`reference_replay` computed, tuple by tuple.
+
+    ``rows`` -- on-time tuples as dicts, in arrival order; ``late`` -- tuples
+    below the punctuation seen before them; ``punctuations`` -- ``(rows_before,
+    value)`` for every punctuation that advanced the low-watermark.
+    """
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    late: list[dict[str, Any]] = field(default_factory=list)
+    punctuations: list[tuple[int, int]] = field(default_factory=list)
+
+
+def reference_replay(items: Iterable[Any], attr: str = "ts") -> ReferenceRun:
+    """Replay a feed one tuple at a time: the obviously-correct source semantics.
+
+    A tuple with ``attr <`` the last punctuation is late; a punctuation that
+    does not raise the low-watermark is a duplicate and is not emitted; a
+    punctuation that goes backwards raises ``ValueError``.
+    """
+    out = ReferenceRun()
+    lwm = INT64_MIN
+    for item in items:
+        if isinstance(item, Punctuation):
+            if item.value < lwm:
+                raise ValueError(f"punctuation went backwards: {item.value} < {lwm}")
+            if item.value > lwm:
+                lwm = item.value
+                out.punctuations.append((len(out.rows), lwm))
+            continue
+        for r in item.to_pylist():
+            (out.late if r[attr] < lwm else out.rows).append(r)
+    return out
+
+
+def rows(table: pa.Table | pa.RecordBatch | Sequence[dict[str, Any]],
+         columns: Sequence[str] | None = None) -> list[tuple[Any, ...]]:
+    """Rows as tuples (of ``columns``, default all), sorted: a canonical bag for comparison."""
+    if isinstance(table, (pa.Table, pa.RecordBatch)):
+        recs = table.to_pylist()
+    else:
+        recs = list(table)
+    if not recs:
+        return []
+    cols = list(columns) if columns is not None else list(recs[0].keys())
+    return sorted((tuple(r[c] for c in cols) for r in recs), key=repr)
+
+
+def same_bag(a: Any, b: Any, columns: Sequence[str] | None = None) -> bool:
+    """True when ``a`` and ``b`` hold the same multiset of rows (order ignored)."""
+    ra, rb = rows(a, columns), rows(b, columns)
+    return Counter(ra) == Counter(rb)
+
+
+def check_punctuation_respected(
+    table: pa.Table, punctuations: Sequence[tuple[int, Any]], attr: str = "ts"
+) -> None:
+    """Assert the output obeys its own punctuation and that it never goes backwards.
+
+    ``punctuations`` is ``Result.punctuations``: ``(rows_before, Punctuation)``.
+    Every row emitted after ``P(attr, v)`` must have ``attr >= v``.
+    """
+    ts = table.column(attr).to_numpy() if table.num_rows else np.zeros(0, np.int64)
+    if pa.types.is_timestamp(table.schema.field(attr).type) and table.num_rows:
+        ts = table.column(attr).cast(pa.int64()).to_numpy()
+    prev = INT64_MIN
+    for rows_before, p in punctuations:
+        if not isinstance(p, Punctuation) or p.attr != attr:
+            continue
+        assert p.value >= prev, f"punctuation went backwards: {p.value} after {prev}"
+        assert p.value > prev, f"duplicate punctuation {p.value}"
+        prev = p.value
+        after = ts[rows_before:]
+        assert not len(after) or int(after.min()) >= p.value, (
+            f"a row with {attr}={int(after.min())} was emitted after P({attr}, {p.value})"
+        )
