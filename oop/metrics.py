@@ -49,6 +49,10 @@ class OperatorMetrics:
     peak_state_items: int = 0
     peak_state_bytes: int = 0
     late: dict[str, int] = field(default_factory=dict)
+    #: operator-specific counters (e.g. DupElim's ``duplicates``)
+    counters: dict[str, int] = field(default_factory=dict)
+    #: operator-specific current estimates (e.g. an adaptive generator's ``delay_estimate``)
+    gauges: dict[str, float] = field(default_factory=dict)
     latency_ns: list[int] = field(default_factory=list, repr=False)
 
     def record_state(self, size: StateSize) -> None:
@@ -63,6 +67,11 @@ class OperatorMetrics:
     def count_late(self, policy: str, n: int) -> None:
         if n:
             self.late[policy] = self.late.get(policy, 0) + int(n)
+
+    def count(self, counter: str, n: int) -> None:
+        """Add ``n`` to an operator-specific counter. O(1)."""
+        if n:
+            self.counters[counter] = self.counters.get(counter, 0) + int(n)
 
     @property
     def late_total(self) -> int:

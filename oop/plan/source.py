@@ -173,15 +173,20 @@ class Source(Operator):
         extra = self.generator.late_bound()
         if extra is not None and extra > bound:
             bound = extra
+        all_times = times
         on_time, late, times = split_late(
             batch, times, bound, self.late_policy, self.name, self.time
         )
         if late is not None:
+            self.generator.on_late(all_times[all_times < bound])
             self._route_late(late)
         if on_time.num_rows:
             self.hwm.observe(times)
             out.append(on_time)
         out.extend(self._punctuate(self.generator.on_batch(on_time, times)))
+        gauges = self.generator.gauges()
+        if gauges:
+            self.metrics.gauges.update(gauges)
         return out
 
     def _route_null_times(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -204,7 +209,11 @@ class Source(Operator):
 
     def on_idle(self, clock: int) -> list[Element]:
         assert self.generator is not None
-        return self._punctuate(self.generator.on_idle(clock))
+        out = self._punctuate(self.generator.on_idle(clock))
+        gauges = self.generator.gauges()
+        if gauges:
+            self.metrics.gauges.update(gauges)
+        return out
 
     def flush(self) -> list[Element]:
         return []

@@ -8,9 +8,17 @@ logic (a :class:`PunctuationGenerator`) for one source:
 * :meth:`PunctuationGenerator.on_batch` sees each on-time batch (after late
   rows were split off) with its int64 times, and returns a new bound ``v``
   (meaning: every later tuple has ``time >= v``) or None.
+* :meth:`PunctuationGenerator.on_late` sees the times of the rows the source
+  found late (before they are dropped or routed); estimators use it.
 * :meth:`PunctuationGenerator.on_idle` is called by the executor between
   batches with the data-time clock (the largest event time seen on any
   source); lull handling uses it to advance a silent source.
+* :meth:`PunctuationGenerator.gauges` reports the generator's current
+  estimates (e.g. the adaptive delay bound); the source copies them into its
+  metrics (``result.metrics[source].gauges``) after every batch.
+
+A returned bound may be smaller than one returned before (the source never
+lets its punctuation go backwards: it simply emits nothing then).
 
 A generator's guarantee is only as good as its assumption about the feed
 (e.g. "no tuple is more than d late"); tuples that break it are *late* and
@@ -19,6 +27,7 @@ follow the source's late policy -- never silently lost.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -37,6 +46,9 @@ class PunctuationGenerator(ABC):
     def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
         """A batch of on-time tuples arrived; return a new low-watermark bound or None."""
 
+    def on_late(self, times: np.ndarray) -> None:
+        """The source found rows with these times late (they never reach :meth:`on_batch`)."""
+
     def on_idle(self, clock: int) -> int | None:
         """No data from this source in the last round; ``clock`` is the data-time clock."""
         return None
@@ -45,11 +57,16 @@ class PunctuationGenerator(ABC):
         """An extra bound below which arriving tuples are late, beyond emitted punctuation."""
         return None
 
+    def gauges(self) -> dict[str, float]:
+        """Current estimates worth reporting (name -> value). Default: none. O(1)."""
+        return {}
+
     def snapshot(self) -> Any:
-        return dict(self.__dict__)
+        """A deep copy of the generator's state (taken at a punctuation boundary)."""
+        return copy.deepcopy(self.__dict__)
 
     def restore(self, state: Any) -> None:
-        self.__dict__.update(state)
+        self.__dict__.update(copy.deepcopy(state))
 
 
 class GeneratorConfig(ABC):
