@@ -1,0 +1,267 @@
+"""Replay any Spark DataFrame into an ``oop`` plan, in arrival order (DESIGN §7).
+
+``replay(df, time="ts", arrival=None | COL, disorder=None | model,
+punctuation=..., plan=...)`` streams the rows of ``df`` -- Parquet, CSV, JDBC,
+Delta, anything Spark reads -- into an ``oop`` source on the driver:
+
+* **Arrival order** is the order of ``arrival`` when given (Spark sorts by it,
+  range-partitioned, spilling to disk), or of the key a disorder model
+  computes in Spark (:mod:`oop.spark.disorder`), or else the DataFrame's own
+  order (partition by partition, rows in partition order -- "file order";
+  note Spark packs many small files into one partition by size).
+* **Batches**: a ``mapInArrow`` task re-cuts each partition into Arrow
+  batches of ``batch_size`` rows and ships each batch as one Arrow IPC cell;
+  the driver reads them with ``toLocalIterator`` (one partition in flight on
+  the JVM side, one batch at a time in Python). The input is never
+  ``collect()``-ed: memory is bounded by the batch (and the partition size,
+  which the sort cuts to a few batches).
+* **Punctuation** comes from the chosen generator (``oop.BoundedDelay("5s")``,
+  a spec string, ...), or -- with ``punctuation="ideal"`` -- is computed
+  exactly in Spark: after batch ``i`` the feed carries ``P(time, min{t | t in
+  batches > i})``, the true low-watermark (004 Eq. 4.1). Spark computes each
+  batch's minimum; the driver folds the suffix minima over that small table
+  (one int per batch). With the ideal no tuple is ever late.
+
+>>> # doctest: +SKIP
+>>> res = replay(spark.read.parquet("flows"), time="ts", arrival="arr",
+...              punctuation="ideal", plan=lambda s: s.window(Tumbling(1000), [agg.count()]))
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from oop.errors import ConfigError, EmptyInputError, TimeTypeError, UnknownColumnError
+from oop.plan.executor import Node
+from oop.plan.result import Result
+from oop.plan.source import FeedItem, Source
+from oop.punctuation.base import GeneratorConfig
+from oop.spark import arrowio
+from oop.spark.session import spark_errors
+from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
+from oop.stream.elements import Punctuation
+from oop.stream.late import LatePolicy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["replay", "replay_stream", "IDEAL", "check_time", "parse_punctuation_arg",
+           "arrival_ordered"]
+
+IDEAL = "ideal"
+_ARR = "__oop_arrival"
+_PACKED = "__pid int, __seq long, __n long, __tmin long, __payload binary"
+
+
+def check_time(df: "DataFrame", time: str, unit: str, what: str = "input") -> tuple[bool, str]:
+    """Validate ``time`` on the Spark schema; return (is_timestamp, effective unit)."""
+    from pyspark.sql import types as T
+
+    names = df.columns
+    if time not in names:
+        raise UnknownColumnError(
+            f"{what}: no column {time!r} to use as event time; its columns are {names}"
+        )
+    dt = df.schema[time].dataType
+    if isinstance(dt, (T.TimestampType, T.TimestampNTZType)):
+        return True, "us"
+    if isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
+        return False, unit
+    raise TimeTypeError(
+        f"{what}: column {time!r} has Spark type {dt.simpleString()}, which cannot be event "
+        "time; use an integer column (declare its unit) or a timestamp column, or cast it first"
+    )
+
+
+def parse_punctuation_arg(p: GeneratorConfig | str | None) -> GeneratorConfig | str:
+    """A generator config, or :data:`IDEAL`; strings go through ``oop.punctuation`` specs."""
+    if p is None:
+        from oop.punctuation.ordered import Ordered
+
+        return Ordered()
+    if isinstance(p, GeneratorConfig):
+        return p
+    if isinstance(p, str):
+        if p.strip().lower() == IDEAL:
+            return IDEAL
+        try:
+            from oop.punctuation import parse_punctuation  # type: ignore[attr-defined]
+        except ImportError:  # pragma: no cover - until the spec parser lands
+            from oop.punctuation.bounded_delay import BoundedDelay
+            from oop.punctuation.ordered import Ordered
+
+            kind, _, arg = p.partition(":")
+            if kind == "ordered":
+                return Ordered()
+            if kind in ("bounded", "bounded_delay"):
+                return BoundedDelay(arg or 0)
+            raise ConfigError(f"cannot parse punctuation spec {p!r}; use ordered | bounded:DUR | ideal")
+        return parse_punctuation(p)
+    raise ConfigError(f"punctuation must be a generator config, a spec string or 'ideal', got {p!r}")
+
+
+def arrival_ordered(
+    df: "DataFrame",
+    *,
+    time: str,
+    unit: str,
+    is_ts: bool,
+    arrival: str | None,
+    disorder: Any,
+    seed: int,
+    batch_size: int,
+) -> "DataFrame":
+    """``df`` sorted into arrival order (or left in file order), partitions of a few batches."""
+    from pyspark.sql import functions as F
+
+    from oop.spark.disorder import arrival_key, time_as_long
+
+    if arrival is not None and disorder is not None:
+        raise ConfigError("replay: give either arrival=COL or disorder=MODEL, not both")
+    if arrival is None and disorder is None:
+        return df
+    if arrival is not None:
+        if arrival not in df.columns:
+            raise UnknownColumnError(
+                f"replay: no arrival column {arrival!r}; the columns are {df.columns}"
+            )
+        key = F.col(arrival)
+    else:
+        key = arrival_key(disorder, time_as_long(F.col(time), is_ts), unit, seed)
+    rows = df.count()
+    parts = max(1, math.ceil(rows / (8 * batch_size)))
+    out = df.withColumn(_ARR, key).repartitionByRange(parts, F.col(_ARR)).sortWithinPartitions(_ARR)
+    return out
+
+
+def _pack_fn(time: str, batch_size: int, drop: tuple[str, ...]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow task: cut the partition into batches, one IPC cell per batch."""
+
+    def pack(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.compute as pc
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        seq = 0
+        for b in arrowio.rechunk(it, batch_size):
+            if drop:
+                b = b.drop_columns(list(drop))
+            col = b.column(time)
+            if pa.types.is_timestamp(col.type):
+                col = col.cast(pa.int64())
+            mn = pc.min(col).as_py()
+            yield pa.record_batch({
+                "__pid": pa.array([pid], pa.int32()),
+                "__seq": pa.array([seq], pa.int64()),
+                "__n": pa.array([b.num_rows], pa.int64()),
+                "__tmin": pa.array([mn], pa.int64()),
+                "__payload": pa.array([arrowio.dumps(b)], pa.binary()),
+            })
+            seq += 1
+
+    return pack
+
+
+def _suffix_min(mins: np.ndarray) -> np.ndarray:
+    """``out[i] = min(mins[i+1:])`` (``INT64_MAX`` past the end). O(n)."""
+    out = np.empty(len(mins), dtype=np.int64)
+    if len(mins):
+        rev = np.minimum.accumulate(mins[::-1])[::-1]
+        out[:-1] = rev[1:]
+        out[-1] = np.iinfo(np.int64).max
+    return out
+
+
+def replay_stream(
+    df: "DataFrame",
+    *,
+    time: str,
+    unit: str = "ms",
+    arrival: str | None = None,
+    disorder: Any = None,
+    punctuation: GeneratorConfig | str | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seed: int = 0,
+    name: str = "spark",
+) -> Stream:
+    """An ``oop`` source Stream fed from ``df`` in arrival order (see the module docstring).
+
+    The Spark jobs start when the plan runs; each run re-reads ``df``.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"replay: batch_size must be >= 1, got {batch_size}")
+    is_ts, unit = check_time(df, time, unit)
+    punct = parse_punctuation_arg(punctuation)
+    with spark_errors("replay"):
+        ordered = arrival_ordered(df, time=time, unit=unit, is_ts=is_ts, arrival=arrival,
+                                  disorder=disorder, seed=seed, batch_size=batch_size)
+    drop = (_ARR,) if _ARR in ordered.columns else ()
+    packed = ordered.mapInArrow(_pack_fn(time, batch_size, drop), _PACKED)
+
+    def feed() -> Iterator[FeedItem]:
+        with spark_errors("replay"):
+            if punct == IDEAL:
+                from pyspark import StorageLevel
+
+                cached = packed.persist(StorageLevel.MEMORY_AND_DISK)
+                try:
+                    idx = cached.select("__pid", "__seq", "__tmin").orderBy("__pid", "__seq")
+                    mins = np.array([r[2] if r[2] is not None else np.iinfo(np.int64).max
+                                     for r in idx.collect()], dtype=np.int64)
+                    after = _suffix_min(mins)
+                    last = len(mins) - 1
+                    for i, row in enumerate(cached.toLocalIterator()):
+                        yield arrowio.loads(row["__payload"])
+                        if i < last:
+                            yield Punctuation(time, int(after[i]))
+                finally:
+                    cached.unpersist()
+            else:
+                for row in packed.toLocalIterator():
+                    yield arrowio.loads(row["__payload"])
+
+    gen: GeneratorConfig
+    if punct == IDEAL:
+        from oop.punctuation.external import External
+
+        gen = External()
+    else:
+        assert isinstance(punct, GeneratorConfig)
+        gen = punct
+    src = Source(feed, time=time, unit=unit, punctuation=gen, late=late, name=name)
+    return Stream(Node(src))
+
+
+def replay(
+    df: "DataFrame",
+    *,
+    time: str,
+    unit: str = "ms",
+    arrival: str | None = None,
+    disorder: Any = None,
+    punctuation: GeneratorConfig | str | None = None,
+    plan: Callable[[Stream], Stream] | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    seed: int = 0,
+    name: str = "spark",
+) -> Result:
+    """Replay ``df`` into ``plan(source)`` (default: the source itself) and run it.
+
+    Returns the plan's :class:`~oop.plan.result.Result`. An input without
+    rows raises :class:`~oop.errors.EmptyInputError`.
+    """
+    src = replay_stream(df, time=time, unit=unit, arrival=arrival, disorder=disorder,
+                        punctuation=punctuation, late=late, batch_size=batch_size, seed=seed,
+                        name=name)
+    out = plan(src) if plan is not None else src
+    try:
+        return out.run()
+    except EmptyInputError as e:
+        raise EmptyInputError(f"replay: the DataFrame has no rows; nothing to replay ({e})") from e

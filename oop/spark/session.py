@@ -1,0 +1,146 @@
+"""SparkSession plumbing for ``oop.spark`` (DESIGN §7).
+
+:func:`get_spark` returns the active session when there is one (under
+``spark-submit`` the cluster's session wins) and otherwise builds an embedded
+one, ``local[*]`` by default, tuned for the engine: Arrow on, the UI off,
+session time zone UTC (so timestamp columns are epoch-based everywhere), and
+a small ``spark.sql.shuffle.partitions`` unless told otherwise.
+
+Errors a user can fix -- no Java, a bad master URL -- become one-line
+:class:`~oop.spark.errors.SparkUnavailableError` messages instead of JVM
+stack traces. :func:`spark_errors` turns Spark's analysis errors (unknown
+column, unreadable file, corrupt Parquet) into :mod:`oop.errors` classes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from typing import TYPE_CHECKING, Iterator, Mapping
+
+from oop.errors import ConfigError, UnknownColumnError
+from oop.spark.errors import SparkInputError, SparkUnavailableError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import SparkSession
+
+__all__ = ["get_spark", "java_available", "spark_errors", "DEFAULT_CONF"]
+
+#: settings of an embedded session (a session that already exists is left alone)
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.sql.adaptive.enabled": "false",  # keep the requested shard partitioning
+    "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
+    "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def java_available() -> str | None:
+    """The java executable Spark would use (``$JAVA_HOME/bin/java`` or ``java`` on PATH)."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = os.path.join(home, "bin", "java")
+        if os.path.exists(exe):
+            return exe
+    return shutil.which("java")
+
+
+def get_spark(
+    master: str | None = None,
+    app_name: str = "oop",
+    conf: Mapping[str, str] | None = None,
+) -> "SparkSession":
+    """The active SparkSession, or a new embedded one on ``master`` (default ``local[*]``).
+
+    Raises :class:`SparkUnavailableError` (one line) when PySpark is not
+    installed, no Java is found, or the JVM does not start.
+    """
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise SparkUnavailableError(
+            "PySpark is not installed; install the spark extra: pip install -e '.[spark]'"
+        ) from e
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    if java_available() is None:
+        raise SparkUnavailableError(
+            "no Java found: Spark needs a Java 17 runtime; install one (e.g. apt-get install "
+            "openjdk-17-jre-headless) and set JAVA_HOME or put java on PATH"
+        )
+    if master is not None and not re.match(r"^(local(\[(\*|\d+)(,\d+)?\])?|spark://|yarn|k8s://|mesos://)", master):
+        raise ConfigError(
+            f"Spark master {master!r} is not a master URL; use local[*], local[N], "
+            "spark://HOST:PORT, yarn or k8s://..."
+        )
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (conf or {}):
+        builder = builder.master("local[*]")
+    for k, v in {**DEFAULT_CONF, **(conf or {})}.items():
+        builder = builder.config(k, v)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # the JVM gateway failed: report it in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SparkUnavailableError(f"Spark did not start on master {master!r}: {first}") from e
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+_MISSING_COL = re.compile(r"(?:UNRESOLVED_COLUMN|cannot be resolved|cannot resolve)", re.I)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    line = text.splitlines()[0] if text else type(e).__name__
+    return line[:500]
+
+
+@contextlib.contextmanager
+def spark_errors(what: str) -> Iterator[None]:
+    """Re-raise Spark/Py4J errors met while doing ``what`` as one-line :mod:`oop.errors`."""
+    try:
+        yield
+    except Exception as e:
+        from oop.errors import OopError
+
+        if isinstance(e, OopError):
+            raise
+        name = type(e).__name__
+        msg = _first_line(e)
+        if name in ("AnalysisException",) or "AnalysisException" in name:
+            if _MISSING_COL.search(str(e)):
+                raise UnknownColumnError(f"{what}: {msg}") from e
+            if "PATH_NOT_FOUND" in str(e) or "Path does not exist" in str(e):
+                raise FileNotFoundError(f"{what}: {msg}") from e
+            raise SparkInputError(f"{what}: {msg}") from e
+        if name in ("Py4JJavaError", "SparkRuntimeException", "PythonException",
+                    "SparkException", "IllegalArgumentException", "UnknownException",
+                    "SparkUpgradeException", "ArithmeticException",
+                    "Py4JError", "NumberFormatException"):
+            # the Java cause is the interesting part; find the innermost message line
+            text = str(e)
+            m = re.search(r"(?:Caused by|org\.apache\.\S+Exception|java\.\S+Exception|"
+                          r"OopError|UnknownColumnError|TimeTypeError|ConfigError|"
+                          r"LateTupleError|NullTimeError)[^\n]*", text)
+            detail = m.group(0) if m else msg
+            if "oop.errors" in text or re.search(r"\b(?:UnknownColumnError|TimeTypeError|"
+                                                 r"ConfigError|LateTupleError|NullTimeError|"
+                                                 r"PunctuationOrderError)\b", text):
+                m2 = re.search(r"((?:oop\.errors\.)?(?:UnknownColumnError|TimeTypeError|ConfigError|"
+                               r"LateTupleError|NullTimeError|PunctuationOrderError|"
+                               r"SchemaMismatchError)[^\n]*)", text)
+                if m2:
+                    detail = m2.group(1)
+            raise SparkInputError(f"{what}: {detail[:500]}") from e
+        raise
