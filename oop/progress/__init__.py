@@ -1,8 +1,13 @@
-"""The progress core (STYLE §5): low/high-watermarks and their min-combination."""
+"""The progress core (STYLE §5): low/high-watermarks, per-group tracking and min-combination.
 
-from oop.progress.frontier import MinFrontier
-from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
+* :class:`LowWatermark` / :class:`HighWatermark` -- one stream, one attribute;
+* :class:`GroupWatermarks` -- the same per group (group-wise punctuation);
+* :class:`MinFrontier` -- the Meld rule for linear punctuation (min over inputs);
+* :class:`JointFrontier` -- the Meld rule for joint punctuation (component-wise min).
+"""
+
+from oop.progress.frontier import JointFrontier, MinFrontier
+from oop.progress.groups import GroupWatermarks
 from oop.progress.watermark import HighWatermark, LowWatermark
 
-__all__ = ["LowWatermark", "HighWatermark", "MinFrontier",
-           "WindowExtentDuration", "SourceOffsets", "StreamVolume"]
+__all__ = ["LowWatermark", "HighWatermark", "GroupWatermarks", "MinFrontier", "JointFrontier"]
