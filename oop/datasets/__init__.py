@@ -22,7 +22,7 @@ Disorder (:mod:`oop.datasets.disorder`)
     (arrival order, data only), ``.feed(batch_size, punctuate=True)``
     (batches + implied ``Punctuation("ts", v)`` items), ``.punctuation()``
     (generator config for a source reading ``.batches``: ``BoundedDelay``,
-    ``Ordered`` or :class:`FeedPunctuationOnly`), ``.stream(batch_size,
+    ``Ordered`` or ``External()`` = feed punctuation only), ``.stream(batch_size,
     name, late, punctuation=None)`` (an ``oop.Stream``), ``.table()``,
     ``.schema``.
 Several links (:mod:`oop.datasets.multisource`)
@@ -51,7 +51,6 @@ from oop.datasets.disorder import (
     BlockSorted,
     Disorder,
     Disordered,
-    FeedPunctuationOnly,
     InOrder,
 )
 from oop.datasets.io import write_parquet
@@ -85,7 +84,6 @@ __all__ = [
     "BlockSorted",
     "Disorder",
     "Disordered",
-    "FeedPunctuationOnly",
     "Link",
     "MultiSource",
     "write_parquet",

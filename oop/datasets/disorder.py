@@ -43,11 +43,11 @@ import pyarrow as pa
 
 from oop.errors import ConfigError
 from oop.datasets.packets import CHUNK, PACKET_SCHEMA, Packets, concat_batches, rebatch
-from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
+from oop.punctuation.base import GeneratorConfig
+from oop.punctuation.external import External
 from oop.punctuation.bounded_delay import BoundedDelay
 from oop.punctuation.ordered import Ordered
 from oop.stream.elements import INT64_MIN, Punctuation
-from oop.stream.timecol import TimeSpec
 
 __all__ = [
     "InOrder",
@@ -55,7 +55,6 @@ __all__ = [
     "BlockSorted",
     "Disorder",
     "Disordered",
-    "FeedPunctuationOnly",
     "FeedItem",
 ]
 
@@ -111,19 +110,6 @@ class BlockSorted:
 Disorder = Union[InOrder, Band, BlockSorted]
 
 
-class _FeedOnlyLogic(PunctuationGenerator):
-    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
-        return None
-
-
-@dataclass(frozen=True)
-class FeedPunctuationOnly(GeneratorConfig):
-    """A generator that derives nothing: the feed's own punctuation items are the only bound."""
-
-    def build(self, time: TimeSpec) -> PunctuationGenerator:
-        return _FeedOnlyLogic()
-
-
 @dataclass(frozen=True)
 class Disordered:
     """A packet stream seen through a disorder model; deterministic by ``seed``.
@@ -132,8 +118,9 @@ class Disordered:
     * :meth:`feed` -- the same batches with the punctuation the model implies
       between them (never backwards, never duplicate);
     * :meth:`punctuation` -- the generator config to give a source reading
-      :meth:`batches` (for :class:`BlockSorted`: :class:`FeedPunctuationOnly`,
-      read :meth:`feed` instead);
+      :meth:`batches` (for 
+      :class:`BlockSorted`: ``External()`` -- read :meth:`feed`, or
+      ``External("end_of_block")`` with ``marker=True``);
     * :meth:`stream` -- an ``oop`` :class:`~oop.stream.api.Stream` over it;
     * :meth:`table` -- everything materialised (small inputs, oracles).
     """
@@ -253,7 +240,7 @@ class Disordered:
         if isinstance(d, Band):
             return BoundedDelay(d.delay)
         if isinstance(d, BlockSorted):
-            return FeedPunctuationOnly()
+            return External()
         return Ordered()
 
     def table(self) -> pa.Table:
