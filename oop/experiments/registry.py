@@ -67,9 +67,10 @@ def _module_of(name: str) -> str:
     return f"exp_{name.replace('-', '_')}"
 
 
-def discover(package: str = PACKAGE) -> Registry:
-    """Import every ``exp_*`` module of ``package`` and collect its ``EXPERIMENT``."""
+def discover(package: str | None = None) -> Registry:
+    """Import every ``exp_*`` module of ``package`` (default :data:`PACKAGE`), collect ``EXPERIMENT``."""
     reg = Registry()
+    package = package or PACKAGE
     pkg = importlib.import_module(package)
     for info in pkgutil.iter_modules(pkg.__path__):
         if not info.name.startswith("exp_"):
