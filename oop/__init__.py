@@ -16,7 +16,16 @@ from oop.errors import (
     TimeTypeError,
     UnknownColumnError,
 )
-from oop.punctuation import BoundedDelay, Ordered
+from oop.punctuation import (
+    Adaptive,
+    BoundedDelay,
+    BoundedTuples,
+    External,
+    Granular,
+    Idle,
+    Ordered,
+    parse_punctuation,
+)
 from oop.stream.api import Stream, from_arrow, from_batches, from_iter, from_pandas, from_parquet
 from oop.stream.elements import (
     END_OF_STREAM,
@@ -44,6 +53,12 @@ __all__ = [
     "LatePolicy",
     "Ordered",
     "BoundedDelay",
+    "BoundedTuples",
+    "External",
+    "Idle",
+    "Adaptive",
+    "Granular",
+    "parse_punctuation",
     "OopError",
     "ConfigError",
     "EmptyInputError",
