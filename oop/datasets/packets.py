@@ -148,7 +148,8 @@ class Packets:
 
     ``rate`` is tuples per second of event time (``ts`` in ms from ``start``).
     ``groups`` is the number of ``srcIP`` groups for :class:`Uniform` and
-    :class:`Zipf` (a :class:`DSMix` derives its own). Cost: O(n) time,
+    :class:`Zipf` (a :class:`DSMix` derives its own); ``dests`` bounds the
+    number of distinct ``destIP`` values (None: the whole 10.0.0.0/8). Cost: O(n) time,
     O(CHUNK) memory while streaming.
     """
 
@@ -158,6 +159,7 @@ class Packets:
     skew: Skew = field(default_factory=Uniform)
     seed: int = 0
     start: int = 0
+    dests: int | None = None
 
     def __post_init__(self) -> None:
         if self.n < 0:
@@ -166,6 +168,8 @@ class Packets:
             raise ConfigError(f"Packets: rate must be > 0 tuples per second, got {self.rate}")
         if self.groups < 1:
             raise ConfigError(f"Packets: groups must be >= 1, got {self.groups}")
+        if self.dests is not None and self.dests < 1:
+            raise ConfigError(f"Packets: dests (distinct destIPs) must be >= 1, got {self.dests}")
 
     schema = PACKET_SCHEMA
 
@@ -224,7 +228,8 @@ class Packets:
         lo, hi = k * CHUNK, min(self.n, (k + 1) * CHUNK)
         m = max(0, hi - lo)
         rng = self._rng(k, _COLS)
-        dest = rng.integers(167772160, 184549375, m, dtype=np.int64)  # 10.0.0.0/8
+        hi_dest = 167772160 + (self.dests if self.dests else 16777215)
+        dest = rng.integers(167772160, hi_dest, m, dtype=np.int64)  # in 10.0.0.0/8
         sport = rng.integers(1024, 65535, m, dtype=np.int32)
         dport = rng.choice(np.array([80, 443, 53, 22, 25, 8080], np.int32), m)
         small = rng.random(m) < 0.5
