@@ -223,6 +223,7 @@ class Source(Operator):
         assert self.generator is not None
         return {
             "position": self.position,
+            "exhausted": self.exhausted,
             "lwm": self.lwm.value,
             "hwm": self.hwm.value,
             "generator": self.generator.snapshot(),
@@ -237,6 +238,8 @@ class Source(Operator):
                 "build it from a table, a list of batches or a Parquet path instead"
             )
         self.skip(state["position"])
+        # an exhausted source already sent end-of-stream: do not send it twice on resume
+        self.exhausted = bool(state.get("exhausted", self.exhausted))
         self.lwm.value = state["lwm"]
         self.hwm.value = state["hwm"]
         self.generator.restore(state["generator"])
