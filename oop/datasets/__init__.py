@@ -6,7 +6,8 @@ O(chunk) memory), usable from the Python API, the experiments and Spark.
 API
 ---
 Ordered data (:mod:`oop.datasets.packets`)
-    ``Packets(n, rate=4000.0, groups=1000, skew=Uniform(), seed=0, start=0)`` --
+    ``Packets(n, rate=4000.0, groups=1000, skew=Uniform(), seed=0, start=0,
+    dests=None)`` --
     schema :data:`PACKET_SCHEMA` ``(srcIP int64 [= group id], destIP int64,
     srcPort int32, destPort int32, len int32, ts int64 ms)``; ``ts_i = start +
     floor(i * 1000 / rate)``. ``.chunks()``, ``.batches(batch_size)``,
@@ -27,7 +28,7 @@ Disorder (:mod:`oop.datasets.disorder`)
     ``.schema``.
 Several links (:mod:`oop.datasets.multisource`)
     ``MultiSource((Link(name, rate, skew=0, lulls=((a, b), ...), groups=1000,
-    group_skew=Uniform(), heartbeat=False), ...), duration, tick=100, seed=0)``
+    group_skew=Uniform(), heartbeat=False, dests=None), ...), duration, tick=100, seed=0)``
     -- near-empty control links, arrival-time skew and lulls (Q1-2, Q8-5).
     ``.feeds()`` -> ``{name: () -> iterator}`` with one item per arrival tick
     per link (so the executor's rounds replay the arrival clock),

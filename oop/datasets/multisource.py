@@ -50,6 +50,7 @@ class Link:
     groups: int = 1000
     group_skew: Skew = field(default_factory=Uniform)
     heartbeat: bool = False
+    dests: int | None = None
 
     def __post_init__(self) -> None:
         if not self.rate > 0:
@@ -89,7 +90,7 @@ class MultiSource:
         ln = self.links[j]
         n = int(np.floor(self.duration * ln.rate / 1000.0))
         return Packets(n=n, rate=ln.rate, groups=ln.groups, skew=ln.group_skew,
-                       seed=self.seed * 1000 + j)
+                       seed=self.seed * 1000 + j, dests=ln.dests)
 
     def _link_items(self, j: int) -> Iterator[pa.RecordBatch | Punctuation]:
         ln = self.links[j]

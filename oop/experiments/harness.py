@@ -46,6 +46,8 @@ class Traced:
     wall_at_row: np.ndarray  # seconds since the run started
     wall_s: float
     rounds: int
+    peak_items: int = 0  # largest simultaneous state (sum over operators) after any round
+    peak_bytes: int = 0
 
     def logical_latency(self, end_col: str = "window_end") -> np.ndarray:
         """``clock when emitted - window end`` per output row (event-time units)."""
@@ -63,9 +65,16 @@ def run_traced(stream: Any) -> Traced:
     rows_after: list[int] = []
     clock: list[int] = []
     wall: list[float] = []
+    peak = [0, 0]
     t0 = time.perf_counter()
 
     def on_round(_: int) -> None:
+        it = by = 0
+        for n in ex.nodes:
+            it += n.op.metrics.state_items
+            by += n.op.metrics.state_bytes
+        peak[0] = max(peak[0], it)
+        peak[1] = max(peak[1], by)
         rows_after.append(sink.rows)
         clock.append(max(s.op.hwm.value for s in ex.sources))
         wall.append(time.perf_counter() - t0)
@@ -85,7 +94,7 @@ def run_traced(stream: Any) -> Traced:
                  metrics={n.op.name: n.op.metrics for n in ex.nodes}, late={}, wall_s=total,
                  checkpoint=None, sources=tuple(s.op.name for s in ex.sources))
     return Traced(res, table, np.asarray(clock, np.int64)[r], np.asarray(wall)[r], total,
-                  len(ra) - 1)
+                  len(ra) - 1, peak[0], peak[1])
 
 
 def sliding_oracle(table: pa.Table, *, range_: int, slide: int, value: str | None = None,
