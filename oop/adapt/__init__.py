@@ -1,0 +1,16 @@
+"""AdaptWID: per-group adaptive eager/lazy window aggregation (004 §6.3).
+
+* :class:`~oop.adapt.operator.AdaptWID` -- the operator (``Stream.adaptive_window``);
+* :class:`~oop.adapt.cost.Thresholds`, :class:`~oop.adapt.cost.MemoryCostModel` --
+  Eq. 6.5 / 6.8 / Cond. 6.9 and the two switching thresholds;
+* :class:`~oop.adapt.logic.AdaptLogic` -- the group state machine, testable without a plan;
+* :class:`~oop.adapt.buffer.LazyBuffer` (binned buffer B), :class:`~oop.adapt.store.EagerStore`
+  (partials H), :mod:`oop.adapt.algebra` (block aggregates from :mod:`oop.window.agg`);
+* :class:`~oop.adapt.panes.PanedAdaptWID` -- the pane-enhanced variant.
+"""
+
+from oop.adapt.cost import MemoryCostModel, Thresholds
+from oop.adapt.logic import AdaptConfig, AdaptLogic
+from oop.adapt.operator import AdaptWID
+
+__all__ = ["AdaptWID", "AdaptConfig", "AdaptLogic", "Thresholds", "MemoryCostModel"]

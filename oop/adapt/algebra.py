@@ -1,0 +1,259 @@
+"""Block aggregates: the columnar update/merge/finalize algebra AdaptWID runs on (004 §6.2.2, §6.3).
+
+AdaptWID keeps, per window id, a *block*: the partial aggregates of every
+eager (or transitional) group that has tuples in that window, as columns
+aligned with a sorted array of group ids. Lazy tuples are aggregated into
+the same kind of block when their window closes and merged with the eager
+block (004 Fig. 6-18). This module turns an aggregate *definition* of
+:mod:`oop.window.agg` (an :class:`~oop.window.aggregates.Agg`: same names,
+null rules, tie rules, quantile interpolation) into that columnar algebra:
+
+* ``reduce(rows, starts) -> State`` -- rows sorted by segment (``starts`` =
+  first row of each segment); one partial per segment. Vectorized
+  (``ufunc.reduceat``, one ``lexsort`` for first/last).
+* ``merge_at(a, idx, b)`` -- ``a[idx] (+)= b`` in place (``idx`` unique).
+* ``finalize(a) -> pyarrow.Array`` -- the window result per partial.
+
+``rows`` is a :class:`Rows`: the values of the aggregate's column with a
+validity mask (nulls are ignored, as in :mod:`oop.window.agg`) and the
+tuples' event times (for first/last).
+
+Partials (:data:`State`) are lists of numpy arrays, all of one length.
+Bounded aggregates have fixed-width columns (the lanes of
+:meth:`Agg.lanes`: ``nn``, ``sum``, ``min``, ...), so the size of a partial
+is the sum of its columns' item sizes -- what the cost model's ``aggr`` is
+measured from. ``var``/``std`` keep ``(n, mean, M2)`` merged with Chan's
+formula (numerically stable; the WID operator keeps shifted sums of squares:
+equal up to float rounding). Holistic aggregates (median, quantile,
+distinct, heavy hitters, UDAFs) keep a *bag* per partial (an object column of
+value arrays); their merge and finalize run per group in Python (holistic
+aggregates are never AdaptWID's fast path: the cost model keeps their groups
+lazy, where a bag costs nothing extra).
+
+>>> from oop.window import aggregates as agg
+>>> s = block_agg(agg.sum("len"))
+>>> r = Rows(np.array([1, 2, 3, 4]), np.ones(4, bool), np.zeros(4, np.int64))
+>>> a = s.reduce(r, np.array([0, 3]))
+>>> s.merge_at(a, np.array([1]), s.reduce(Rows(np.array([10]), np.ones(1, bool), np.zeros(1, np.int64)), np.array([0])))
+>>> s.finalize(a).to_pylist()
+[6, 14]
+>>> m = block_agg(agg.median("len"))
+>>> m.finalize(m.reduce(Rows(np.array([1, 5, 2, 9]), np.ones(4, bool), np.zeros(4, np.int64)), np.array([0, 2]))).to_pylist()
+[3.0, 5.5]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from oop.errors import ConfigError
+from oop.window.aggregates import Agg
+
+__all__ = ["State", "Rows", "BlockAgg", "block_agg", "state_take", "state_nbytes",
+           "state_interleave"]
+
+State = list  # list[np.ndarray], all of one length
+
+
+@dataclass
+class Rows:
+    """An aggregate's input rows: values (nulls filled), validity, event times."""
+
+    values: np.ndarray
+    valid: np.ndarray
+    times: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.valid)
+
+    def take(self, idx: np.ndarray) -> "Rows":
+        return Rows(self.values[idx], self.valid[idx], self.times[idx])
+
+
+def _lengths(starts: np.ndarray, n: int) -> np.ndarray:
+    return np.diff(np.append(starts, n)).astype(np.int64)
+
+
+def _sentinel(dtype: np.dtype, high: bool) -> Any:
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        return info.max if high else info.min
+    return np.inf if high else -np.inf
+
+
+class BlockAgg:
+    """Columnar algebra of one :class:`~oop.window.aggregates.Agg` (see the module docstring)."""
+
+    def __init__(self, agg: Agg) -> None:
+        self.agg = agg
+        self.name = agg.name
+        self.column = agg.column
+        self.fn = agg.fn
+        self.holistic = agg.holistic
+
+    # ---- per kind ---------------------------------------------------------------
+    def reduce(self, r: Rows, starts: np.ndarray) -> State:
+        f, n = self.fn, len(r)
+        if f == "count":
+            return [_lengths(starts, n)]
+        if len(starts) == 0:
+            return self.empty(r.values.dtype)
+        nn = np.add.reduceat(r.valid.astype(np.int64), starts)
+        if f in ("sum", "mean"):
+            dt = np.float64 if f == "mean" or np.issubdtype(r.values.dtype, np.floating) else np.int64
+            x = np.where(r.valid, r.values, 0).astype(dt)
+            return [nn, np.add.reduceat(x, starts)]
+        if f in ("min", "max"):
+            x = np.where(r.valid, r.values, _sentinel(r.values.dtype, f == "min"))
+            red = np.minimum if f == "min" else np.maximum
+            return [nn, red.reduceat(x, starts)]
+        if f in ("var", "std"):
+            x = np.where(r.valid, r.values, 0).astype(np.float64)
+            mean = np.add.reduceat(x, starts) / np.maximum(nn, 1)
+            d = (x - np.repeat(mean, _lengths(starts, n))) * r.valid
+            return [nn, mean, np.add.reduceat(d * d, starts)]
+        if f in ("first", "last"):
+            seg = np.repeat(np.arange(len(starts)), _lengths(starts, n))
+            if f == "first":
+                order = np.lexsort((r.values, r.times, ~r.valid, seg))
+            else:
+                order = np.lexsort((-r.values, -r.times, ~r.valid, seg))
+            pick = order[starts]
+            return [nn, r.times[pick].astype(np.int64), r.values[pick]]
+        # holistic: a bag of the valid values per partial (per group: holistic only)
+        bags = np.empty(len(starts), dtype=object)
+        for i, (v, ok) in enumerate(zip(np.split(r.values, starts[1:]), np.split(r.valid, starts[1:]))):
+            bags[i] = self._norm(v[ok])
+        return [bags]
+
+    def _norm(self, v: np.ndarray) -> np.ndarray:
+        return np.unique(v) if self.fn == "distinct" else np.sort(v)
+
+    def empty(self, dtype: np.dtype) -> State:
+        """A state with no partials (for a column of ``dtype``)."""
+        f = self.fn
+        z = np.zeros(0, np.int64)
+        if f == "count":
+            return [z]
+        if f in ("sum", "mean"):
+            dt = np.float64 if f == "mean" or np.issubdtype(dtype, np.floating) else np.int64
+            return [z, np.zeros(0, dt)]
+        if f in ("min", "max"):
+            return [z, np.zeros(0, dtype)]
+        if f in ("var", "std"):
+            return [z, np.zeros(0), np.zeros(0)]
+        if f in ("first", "last"):
+            return [z, z.copy(), np.zeros(0, dtype)]
+        return [np.empty(0, object)]
+
+    def merge_at(self, a: State, idx: np.ndarray, b: State) -> None:
+        f = self.fn
+        if f == "count":
+            a[0][idx] += b[0]
+            return
+        if f in ("sum", "mean"):
+            a[0][idx] += b[0]
+            a[1][idx] += b[1]
+            return
+        if f in ("min", "max"):
+            red = np.minimum if f == "min" else np.maximum
+            a[1][idx] = np.where(a[0][idx] == 0, b[1], np.where(b[0] == 0, a[1][idx], red(a[1][idx], b[1])))
+            a[0][idx] += b[0]
+            return
+        if f in ("var", "std"):
+            na, ma, m2a = a[0][idx], a[1][idx], a[2][idx]
+            nb, mb, m2b = b
+            n = na + nb
+            nz = np.maximum(n, 1)
+            delta = mb - ma
+            a[1][idx] = ma + delta * nb / nz
+            a[2][idx] = m2a + m2b + delta * delta * na * nb / nz
+            a[0][idx] = n
+            return
+        if f in ("first", "last"):
+            ta, va, tb, vb = a[1][idx], a[2][idx], b[1], b[2]
+            if f == "first":
+                better = (tb < ta) | ((tb == ta) & (vb < va))
+            else:
+                better = (tb > ta) | ((tb == ta) & (vb > va))
+            take_b = (b[0] > 0) & ((a[0][idx] == 0) | better)
+            a[1][idx] = np.where(take_b, tb, ta)
+            a[2][idx] = np.where(take_b, vb, va)
+            a[0][idx] += b[0]
+            return
+        col = a[0]
+        for j, i in enumerate(idx.tolist()):
+            col[i] = self._norm(np.concatenate([col[i], b[0][j]]))
+
+    def finalize(self, a: State) -> pa.Array:
+        f = self.fn
+        if f == "count":
+            return pa.array(a[0], pa.int64())
+        if f in ("sum", "min", "max", "first", "last"):
+            return pa.array(a[-1], mask=a[0] == 0)
+        if f == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return pa.array(a[1] / np.maximum(a[0], 1), mask=a[0] == 0)
+        if f in ("var", "std"):
+            v = np.maximum(a[2] / np.maximum(a[0] - 1, 1), 0.0)
+            return pa.array(np.sqrt(v) if f == "std" else v, mask=a[0] < 2)
+        bags = a[0]
+        if f in ("median", "quantile"):
+            q = 0.5 if f == "median" else float(self.agg.q)  # type: ignore[arg-type]
+            return pa.array([float(np.quantile(b, q)) if len(b) else None for b in bags], pa.float64())
+        if f == "distinct":
+            return pa.array([len(b) for b in bags], pa.int64())
+        # heavy hitters, UDAFs: the aggregate's own scalar algebra over the bag
+        out = []
+        for b in bags:
+            s = self.agg.init()
+            for v in b.tolist():
+                s = self.agg.update(s, v)
+            out.append(self.agg.finalize(s))
+        return pa.array(out)
+
+    def fixed_bytes(self, value_itemsize: int) -> int:
+        """Bytes of one partial by layout (a bag counts its pointer; its values come on top)."""
+        f = self.fn
+        return {"count": 8, "sum": 16, "mean": 16, "min": 8 + value_itemsize,
+                "max": 8 + value_itemsize, "var": 24, "std": 24,
+                "first": 16 + value_itemsize, "last": 16 + value_itemsize}.get(f, 8)
+
+
+def block_agg(agg: Agg) -> BlockAgg:
+    """The columnar algebra of ``agg``; raises :class:`ConfigError` for unknown aggregates."""
+    if not isinstance(agg, Agg):
+        raise ConfigError(f"adaptive_window: {agg!r} is not an aggregate; build one with oop.window.agg.*")
+    return BlockAgg(agg)
+
+
+# ---- generic operations on states ------------------------------------------
+def state_take(a: State, idx: np.ndarray) -> State:
+    """Rows ``idx`` of a state (a copy)."""
+    return [x[idx] for x in a]
+
+
+def state_nbytes(a: State) -> int:
+    """Bytes of a state as laid out: column buffers, plus the values of bag columns."""
+    total = 0
+    for x in a:
+        total += x.nbytes
+        if x.dtype == object:
+            total += int(sum(b.nbytes for b in x))
+    return total
+
+
+def state_interleave(a: State, pos_a: np.ndarray, b: State, pos_b: np.ndarray, n: int) -> State:
+    """A state of length ``n`` with ``a``'s rows at ``pos_a`` and ``b``'s at ``pos_b``. O(n)."""
+    out: State = []
+    for x, y in zip(a, b):
+        dt = object if x.dtype == object else np.result_type(x.dtype, y.dtype)
+        z = np.empty(n, dtype=dt)
+        z[pos_a] = x
+        z[pos_b] = y
+        out.append(z)
+    return out

@@ -1,0 +1,146 @@
+"""The shared lazy-tuple buffer ``B``, split into bins (004 §6.3.4.2, Discussion).
+
+Lazy (and transitional) groups put their tuples into one shared buffer. So
+that switching a group to eager does not scan every lazy tuple, the buffer
+is split into ``n_bins`` bins and group ``g`` always uses bin ``g % n_bins``
+(the hash table H is partitioned the same way): a switch scans only the bins
+of the switching groups.
+
+Rows are stored column-wise (``gid``, ``ts``, optional ``src``, the value
+columns the aggregates read) as a list of numpy chunks per bin; a bin is
+compacted to one chunk when it is scanned. ``row_bytes`` -- the size of one
+buffered tuple, ``tup`` in the cost model -- is the sum of the column item
+sizes, i.e. measured from this layout.
+
+Cost: ``append`` O(n log n) per batch (stable sort by bin); ``take_groups``
+O(rows in the touched bins); ``compact``/``filter_bin`` O(rows in the bin).
+
+>>> b = LazyBuffer(4, {"gid": np.dtype(np.int64), "ts": np.dtype(np.int64)})
+>>> b.append({"gid": np.array([0, 1, 5, 1]), "ts": np.array([10, 11, 12, 13])})
+>>> b.n_rows, b.row_bytes, b.nbytes
+(4, 16, 64)
+>>> out = b.take_groups(np.array([1]))       # scans bin 1 only (groups 1 and 5)
+>>> out["ts"].tolist(), b.n_rows
+([11, 13], 2)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["LazyBuffer", "Chunk"]
+
+Chunk = dict  # column name -> np.ndarray, all of one length
+
+
+def _concat(chunks: list[Chunk], names: list[str], dtypes: dict[str, np.dtype]) -> Chunk:
+    if not chunks:
+        return {c: np.zeros(0, dtypes[c]) for c in names}
+    if len(chunks) == 1:
+        return chunks[0]
+    return {c: np.concatenate([ch[c] for ch in chunks]) for c in names}
+
+
+class LazyBuffer:
+    """Binned, columnar tuple buffer. ``columns`` maps column name -> dtype; ``gid`` is required."""
+
+    def __init__(self, n_bins: int, columns: dict[str, np.dtype]) -> None:
+        if n_bins < 1:
+            raise ValueError(f"LazyBuffer: n_bins must be >= 1, got {n_bins}")
+        if "gid" not in columns:
+            raise ValueError("LazyBuffer: a 'gid' column is required")
+        self.n_bins = int(n_bins)
+        self.dtypes = {c: np.dtype(t) for c, t in columns.items()}
+        self.names = list(self.dtypes)
+        self.row_bytes = int(sum(t.itemsize for t in self.dtypes.values()))
+        self.bins: list[list[Chunk]] = [[] for _ in range(self.n_bins)]
+        self.bin_rows = np.zeros(self.n_bins, np.int64)
+        self.n_rows = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: rows times ``row_bytes`` (the layout). O(1)."""
+        return self.n_rows * self.row_bytes
+
+    def append(self, chunk: Chunk) -> None:
+        """Add rows (columns aligned); each row goes to bin ``gid % n_bins``."""
+        n = len(chunk["gid"])
+        if n == 0:
+            return
+        cols = {c: np.asarray(chunk[c], dtype=self.dtypes[c]) for c in self.names}
+        if self.n_bins == 1:
+            self.bins[0].append(cols)
+            self.bin_rows[0] += n
+            self.n_rows += n
+            return
+        b = cols["gid"] % self.n_bins
+        order = np.argsort(b, kind="stable")
+        bs = b[order]
+        cuts = np.flatnonzero(np.diff(bs)) + 1
+        starts = np.concatenate([[0], cuts])
+        ends = np.concatenate([cuts, [n]])
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            idx = order[s:e]
+            self.bins[int(bs[s])].append({c: cols[c][idx] for c in self.names})
+            self.bin_rows[int(bs[s])] += e - s
+        self.n_rows += n
+
+    def compact(self, b: int) -> Chunk:
+        """Bin ``b`` as one chunk (merging its chunks). O(rows in the bin)."""
+        ch = _concat(self.bins[b], self.names, self.dtypes)
+        self.bins[b] = [ch] if len(ch["gid"]) else []
+        return ch
+
+    def filter_bin(self, b: int, keep: np.ndarray) -> Chunk:
+        """Keep the rows of (compacted) bin ``b`` where ``keep``; return the removed rows."""
+        ch = self.compact(b)
+        removed = {c: ch[c][~keep] for c in self.names}
+        kept = {c: ch[c][keep] for c in self.names}
+        n_removed = len(removed["gid"])
+        self.bins[b] = [kept] if len(kept["gid"]) else []
+        self.bin_rows[b] -= n_removed
+        self.n_rows -= n_removed
+        return removed
+
+    def take_groups(self, gids: np.ndarray) -> Chunk:
+        """Remove and return every row of ``gids``, scanning only their bins."""
+        gids = np.asarray(gids, np.int64)
+        if len(gids) == 0 or self.n_rows == 0:
+            return _concat([], self.names, self.dtypes)
+        out: list[Chunk] = []
+        for b in np.unique(gids % self.n_bins).tolist():
+            if self.bin_rows[b] == 0:
+                continue
+            ch = self.compact(b)
+            hit = np.isin(ch["gid"], gids)
+            if hit.any():
+                out.append(self.filter_bin(b, ~hit))
+        return _concat(out, self.names, self.dtypes)
+
+    def nonempty_bins(self) -> list[int]:
+        return np.flatnonzero(self.bin_rows).tolist()
+
+    # ---- checkpointing ----------------------------------------------------
+    def snapshot(self) -> Any:
+        return {"bins": [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in self.bins],
+                "bin_rows": self.bin_rows.copy(), "n_rows": self.n_rows}
+
+    def restore(self, state: Any) -> None:
+        self.bins = [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in state["bins"]]
+        self.bin_rows = state["bin_rows"].copy()
+        self.n_rows = int(state["n_rows"])
+
+    def _check(self) -> None:
+        total = 0
+        for b, chs in enumerate(self.bins):
+            rows = 0
+            for ch in chs:
+                n = len(ch["gid"])
+                assert all(len(ch[c]) == n for c in self.names), "misaligned chunk"
+                assert (ch["gid"] % self.n_bins == b).all(), f"row in the wrong bin {b}"
+                rows += n
+            assert rows == self.bin_rows[b], (b, rows, self.bin_rows[b])
+            total += rows
+        assert total == self.n_rows, (total, self.n_rows)

@@ -1,0 +1,559 @@
+"""AdaptWID's Aggregate logic: per-group eager/lazy state machine (004 §6.3.3-6.3.4).
+
+State (004 Fig. 6-17): the eager store ``H`` (one block of partials per open
+window id, :mod:`oop.adapt.store`), the shared lazy buffer ``B`` split into
+bins (:mod:`oop.adapt.buffer`) and, per group ``g``: ``mode[g]`` (the flag
+``alt``: lazy 0 / eager 1), ``winVol[g, source]`` (tuples of ``g`` still in an
+open window, per source) and ``npart[g]`` (its eager partials). A lazy group
+that still has partials is *transitional*.
+
+Group state machine (every group starts lazy)::
+
+              winVol > up*theta (tuple arrival: build partials from B)
+      LAZY  ---------------------------------------------------------> EAGER
+       ^  \\                                                            |
+       |   \\ last old partial emitted                                   | winVol < down*theta
+       |    \\                                                          | (punctuation)
+       |     +-------------- TRANSITIONAL (lazy + old partials) <------+
+       |                         | winVol > up*theta: back to EAGER (B merged into partials)
+       +-- winVol == 0: entry removed (it starts lazy again)
+
+``theta`` is Cond. 6.9 (:class:`~oop.adapt.cost.MemoryCostModel`) with
+``aggr`` = measured bytes per partial, ``tup`` = bytes per buffered tuple
+(the buffer's layout), ``wed`` from :class:`~oop.progress.WindowExtentDuration`,
+per-source offsets from :class:`~oop.progress.SourceOffsets` and per-group
+per-source volume ``winVol[g, K] / RANGE``.
+
+On a batch (columns of numpy arrays): compute each tuple's window-id range
+``[lo, hi)`` with the window kind (the Bucket), clip ``lo`` to the first open
+window (a tuple whose windows all closed is late), add to ``winVol``, start
+``wed`` for new extents, switch lazy groups over the upper threshold to eager
+(scanning only their bins of B), then fold the eager groups' tuples into
+partials (one vectorized group-by per batch) and append the rest to B.
+Nothing is emitted on a batch.
+
+On a punctuation ``v``: every window ``w < kind.first_open(v)`` is complete.
+Tuples in B are expanded to the closing windows and aggregated (one group-by
+over B) into a block per window, merged with that window's eager block
+(transitional groups have both: 004 Fig. 6-18) and emitted; tuples of B
+whose last window closed are purged and ``winVol`` drops by them and by the
+emitted partials' ``tupcnt``. Then eager groups under the lower threshold
+become lazy (transitional while they have partials) and groups with
+``winVol == 0`` are removed.
+
+Cost: per batch O(n * windows-per-tuple) vectorized plus O(rows of B in the
+switching groups' bins); per punctuation O(|B| * closing windows + partials
+emitted + groups) vectorized. No per-tuple Python.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from numba import njit
+from sortedcontainers import SortedSet
+
+from oop.adapt.algebra import BlockAgg, Rows, block_agg
+from oop.adapt.buffer import Chunk, LazyBuffer
+from oop.adapt.cost import MemoryCostModel, Thresholds
+from oop.adapt.store import Block, EagerStore, merge_blocks
+from oop.errors import ConfigError
+from oop.progress.measures import SourceOffsets, WindowExtentDuration
+from oop.progress.watermark import LowWatermark
+from oop.stream.elements import INT64_MIN
+from oop.window.aggregates import Agg
+from oop.window.kinds import Sliding
+
+__all__ = ["AdaptConfig", "AdaptLogic", "expand", "expand_reference", "Timeline"]
+
+LAZY, EAGER = 0, 1
+
+
+@njit(cache=True)
+def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row, wid) pairs for every row ``i`` and ``lo[i] <= wid < hi[i]`` (rows in order)."""
+    n = lo.shape[0]
+    total = 0
+    for i in range(n):
+        if hi[i] > lo[i]:
+            total += hi[i] - lo[i]
+    rows = np.empty(total, np.int64)
+    ws = np.empty(total, np.int64)
+    k = 0
+    for i in range(n):
+        for w in range(lo[i], hi[i]):
+            rows[k] = i
+            ws[k] = w
+            k += 1
+    return rows, ws
+
+
+def expand_reference(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tuple-at-a-time reference of :func:`expand`."""
+    rows, ws = [], []
+    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
+        for w in range(a, b):
+            rows.append(i)
+            ws.append(w)
+    return np.asarray(rows, np.int64), np.asarray(ws, np.int64)
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """AdaptWID configuration; :meth:`build` makes the runtime :class:`AdaptLogic`.
+
+    ``kind``: a resolved time-based :class:`~oop.window.kinds.Sliding` or
+    ``Tumbling`` window; ``aggs``: aggregates of :mod:`oop.window.agg`;
+    ``n_sources``: sources whose arrival-time offsets enter Cond. 6.9;
+    ``n_bins``: bins of the lazy buffer.
+    """
+
+    kind: Sliding
+    aggs: tuple[Agg, ...]
+    n_sources: int = 1
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    n_bins: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, Sliding):
+            raise ConfigError(
+                f"adaptive_window: window kind {self.kind!r} is not supported; AdaptWID chooses "
+                "per group between partials and buffered tuples over event-time windows -- use "
+                "Tumbling or Sliding, or Stream.window for row-based, landmark and FCA windows"
+            )
+        self.kind.r, self.kind.s  # raises ConfigError if not resolved
+        if not self.aggs:
+            raise ConfigError("adaptive_window: give at least one aggregate, e.g. agg.count()")
+        if self.n_sources < 1 or self.n_sources > 127:
+            raise ConfigError(f"adaptive_window: n_sources={self.n_sources} must be in 1..127")
+        if self.n_bins < 1:
+            raise ConfigError(f"adaptive_window: n_bins={self.n_bins} must be >= 1")
+
+    @property
+    def value_columns(self) -> list[str]:
+        out: list[str] = []
+        for a in self.aggs:
+            if a.column and a.column not in out and a.fn != "count":
+                out.append(a.column)
+        return out
+
+    def build(self, value_dtypes: dict[str, np.dtype]) -> "AdaptLogic":
+        return AdaptLogic(self, value_dtypes)
+
+
+@dataclass
+class Timeline:
+    """Per punctuation: the punctuation value and groups eager / lazy / transitional, bytes."""
+
+    punct: list[int] = field(default_factory=list)
+    eager: list[int] = field(default_factory=list)
+    lazy: list[int] = field(default_factory=list)
+    transitional: list[int] = field(default_factory=list)
+    partial_bytes: list[int] = field(default_factory=list)
+    buffer_bytes: list[int] = field(default_factory=list)
+    group_bytes: list[int] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, list[int]]:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+
+class AdaptLogic:
+    """The runtime state machine (see the module docstring). Not thread-safe."""
+
+    def __init__(self, cfg: AdaptConfig, value_dtypes: dict[str, np.dtype]) -> None:
+        self.cfg = cfg
+        self.kind = cfg.kind
+        self.mode_name = cfg.thresholds.mode
+        self.S = cfg.n_sources
+        self.aggs: list[BlockAgg] = [block_agg(a) for a in cfg.aggs]
+        self.value_cols = cfg.value_columns
+        for c in self.value_cols:
+            dt = np.dtype(value_dtypes[c])
+            if not (np.issubdtype(dt, np.number) or dt == np.bool_):
+                raise ConfigError(
+                    f"adaptive_window: column {c!r} has dtype {dt}; AdaptWID buffers numeric "
+                    "value columns only -- aggregate a numeric column or use Stream.window"
+                )
+        self.value_dtypes = {c: np.dtype(value_dtypes[c]) for c in self.value_cols}
+        cols: dict[str, np.dtype] = {"gid": np.dtype(np.int64), "ts": np.dtype(np.int64)}
+        if self.S > 1:
+            cols["src"] = np.dtype(np.int8)
+        for c in self.value_cols:
+            cols[c] = self.value_dtypes[c]
+            cols[c + "?"] = np.dtype(np.bool_)
+        self.buffer = LazyBuffer(cfg.n_bins, cols)
+        self.eager = EagerStore(self.aggs)
+        self.model = MemoryCostModel(self.kind.r, self.kind.s)
+        self.wed = WindowExtentDuration(self.kind.r)
+        self.offsets = SourceOffsets(self.S)
+        self.lwm = LowWatermark("wid-time", stream="adaptwid")
+        self.first_open = INT64_MIN  # every window w < first_open is complete
+        self.open_wids: SortedSet = SortedSet()
+        # per group
+        self.cap = 0
+        self.n_groups = 0
+        self.mode = np.zeros(0, np.int8)
+        self.wv = np.zeros((0, self.S), np.int32)
+        self.npart = np.zeros(0, np.int32)
+        self.n_live = 0
+        # counters
+        self.tuples_in = 0
+        self.late = 0
+        self.switches_to_eager = 0
+        self.switches_to_lazy = 0
+        self.timeline = Timeline()
+        self.peak = {"partials": 0, "buffer": 0, "groups": 0, "total": 0}
+
+    # ---- sizes ------------------------------------------------------------------
+    @property
+    def group_entry_bytes(self) -> int:
+        """Bytes of one live group's monitoring entry (0 when forced eager/lazy: no monitoring)."""
+        if self.mode_name != "adaptive":
+            return 0
+        return self.mode.itemsize + self.npart.itemsize + self.wv.itemsize * self.S
+
+    @property
+    def aggr(self) -> float:
+        """Bytes per partial aggregate: measured from the store, else from the layout."""
+        if self.eager.n_partials:
+            return self.eager.nbytes / self.eager.n_partials
+        item = {c: t.itemsize for c, t in self.value_dtypes.items()}
+        return 8 + 8 * self.S + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
+
+    @property
+    def tup(self) -> int:
+        """Bytes per buffered tuple (the buffer's row layout)."""
+        return self.buffer.row_bytes
+
+    def state_bytes(self) -> dict[str, int]:
+        """Held state by kind: eager partials, lazy buffer, group entries. O(1)."""
+        p, b, g = self.eager.nbytes, self.buffer.nbytes, self.n_live * self.group_entry_bytes
+        return {"partials": p, "buffer": b, "groups": g, "total": p + b + g}
+
+    def state_items(self) -> int:
+        return self.eager.n_partials + self.buffer.n_rows
+
+    def _track_peak(self) -> None:
+        sb = self.state_bytes()
+        for k, v in sb.items():
+            if v > self.peak[k]:
+                self.peak[k] = v
+
+    # ---- per-group arrays ---------------------------------------------------------
+    def _grow(self, n: int) -> None:
+        if n <= self.cap:
+            self.n_groups = max(self.n_groups, n)
+            return
+        cap = max(n, 2 * self.cap, 1024)
+        mode = np.zeros(cap, np.int8)
+        mode[: self.cap] = self.mode
+        wv = np.zeros((cap, self.S), np.int32)
+        wv[: self.cap] = self.wv
+        npart = np.zeros(cap, np.int32)
+        npart[: self.cap] = self.npart
+        self.mode, self.wv, self.npart, self.cap = mode, wv, npart, cap
+        self.n_groups = n
+
+    def _theta(self, gs: np.ndarray) -> np.ndarray:
+        th = self.cfg.thresholds
+        if th.absolute:
+            return np.ones(len(gs))
+        vol_src = self.wv[gs].astype(np.float64) / self.kind.r
+        return self.model.threshold(self.aggr, self.tup, self.wed.value, vol_src,
+                                    self.offsets.offsets())
+
+    def _winvol(self, gs: np.ndarray) -> np.ndarray:
+        return self.wv[gs].sum(axis=1, dtype=np.int64)
+
+    def _count_live(self) -> None:
+        g = self.n_groups
+        self.n_live = int(np.count_nonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)))
+
+    # ---- the Bucket --------------------------------------------------------------
+    def _wids(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.kind.wids(ts)
+        if self.first_open != INT64_MIN:
+            lo = np.maximum(lo, self.first_open)
+        return lo, hi
+
+    # ---- tuples ---------------------------------------------------------------------
+    def on_batch(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray | None,
+                 values: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
+        """Fold a batch in (``values``: column -> (values, validity)). Returns tuples found late."""
+        n = len(gids)
+        if n == 0:
+            return 0
+        self.tuples_in += n
+        ts = np.asarray(ts, np.int64)
+        gids = np.asarray(gids, np.int64)
+        src = np.zeros(n, np.int8) if src is None else np.asarray(src, np.int8)
+        lo, hi = self._wids(ts)
+        ok = lo < hi
+        n_late = int(n - np.count_nonzero(ok))
+        if n_late:
+            self.late += n_late
+            gids, ts, src, lo, hi = gids[ok], ts[ok], src[ok], lo[ok], hi[ok]
+            values = {c: (v[ok], m[ok]) for c, (v, m) in values.items()}
+            if len(gids) == 0:
+                return n_late
+        self._grow(int(gids.max()) + 1)
+        self.offsets.observe_many(src, ts)
+        # winVol per (group, source)
+        flat = gids * self.S + src
+        u, c = np.unique(flat, return_counts=True)
+        wv_flat = self.wv.reshape(-1)
+        wv_flat[u] += c.astype(np.int32)
+        self._start_extents(lo, hi)
+        # lazy -> eager on tuple arrival
+        ug = u // self.S if self.S > 1 else u
+        if self.S > 1:
+            ug = np.unique(ug)
+        lazy_touched = ug[self.mode[ug] == LAZY]
+        if self.mode_name == "eager":
+            sw = lazy_touched
+        elif self.mode_name == "adaptive" and len(lazy_touched):
+            th = self.cfg.thresholds.up * self._theta(lazy_touched)
+            sw = lazy_touched[self._winvol(lazy_touched) > th]
+            self.switches_to_eager += len(sw)
+        else:
+            sw = lazy_touched[:0]
+        chunk: Chunk = {"gid": gids, "ts": ts}
+        if self.S > 1:
+            chunk["src"] = src
+        for col, (v, m) in values.items():
+            chunk[col] = v
+            chunk[col + "?"] = m
+        pulled = None
+        if len(sw):
+            self.mode[sw] = EAGER
+            if self.buffer.n_rows:
+                pulled = self.buffer.take_groups(sw)
+        eager_rows = self.mode[gids] == EAGER
+        if not eager_rows.all():
+            lazy_rows = ~eager_rows
+            self.buffer.append({k: a[lazy_rows] for k, a in chunk.items()})
+        parts = []
+        if eager_rows.any():
+            parts.append({k: a[eager_rows] for k, a in chunk.items()})
+        if pulled is not None and len(pulled["gid"]):
+            parts.append(pulled)
+        if parts:
+            ch = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts])
+                                                   for k in chunk}
+            self._to_eager(ch)
+        self._count_live()
+        self._track_peak()
+        return n_late
+
+    def _start_extents(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        ulo, inv = np.unique(lo, return_inverse=True)
+        top = np.full(len(ulo), INT64_MIN, np.int64)
+        np.maximum.at(top, inv, hi)
+        _, ws = expand(ulo, top)
+        ws = np.unique(ws)
+        if len(self.open_wids):
+            ws = ws[~np.isin(ws, np.fromiter(self.open_wids, np.int64, len(self.open_wids)))]
+        if len(ws) == 0:
+            return
+        starts, _ = self.kind.extents(ws)
+        for w, s in zip(ws.tolist(), starts.tolist()):
+            self.wed.start(w, self.lwm.value, fallback=s)
+        self.open_wids.update(ws.tolist())
+
+    def _to_eager(self, ch: Chunk) -> None:
+        lo, hi = self._wids(ch["ts"])
+        rows, ws = expand(lo, hi)
+        is_last = ws == hi[rows] - 1
+        for w, blk in self._blocks(ch, rows, ws, is_last).items():
+            new = self.eager.add(w, blk)
+            if len(new):
+                self.npart[new] += 1
+
+    def _blocks(self, ch: Chunk, rows: np.ndarray, ws: np.ndarray,
+                is_last: np.ndarray) -> dict[int, Block]:
+        """Group (row, wid) pairs by (wid, group) into one block of partials per wid."""
+        if len(rows) == 0:
+            return {}
+        g = ch["gid"][rows]
+        order = np.lexsort((g, ws))
+        rows, ws, g, is_last = rows[order], ws[order], g[order], is_last[order]
+        brk = np.flatnonzero((np.diff(ws) != 0) | (np.diff(g) != 0)) + 1
+        starts = np.concatenate([[0], brk]).astype(np.int64)
+        ts = ch["ts"][rows]
+        states = []
+        for a in self.aggs:
+            if a.fn == "count":
+                r = Rows(g, np.ones(len(g), bool), ts)
+            else:
+                r = Rows(ch[a.column][rows], ch[a.column + "?"][rows], ts)
+            states.append(a.reduce(r, starts))
+        src = ch["src"][rows] if self.S > 1 else np.zeros(len(rows), np.int64)
+        onehot = np.zeros((len(rows), self.S), np.int64)
+        onehot[np.arange(len(rows)), src] = is_last
+        tupcnt = np.add.reduceat(onehot, starts, axis=0)
+        seg_w, seg_g = ws[starts], g[starts]
+        wb = np.flatnonzero(np.diff(seg_w)) + 1
+        bounds = np.concatenate([[0], wb, [len(starts)]]).tolist()
+        out: dict[int, Block] = {}
+        for a_, b_ in zip(bounds[:-1], bounds[1:]):
+            out[int(seg_w[a_])] = Block(seg_g[a_:b_].copy(), tupcnt[a_:b_].copy(),
+                                        [[x[a_:b_].copy() for x in s] for s in states])
+        return out
+
+    # ---- punctuation -------------------------------------------------------------------
+    def on_punctuation(self, v: int) -> list[tuple[int, Block]]:
+        """Close every window complete under ``v``; return ``(wid, merged block)`` in wid order."""
+        self.lwm.advance(v)
+        fo = int(self.kind.first_open(v))
+        if fo <= self.first_open:
+            return []
+        old, self.first_open = self.first_open, fo
+        closing = list(self.open_wids.irange(maximum=fo - 1))
+        lazy_blocks = self._close_buffer(old, fo) if self.buffer.n_rows else {}
+        out: list[tuple[int, Block]] = []
+        hw = self.offsets.hwm
+        for w in closing:
+            eb = self.eager.pop(w)
+            lb = lazy_blocks.pop(w, None)
+            if eb is not None and len(eb):
+                self.wv[eb.gids] -= eb.tupcnt.astype(np.int32)
+                self.npart[eb.gids] -= 1
+            if eb is None:
+                merged = lb
+            elif lb is None:
+                merged = eb
+            else:
+                merged, _ = merge_blocks(self.aggs, eb, lb)
+            if merged is not None and len(merged):
+                out.append((w, merged))
+            self.wed.complete(w, hw)
+            self.open_wids.discard(w)
+        assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
+        g = self.n_groups
+        if self.mode_name == "adaptive" and g:
+            eg = np.flatnonzero(self.mode[:g] == EAGER)
+            if len(eg):
+                th = self.cfg.thresholds.down * self._theta(eg)
+                sw = eg[self._winvol(eg) < th]
+                self.mode[sw] = LAZY
+                self.switches_to_lazy += len(sw)
+            dead = ~self.wv[:g].any(axis=1) & (self.npart[:g] == 0)
+            self.mode[:g][dead] = LAZY  # entry removed: the group starts lazy again
+        self._count_live()
+        self._sample(v)
+        self._track_peak()
+        return out
+
+    def _close_buffer(self, old: int, fo: int) -> dict[int, Block]:
+        pieces: list[Chunk] = []
+        pair_ws: list[np.ndarray] = []
+        pair_last: list[np.ndarray] = []
+        for b in self.buffer.nonempty_bins():
+            ch = self.buffer.compact(b)
+            lo, hi = self.kind.wids(ch["ts"])
+            lo_c = np.maximum(lo, old) if old != INT64_MIN else lo
+            rows, ws = expand(lo_c, np.minimum(hi, fo))
+            if len(rows):
+                pieces.append({k: a[rows] for k, a in ch.items()})
+                pair_ws.append(ws)
+                pair_last.append(ws == hi[rows] - 1)
+            expired = hi <= fo
+            if expired.any():
+                gone = self.buffer.filter_bin(b, ~expired)
+                flat = gone["gid"] * self.S + (gone["src"] if self.S > 1 else 0)
+                u, c = np.unique(flat, return_counts=True)
+                self.wv.reshape(-1)[u] -= c.astype(np.int32)
+        if not pieces:
+            return {}
+        names = list(pieces[0])
+        ch = {k: np.concatenate([p[k] for p in pieces]) for k in names}
+        rows = np.arange(len(ch["gid"]), dtype=np.int64)
+        return self._blocks(ch, rows, np.concatenate(pair_ws), np.concatenate(pair_last))
+
+    def flush(self) -> list[tuple[int, Block]]:
+        """End of stream: close every open window."""
+        if not self.open_wids:
+            return []
+        last = int(self.open_wids[-1])
+        _, end = self.kind.extent(last)
+        return self.on_punctuation(max(int(end), self.lwm.value))
+
+    def _sample(self, v: int) -> None:
+        g = self.n_groups
+        live = self.wv[:g].any(axis=1) | (self.npart[:g] > 0)
+        eager = live & (self.mode[:g] == EAGER)
+        trans = live & (self.mode[:g] == LAZY) & (self.npart[:g] > 0)
+        t = self.timeline
+        t.punct.append(int(v))
+        t.eager.append(int(eager.sum()))
+        t.transitional.append(int(trans.sum()))
+        t.lazy.append(int(live.sum() - eager.sum() - trans.sum()))
+        sb = self.state_bytes()
+        t.partial_bytes.append(sb["partials"])
+        t.buffer_bytes.append(sb["buffer"])
+        t.group_bytes.append(sb["groups"])
+
+    # ---- snapshot ------------------------------------------------------------------------
+    def snapshot(self) -> Any:
+        g = self.cap
+        return copy.deepcopy({
+            "eager": self.eager.snapshot(), "buffer": self.buffer.snapshot(),
+            "wed": self.wed.snapshot(), "offsets": self.offsets.snapshot(),
+            "lwm": self.lwm.value, "first_open": self.first_open,
+            "open_wids": list(self.open_wids), "n_groups": self.n_groups,
+            "mode": self.mode[:g], "wv": self.wv[:g], "npart": self.npart[:g],
+            "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
+            "timeline": self.timeline, "peak": self.peak,
+        })
+
+    def restore(self, s: Any) -> None:
+        s = copy.deepcopy(s)
+        self.eager.restore(s["eager"])
+        self.buffer.restore(s["buffer"])
+        self.wed.restore(s["wed"])
+        self.offsets.restore(s["offsets"])
+        self.lwm.value = s["lwm"]
+        self.first_open = s["first_open"]
+        self.open_wids = SortedSet(s["open_wids"])
+        self.mode, self.wv, self.npart = s["mode"], s["wv"], s["npart"]
+        self.cap = len(self.mode)
+        self.n_groups = s["n_groups"]
+        (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
+        self.timeline, self.peak = s["timeline"], s["peak"]
+        self._count_live()
+
+    # ---- invariants -------------------------------------------------------------------------
+    def _check(self) -> None:
+        """Invariants: stores consistent; winVol == tuples held per group; modes agree with state."""
+        self.eager._check()
+        self.buffer._check()
+        g = self.n_groups
+        assert (self.wv[:g] >= 0).all(), "negative winVol"
+        # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
+        expect = np.zeros((max(g, 1), self.S), np.int64)
+        npart = np.zeros(max(g, 1), np.int64)
+        for b in self.buffer.bins:
+            for ch in b:
+                src = ch["src"] if self.S > 1 else np.zeros(len(ch["gid"]), np.int64)
+                np.add.at(expect, (ch["gid"], src), 1)
+        for w, blk in self.eager.blocks.items():
+            assert w >= self.first_open or self.first_open == INT64_MIN, f"closed window {w} held"
+            assert w in self.open_wids, f"partials of window {w} which is not open"
+            expect[blk.gids] += blk.tupcnt
+            npart[blk.gids] += 1
+        assert (expect[:g] == self.wv[:g]).all(), "winVol disagrees with the held tuples"
+        assert (npart[:g] == self.npart[:g]).all(), "npart disagrees with the store"
+        if self.mode_name != "adaptive" or True:
+            # eager groups never have tuples in B
+            for b in self.buffer.bins:
+                for ch in b:
+                    assert (self.mode[ch["gid"]] == LAZY).all(), "an eager group has tuples in B"
+        if self.mode_name == "lazy":
+            assert self.eager.n_partials == 0
+        for w in self.open_wids:
+            assert w >= self.first_open or self.first_open == INT64_MIN
+        self.wed._check()
+        self.offsets._check()

@@ -1,0 +1,264 @@
+"""AdaptWID: window aggregation that is eager or lazy per group, chosen at run time (004 §6.3).
+
+What it computes: exactly what WID computes (``Stream.window``) --
+``SELECT by..., window_start, window_end, aggs... GROUP BY by, wid`` over
+event-time windows (Tumbling / Sliding, 004 Eq. 5.1-5.3) -- one row per
+group and window with at least one tuple. The union of several inputs
+(``sources``) is aggregated as one stream.
+
+How: the Bucket tags each tuple with its window-id range ``[lo, hi)``
+(``kind.wids``); the Aggregate (:class:`~oop.adapt.logic.AdaptLogic`) keeps
+each group either *eager* (one partial aggregate per open window, WID) or
+*lazy* (its tuples in a shared binned buffer, the buffering
+implementation), switching by the memory-cost model of 004 §6.3.2
+(Cond. 6.9) with two thresholds; eager -> lazy leaves *transitional* groups
+whose old partials are merged with their buffered tuples at output
+(Fig. 6-18).
+
+On a batch: fold it in (nothing is emitted). Tuples whose windows are all
+complete are late: counted (policy ``drop``) and dropped.
+
+On a punctuation ``P(time, v)`` (for several inputs: when the min over the
+inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
+(one batch, window order), purge its partials and the buffered tuples whose
+last window it was, re-evaluate eager groups, then forward ``P(time, v)``.
+
+State reported: bytes of partials + buffered tuples + group entries (the
+group-key dictionary, shared by every window implementation, is not
+counted); ``adapt_metrics()`` adds the split by kind, peaks, switches and the
+eager/lazy/transitional group counts per punctuation.
+
+Cost: see :mod:`oop.adapt.logic`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from oop.adapt.cost import Thresholds
+from oop.adapt.logic import AdaptConfig, AdaptLogic
+from oop.adapt.store import Block
+from oop.errors import ConfigError, SchemaMismatchError
+from oop.metrics import StateSize
+from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.progress.frontier import MinFrontier
+from oop.stream.elements import Element, Punctuation
+from oop.stream.timecol import time_values
+from oop.window.aggregates import Agg, as_aggs
+from oop.window.keys import KeyEncoder
+from oop.window.kinds import WindowKind
+
+__all__ = ["AdaptWID"]
+
+
+def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray]:
+    arr = batch.column(col)
+    if pa.types.is_boolean(arr.type):
+        arr = pc.cast(arr, pa.int8())
+    if arr.null_count:
+        valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+        zero = pa.scalar(0, arr.type)
+        v = np.asarray(pc.fill_null(arr, zero).to_numpy(zero_copy_only=False))
+    else:
+        valid = np.ones(len(arr), bool)
+        v = np.asarray(arr.to_numpy(zero_copy_only=False))
+    return v, valid
+
+
+class AdaptWID(Operator):
+    """Per-group adaptive eager/lazy window aggregation. See the module docstring.
+
+    ``n_inputs`` > 1 aggregates the union of the inputs (the sources of
+    Cond. 6.9); each input is one source.
+    """
+
+    def __init__(
+        self,
+        kind: WindowKind,
+        aggs: Agg | Sequence[Agg],
+        *,
+        by: Sequence[str] | str = (),
+        n_inputs: int = 1,
+        thresholds: Thresholds | str | None = None,
+        n_bins: int = 16,
+        name: str = "adaptwid",
+    ) -> None:
+        super().__init__(name)
+        self.kind_spec = kind
+        self.aggs = as_aggs(aggs)
+        self.by = (by,) if isinstance(by, str) else tuple(by)
+        self.n_inputs = int(n_inputs)
+        if self.n_inputs < 1:
+            raise ConfigError(f"{name}: needs at least one input, got {n_inputs}")
+        self.thresholds = Thresholds.parse(thresholds)
+        self.n_bins = n_bins
+        self.frontier = MinFrontier(self.n_inputs)
+        self.keys = KeyEncoder(list(self.by))
+        self.logic: AdaptLogic | None = None
+        self.cfg: AdaptConfig | None = None
+        self._time = ""
+        self._unit = "ms"
+
+    # ---- opening -------------------------------------------------------------------
+    def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        first = inputs[0]
+        for i, info in enumerate(inputs[1:], start=1):
+            if not info.schema.equals(first.schema, check_metadata=False) or info.time != first.time:
+                raise SchemaMismatchError(
+                    f"{self.name}: source {i} (stream {info.name!r}) has schema {info.schema} "
+                    f"on time {info.time!r} but source 0 (stream {first.name!r}) has "
+                    f"{first.schema} on {first.time!r}; the sources of one window aggregate must "
+                    "share schema and progressing attribute"
+                )
+        if first.time is None:
+            raise ConfigError(
+                f"{self.name}: stream {first.name!r} has no progressing attribute to window on"
+            )
+        self._time, self._unit = first.time, first.unit()
+        cols = list(self.by) + [a.column for a in self.aggs if a.column]
+        require_columns(first, cols, self.name)
+        kind = self.kind_spec.resolve(self._unit)
+        self.cfg = AdaptConfig(kind, self.aggs, n_sources=self.n_inputs,  # type: ignore[arg-type]
+                               thresholds=self.thresholds, n_bins=self.n_bins)
+        dtypes = {}
+        for c in self.cfg.value_columns:
+            t = first.schema.field(c).type
+            if pa.types.is_boolean(t):
+                t = pa.int8()
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+                raise ConfigError(
+                    f"{self.name}: column {c!r} of stream {first.name!r} has type {t}; AdaptWID "
+                    "aggregates numeric columns -- cast it, or use Stream.window"
+                )
+            dtypes[c] = np.dtype(t.to_pandas_dtype())
+        self.logic = self.cfg.build(dtypes)
+        fields = [first.schema.field(c) for c in self.by]
+        ts_type = first.schema.field(self._time).type
+        fields += [pa.field("window_start", ts_type), pa.field("window_end", ts_type)]
+        for a in self.aggs:
+            fields.append(pa.field(a.name, self._agg_type(a, first.schema)))
+        schema = pa.schema(fields)
+        return StreamInfo(self.name, schema, times={"window_end": self._unit,
+                                                    "window_start": self._unit},
+                          time="window_end")
+
+    @staticmethod
+    def _agg_type(a: Agg, schema: pa.Schema) -> pa.DataType:
+        if a.fn in ("count", "distinct"):
+            return pa.int64()
+        t = schema.field(a.column).type if a.column else pa.int64()
+        if a.fn == "sum":
+            return pa.int64() if pa.types.is_integer(t) or pa.types.is_boolean(t) else pa.float64()
+        if a.fn in ("min", "max", "first", "last"):
+            return pa.int8() if pa.types.is_boolean(t) else t
+        if a.fn in ("mean", "var", "std", "median", "quantile"):
+            return pa.float64()
+        if a.fn == "heavy_hitters":
+            vt = pa.int8() if pa.types.is_boolean(t) else t
+            return pa.list_(pa.struct([("value", vt), ("count", pa.int64())]))
+        return pa.float64()  # udaf: values are floats
+
+    # ---- elements ----------------------------------------------------------------------
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        assert self.logic is not None
+        self.check_schema(batch, port)
+        if batch.num_rows == 0:
+            return []
+        gids = self.keys.encode(batch)
+        ts = time_values(batch, self._time, self.inputs[port].name)
+        vals = {c: _values(batch, c) for c in self.logic.value_cols}
+        src = np.full(batch.num_rows, port, np.int8) if self.n_inputs > 1 else None
+        late = self.logic.on_batch(gids, ts, src, vals)
+        self.metrics.count_late("drop", late)
+        return []
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        if not isinstance(punctuation, Punctuation) or punctuation.attr != self._time:
+            return [] if self.n_inputs > 1 else [punctuation]
+        v = self.frontier.update(port, punctuation.value)
+        if v is None:
+            return []
+        return self._close(v)
+
+    def on_end(self, port: int = 0) -> list[Element]:
+        self._ended[port] = True
+        v = self.frontier.end(port)
+        if all(self._ended):
+            return self.flush()
+        return [] if v is None else self._close(v)
+
+    def _close(self, v: int) -> list[Element]:
+        assert self.logic is not None and self.output is not None
+        out: list[Element] = []
+        batch = self._emit(self.logic.on_punctuation(v))
+        if batch is not None:
+            out.append(batch)
+        out.append(Punctuation("window_end", v))
+        return out
+
+    def flush(self) -> list[Element]:
+        assert self.logic is not None
+        batch = self._emit(self.logic.flush())
+        return [batch] if batch is not None else []
+
+    def _emit(self, closed: list[tuple[int, Block]]) -> pa.RecordBatch | None:
+        assert self.logic is not None and self.output is not None
+        if not closed:
+            return None
+        gids = np.concatenate([b.gids for _, b in closed])
+        wids = np.concatenate([np.full(len(b), w, np.int64) for w, b in closed])
+        start, end = self.logic.kind.extents(wids)
+        schema = self.output.schema
+        cols: list[pa.Array] = list(self.keys.keys(gids))
+        ts_type = schema.field("window_start").type
+        cols += [pa.array(start).cast(ts_type), pa.array(end).cast(ts_type)]
+        for j, a in enumerate(self.logic.aggs):
+            parts = [a.finalize(b.states[j]) for _, b in closed]
+            arr = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+            t = schema.field(a.name).type
+            cols.append(arr if arr.type == t else arr.cast(t))
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    # ---- state -----------------------------------------------------------------------------
+    def state_size(self) -> StateSize:
+        if self.logic is None:
+            return StateSize()
+        return StateSize(self.logic.state_items(), self.logic.state_bytes()["total"])
+
+    def adapt_metrics(self) -> dict[str, Any]:
+        """Switches, peak bytes by kind, and the eager/lazy/transitional timeline."""
+        assert self.logic is not None
+        lg = self.logic
+        return {
+            "mode": lg.mode_name,
+            "switches_to_eager": lg.switches_to_eager,
+            "switches_to_lazy": lg.switches_to_lazy,
+            "state_bytes": lg.state_bytes(),
+            "peak_bytes": dict(lg.peak),
+            "aggr_bytes": lg.aggr,
+            "tup_bytes": lg.tup,
+            "wed": lg.wed.value,
+            "offsets": lg.offsets.offsets().tolist(),
+            "timeline": lg.timeline.as_dict(),
+        }
+
+    def snapshot(self) -> Any:
+        assert self.logic is not None
+        return {**super().snapshot(), "logic": self.logic.snapshot(), "keys": self.keys.snapshot(),
+                "frontier": (list(self.frontier.values), self.frontier.emitted)}
+
+    def restore(self, state: Any) -> None:
+        assert self.logic is not None
+        super().restore(state)
+        self.logic.restore(state["logic"])
+        self.keys.restore(state["keys"])
+        self.frontier.values, self.frontier.emitted = list(state["frontier"][0]), state["frontier"][1]
+
+    def _check(self) -> None:
+        if self.logic is not None:
+            self.logic._check()
+        self.frontier._check()

@@ -1,0 +1,139 @@
+"""Eager partial aggregates of AdaptWID, one block per open window id (004 §6.3.4.2, Fig. 6-17).
+
+A :class:`Block` holds, for one window id, the partials of every eager or
+transitional group with tuples in that window: sorted unique group ids, the
+partial aggregates (one :data:`~oop.adapt.algebra.State` per aggregate) and
+``tupcnt`` -- per partial and per source, the number of tuples whose *last*
+window is this one (004: "the number of tuples that will expire when the
+aggregate is released"), which is what ``winVol`` drops by when the window
+closes.
+
+:class:`EagerStore` maps window id -> block. Because punctuation is linear,
+whole blocks close at once: the Aggregate pops the block of every window the
+punctuation completes.
+
+Cost: :meth:`EagerStore.add` O(|block| + |new|) per window id and batch
+(``searchsorted`` + in-place merge; new groups are interleaved in one pass);
+:meth:`EagerStore.pop` O(1). Bytes are the blocks' array sizes (layout),
+kept incrementally so reading them is O(1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from oop.adapt.algebra import BlockAgg, State, state_interleave, state_nbytes, state_take
+
+__all__ = ["Block", "EagerStore", "merge_blocks"]
+
+
+@dataclass
+class Block:
+    """Partials of one window id: ``gids`` sorted unique, ``tupcnt`` (n, sources), ``states``."""
+
+    gids: np.ndarray
+    tupcnt: np.ndarray
+    states: list[State]
+
+    def __len__(self) -> int:
+        return len(self.gids)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.gids.nbytes + self.tupcnt.nbytes + sum(state_nbytes(s) for s in self.states))
+
+    def copy(self) -> "Block":
+        return Block(self.gids.copy(), self.tupcnt.copy(),
+                     [[x.copy() for x in s] for s in self.states])
+
+
+def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, np.ndarray]:
+    """``a (+) b`` keyed by group id; ``a`` is updated in place when possible.
+
+    Returns the merged block and the group ids of ``b`` that were new to ``a``.
+    """
+    if len(a) == 0:
+        return b, b.gids
+    if len(b) == 0:
+        return a, b.gids
+    pos = np.searchsorted(a.gids, b.gids)
+    pos_c = np.minimum(pos, len(a) - 1)
+    exists = a.gids[pos_c] == b.gids
+    if exists.any():
+        idx = pos_c[exists]
+        a.tupcnt[idx] += b.tupcnt[exists]
+        for agg, sa, sb in zip(aggs, a.states, b.states):
+            agg.merge_at(sa, idx, state_take(sb, np.flatnonzero(exists)) if not exists.all() else sb)
+    if exists.all():
+        return a, b.gids[:0]
+    new = ~exists
+    nb_gids = b.gids[new]
+    ins = pos[new]  # insertion points in a (sorted, since b.gids is sorted)
+    n = len(a) + len(nb_gids)
+    pos_b = ins + np.arange(len(nb_gids))
+    keep = np.ones(n, bool)
+    keep[pos_b] = False
+    pos_a = np.flatnonzero(keep)
+    sel = np.flatnonzero(new)
+    gids = np.empty(n, np.int64)
+    gids[pos_a] = a.gids
+    gids[pos_b] = nb_gids
+    tup = np.empty((n, a.tupcnt.shape[1]), np.int64)
+    tup[pos_a] = a.tupcnt
+    tup[pos_b] = b.tupcnt[sel]
+    states = [state_interleave(sa, pos_a, state_take(sb, sel), pos_b, n)
+              for sa, sb in zip(a.states, b.states)]
+    return Block(gids, tup, states), nb_gids
+
+
+class EagerStore:
+    """Window id -> :class:`Block`. Tracks partial count and bytes incrementally."""
+
+    def __init__(self, aggs: Sequence[BlockAgg]) -> None:
+        self.aggs = list(aggs)
+        self.blocks: dict[int, Block] = {}
+        self.n_partials = 0
+        self.nbytes = 0
+
+    def add(self, wid: int, block: Block) -> np.ndarray:
+        """Merge ``block`` into window ``wid``; returns the group ids that got a new partial."""
+        old = self.blocks.get(wid)
+        if old is None:
+            merged, new = block, block.gids
+            old_bytes = 0
+        else:
+            old_bytes = old.nbytes
+            merged, new = merge_blocks(self.aggs, old, block)
+        self.blocks[wid] = merged
+        self.n_partials += len(new)
+        self.nbytes += merged.nbytes - old_bytes
+        return new
+
+    def pop(self, wid: int) -> Block | None:
+        b = self.blocks.pop(wid, None)
+        if b is not None:
+            self.n_partials -= len(b)
+            self.nbytes -= b.nbytes
+        return b
+
+    def snapshot(self) -> Any:
+        return {w: b.copy() for w, b in self.blocks.items()}
+
+    def restore(self, state: Any) -> None:
+        self.blocks = {w: b.copy() for w, b in state.items()}
+        self.n_partials = sum(len(b) for b in self.blocks.values())
+        self.nbytes = sum(b.nbytes for b in self.blocks.values())
+
+    def _check(self) -> None:
+        n = 0
+        for w, b in self.blocks.items():
+            assert (np.diff(b.gids) > 0).all(), f"block {w}: group ids not sorted unique"
+            assert b.tupcnt.shape[0] == len(b) and (b.tupcnt >= 0).all()
+            for s in b.states:
+                assert all(len(x) == len(b) for x in s), f"block {w}: misaligned state"
+            n += len(b)
+        assert n == self.n_partials, (n, self.n_partials)
+        assert self.nbytes == sum(b.nbytes for b in self.blocks.values())
