@@ -76,6 +76,13 @@ class RunContext:
     out_dir: Path
     progress: Callable[..., Iterable[Any]] = _no_progress
     tiny: bool = False  # CI's smoke size: even smaller than --quick
+    #: experiment-specific overrides (``oop experiments run NAME --set key=value``; tests use
+    #: them to run a deliberately broken configuration). Unknown keys are ignored.
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def param(self, key: str, default: T) -> T:
+        """The override ``key`` if given, else ``default``."""
+        return self.params.get(key, default)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,27 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
                     help="output folder (default: ./results)")
     pr.add_argument("--seed", type=int, default=0, help="dataset seed (default 0)")
     pr.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    pr.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override an experiment parameter (VALUE parsed as JSON if it can be)")
     pr.set_defaults(func=cmd_run)
     p.set_defaults(func=lambda args: (p.print_help(sys.stderr), 2)[1])
+
+
+def _parse_sets(items: list[str]) -> dict:
+    import json
+
+    from oop.errors import ConfigError
+
+    out = {}
+    for it in items:
+        if "=" not in it:
+            raise ConfigError(f"--set expects KEY=VALUE, got {it!r}")
+        k, v = it.split("=", 1)
+        try:
+            out[k.strip()] = json.loads(v)
+        except ValueError:
+            out[k.strip()] = v
+    return out
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -69,7 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(quick=bool(args.quick), seed=int(args.seed), out_dir=out,
-                     progress=tqdm_progress(disable=args.no_progress), tiny=bool(args.tiny))
+                     progress=tqdm_progress(disable=args.no_progress), tiny=bool(args.tiny),
+                     params=_parse_sets(args.set))
     t0 = time.perf_counter()
     records = run_all(reg, names, ctx, show_progress=not args.no_progress)
     total = time.perf_counter() - t0

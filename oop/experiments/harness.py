@@ -48,6 +48,41 @@ class Traced:
     rounds: int
     peak_items: int = 0  # largest simultaneous state (sum over operators) after any round
     peak_bytes: int = 0
+    round_of_row: np.ndarray | None = None  # round that emitted each output row
+    clock_at_round: np.ndarray | None = None  # data clock after each round (+ end pseudo-round)
+    src_rows_at_round: np.ndarray | None = None  # input rows the sources had read after each round
+
+    def completion_delay(self, arrival_ts: np.ndarray, *, range_: int, slide: int,
+                         origin: int = 0, end_col: str = "window_end") -> np.ndarray:
+        """Per output row: data clock at emission - data clock when its window's last tuple arrived.
+
+        ``arrival_ts`` is the event time of every input row in feed order (one
+        source). A result emitted in the round that delivered its window's last
+        tuple has delay 0; waiting for slack or coarse punctuation adds to it.
+        Time-based sliding/tumbling windows ``[end - range_, end)`` on the grid
+        ``origin + k * slide``. Cost: O(n * range_/slide).
+        """
+        assert self.round_of_row is not None and self.clock_at_round is not None
+        assert self.src_rows_at_round is not None
+        if self.table.num_rows == 0:
+            return np.empty(0, np.int64)
+        ts = np.asarray(arrival_ts, np.int64)
+        rnd = np.searchsorted(self.src_rows_at_round, np.arange(len(ts)), side="right")
+        lo = (ts - origin) // slide
+        hi = (ts - origin + range_) // slide  # exclusive
+        base = int(lo.min())
+        last = np.full(int(hi.max()) - base + 1, -1, np.int64)
+        span = int((hi - lo).max())
+        for k in range(span):
+            w = lo + k
+            m = w < hi
+            np.maximum.at(last, w[m] - base, rnd[m])
+        ends = self.table.column(end_col).to_numpy().astype(np.int64)
+        w_out = (ends - origin) // slide - 1 - base
+        lr = last[np.clip(w_out, 0, len(last) - 1)]
+        lr = np.where((w_out >= 0) & (w_out < len(last)) & (lr >= 0), lr, self.round_of_row)
+        lr = np.minimum(lr, len(self.clock_at_round) - 1)
+        return self.clock_at_round[self.round_of_row] - self.clock_at_round[lr]
 
     def logical_latency(self, end_col: str = "window_end") -> np.ndarray:
         """``clock when emitted - window end`` per output row (event-time units)."""
@@ -63,6 +98,7 @@ def run_traced(stream: Any) -> Traced:
 
     ex, sink = stream.executor()
     rows_after: list[int] = []
+    src_rows: list[int] = []
     clock: list[int] = []
     wall: list[float] = []
     peak = [0, 0]
@@ -76,6 +112,7 @@ def run_traced(stream: Any) -> Traced:
         peak[0] = max(peak[0], it)
         peak[1] = max(peak[1], by)
         rows_after.append(sink.rows)
+        src_rows.append(sum(s.op.metrics.tuples_in for s in ex.sources))
         clock.append(max(s.op.hwm.value for s in ex.sources))
         wall.append(time.perf_counter() - t0)
 
@@ -83,6 +120,7 @@ def run_traced(stream: Any) -> Traced:
     total = time.perf_counter() - t0
     # rows emitted at end of stream (flush) are attributed to a final pseudo-round
     rows_after.append(sink.rows)
+    src_rows.append(sum(s.op.metrics.tuples_in for s in ex.sources))
     clock.append(max(s.op.hwm.value for s in ex.sources))
     wall.append(total)
     ra = np.asarray(rows_after, np.int64)
@@ -94,7 +132,8 @@ def run_traced(stream: Any) -> Traced:
                  metrics={n.op.name: n.op.metrics for n in ex.nodes}, late={}, wall_s=total,
                  checkpoint=None, sources=tuple(s.op.name for s in ex.sources))
     return Traced(res, table, np.asarray(clock, np.int64)[r], np.asarray(wall)[r], total,
-                  len(ra) - 1, peak[0], peak[1])
+                  len(ra) - 1, peak[0], peak[1], r, np.asarray(clock, np.int64),
+                  np.asarray(src_rows, np.int64))
 
 
 def sliding_oracle(table: pa.Table, *, range_: int, slide: int, value: str | None = None,

@@ -88,7 +88,8 @@ def results_dict(exp: Experiment, outcome: Outcome, ctx: RunContext, wall_s: flo
         "checks": [c.as_dict() for c in outcome.checks],
         "holds": bool(outcome.holds),
         "run": {"size": size_name(ctx), "seed": ctx.seed, "wall_s": round(wall_s, 3),
-                "plots": list(outcome.plots), "summary": exp.summary},
+                "plots": list(outcome.plots), "summary": exp.summary,
+                "overrides": dict(ctx.params)},
     })
 
 
@@ -129,7 +130,7 @@ def run_one(exp: Experiment, ctx_base: RunContext) -> RunRecord:
     for stale in ("results.json", "results.csv", "error.txt"):
         (out_dir / stale).unlink(missing_ok=True)
     ctx = RunContext(quick=ctx_base.quick, seed=ctx_base.seed, out_dir=out_dir,
-                     progress=ctx_base.progress, tiny=ctx_base.tiny)
+                     progress=ctx_base.progress, tiny=ctx_base.tiny, params=dict(ctx_base.params))
     t0 = time.perf_counter()
     try:
         outcome = _validate(exp, exp.run(ctx), out_dir)
