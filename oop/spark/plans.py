@@ -1,0 +1,175 @@
+"""Sharded plans on Spark (001 Quill plans over :mod:`oop.spark.sharded`).
+
+* :func:`local_global_window` -- local-then-global aggregation: every source
+  shard aggregates its own rows into *partial* windows in the task that reads
+  them (no shuffle of raw rows), the partials are re-distributed by
+  ``(*by, window_start)`` and merged by :class:`~oop.spark.combine.CombinePartials`
+  (count per shard, then sum). Needs aggregates with a super-aggregate
+  (count, sum, min, max).
+* :func:`keyed_window` -- re-distribute rows by key, full window aggregation
+  per shard (any aggregate; each group lives in exactly one shard).
+* :func:`sharded_window` -- picks one of the two (what ``oop replay --spark
+  --shards N`` runs) and collects the result (shard outputs melded).
+* :func:`shuffle_band_join` / :func:`broadcast_band_join` -- band join with
+  equality keys: both sides re-distributed by the key, or the (small) right
+  side broadcast to every shard of the left.
+* :func:`bot_filter` -- the 001 query: per-user sliding count > X marks bot
+  windows; clicks anti-joined against them (band over the window extent);
+  per-ad hopping count of the sanitised clicks.
+
+Every movement forwards punctuation to all shards; the shards' outputs are
+re-combined with Meld (min of punctuations).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from oop.errors import ConfigError
+from oop.punctuation.base import GeneratorConfig
+from oop.spark.combine import SUPER, CombinePartials
+from oop.spark.sharded import ShardedResult, ShardedStream, shard
+from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame
+
+__all__ = ["local_global_window", "keyed_window", "sharded_window", "shuffle_band_join",
+           "broadcast_band_join", "bot_filter"]
+
+
+def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str] = (),
+                        shards: int | None = None, method: str = "auto") -> ShardedStream:
+    """Partial windows per source shard, merged per ``(*by, window_start)`` after a shuffle."""
+    aggs = list(aggs)
+    bad = [a.name for a in aggs if a.fn not in SUPER]
+    if bad:
+        raise ConfigError(f"local-then-global aggregation needs count/sum/min/max; {bad} have no "
+                          "super-aggregate here -- use keyed_window")
+    by = tuple(by)
+    m = shards or s.shards
+    local = s.query(lambda st: st.window(kind, aggs, by=by, method=method, name="local"),
+                    name="local")
+    partials = [(a.name, a.fn) for a in aggs]
+    return local.redistribute(m, [*by, "window_start"]).query(
+        lambda st: st.via(CombinePartials(by, partials, name="global")), name="global")
+
+
+def keyed_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str],
+                 shards: int | None = None, method: str = "auto") -> ShardedStream:
+    """Rows re-distributed by ``by``; the full window aggregation in each shard."""
+    if not by:
+        raise ConfigError("keyed_window needs at least one key column (by=...)")
+    m = shards or s.shards
+    return s.redistribute(m, list(by)).query(
+        lambda st: st.window(kind, list(aggs), by=tuple(by), method=method, name="window"),
+        name="window")
+
+
+def sharded_window(
+    df: "DataFrame",
+    *,
+    time: str,
+    unit: str,
+    kind: Any,
+    aggs: Sequence[Any],
+    by: Sequence[str] = (),
+    shards: int,
+    punctuation: GeneratorConfig | str | None = None,
+    arrival: str | None = None,
+    late: str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    method: str = "auto",
+) -> ShardedResult:
+    """The window query sharded over ``shards`` Spark tasks; returns the melded result.
+
+    count/sum/min/max run local-then-global; other aggregates run keyed
+    (and need ``by``).
+    """
+    src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
+                shards=shards, late=late, batch_size=batch_size)
+    if all(a.fn in SUPER for a in aggs):
+        out = local_global_window(src, kind, aggs, by, shards, method)
+    elif by:
+        out = keyed_window(src, kind, aggs, by, shards, method)
+    else:
+        raise ConfigError(
+            "sharded window: aggregates other than count/sum/min/max need --key to shard by"
+        )
+    return out.collect()
+
+
+def _band_plan(on: Any, band: tuple[Any, Any], how: str) -> Any:
+    def plan(left: Stream, right: Stream) -> Stream:
+        return left.join(right, on=on, band=band, how=how, name="join")
+    return plan
+
+
+def shuffle_band_join(left: ShardedStream, right: ShardedStream, *, on: str | Sequence[str],
+                      band: tuple[Any, Any], shards: int, how: str = "inner") -> ShardedStream:
+    """Both sides re-distributed by the key ``on``; OA-Join per shard."""
+    keys = [on] if isinstance(on, str) else list(on)
+    return left.redistribute(shards, keys).query(
+        _band_plan(on, band, how), right.redistribute(shards, keys), name="join")
+
+
+def broadcast_band_join(left: ShardedStream, right: ShardedStream, *, on: str | Sequence[str],
+                        band: tuple[Any, Any], shards: int | None = None,
+                        how: str = "inner") -> ShardedStream:
+    """The left side round-robin over the shards, the right side broadcast to all of them.
+
+    Correct for inner/semi/anti/left joins (every left row meets all right
+    rows in exactly one shard); a right/full outer join would repeat the
+    unmatched right rows per shard and is refused.
+    """
+    if how in ("right", "full"):
+        raise ConfigError(f"broadcast join cannot compute a {how} outer join (the broadcast side "
+                          "is repeated in every shard); use shuffle_band_join")
+    m = shards or left.shards
+    return left.reshard(m).query(_band_plan(on, band, how), right.broadcast(m), name="join")
+
+
+def bot_filter(
+    clicks: ShardedStream,
+    *,
+    user: str,
+    ad: str,
+    bot_range: Any,
+    bot_slide: Any,
+    threshold: int,
+    hop: Any,
+    shards: int,
+) -> ShardedStream:
+    """001's bot filter: drop clicks of users with > ``threshold`` clicks in a sliding window.
+
+    w0 = clicks re-distributed by user; w1 = per-user ``Sliding(bot_range,
+    bot_slide)`` count > threshold (bot windows); w2 = clicks of w0 with no
+    bot window of their user containing their time (anti band-join against
+    the window extent); result = per-ad ``Tumbling(hop)`` count of w2.
+    """
+    from oop.window import Sliding, Tumbling, agg
+
+    t = clicks.time
+    if t is None:
+        raise ConfigError("bot_filter: the clicks need a time column")
+    w0 = clicks.redistribute(shards, [user])
+
+    def bots(st: Stream) -> Stream:
+        import pyarrow.compute as pc
+
+        w = st.window(Sliding(bot_range, bot_slide), [agg.count()], by=(user,), name="per_user")
+        w = w.select(lambda b: pc.greater(b["count"], threshold), name="is_bot")
+        return w.project([user, "window_start", "window_end"], name="bot_windows")
+
+    w1 = w0.query(bots, name="bots")
+    rng = Sliding(bot_range, bot_slide)
+
+    def sanitize(l: Stream, r: Stream) -> Stream:
+        # a click at t is in bot window [s, s+range) iff s <= t < s + range:
+        # band on the window's start: t - range < s <= t
+        return l.join(r, on=[user], band=(rng.range, 0), how="anti", name="not_bot")
+
+    w2 = w0.query(sanitize, w1.redistribute(shards, [user]), name="sanitized")
+    return w2.redistribute(shards, [ad]).query(
+        lambda st: st.window(Tumbling(hop), [agg.count()], by=(ad,), name="per_ad"),
+        name="per_ad")
