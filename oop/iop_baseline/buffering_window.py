@@ -1,0 +1,652 @@
+"""Buffering window aggregate: the in-order way to evaluate a window query (004 §3.1, §6.1.5).
+
+What it computes: for every non-empty window extent ``[start, end)`` of the
+window kind (``extent()``/``wids()`` of :mod:`oop.window.kinds`) and every
+group, the aggregates over the tuples with ``start <= t.a < end`` -- the
+same rows as the WID operator, ``(by..., window_start, window_end, aggs...)``.
+
+How (the *buffering* technique): tuples are kept in a buffer sorted by the
+windowing attribute; the end of an extent is detected from *order*: once the
+input has progressed to ``bound >= end`` the extent is materialised from the
+buffer (two binary searches) and aggregated, then tuples before the next
+open extent's start are purged. Per extent the cost is O(extent size) --
+every tuple is touched once per extent it belongs to (``range/slide`` times).
+
+* ``differential=True`` (count/sum/mean/var/std only; 004 Eq. 6.4): the
+  aggregate of extent ``k`` is derived from extent ``k-1`` by adding the
+  tuples that entered and subtracting those that expired -- O(slide) per
+  extent instead of O(range).
+
+``bound`` (how far the input is complete) and what is *late*, by ``slack``:
+
+* ``None`` -- ordered input (behind a Merge/SortBuffer): ``bound`` is the
+  largest time seen; a tuple below it breaks the order and is late.
+  Punctuation ``P(a, v)`` also raises ``bound`` to ``v`` (heartbeat).
+* :class:`Slack` ``(d, "consistent")`` -- ``bound = hwm - d``; a tuple below
+  the bound at its arrival is dropped from *every* extent (004 §6.1.5:
+  consistent slack; the same as a time-slack SortBuffer in front).
+* :class:`Slack` ``(d, "generous")`` -- same ``bound``, but a late tuple is
+  only dropped from the extents already closed; it still counts in every
+  extent that is open. Dropped only when all its extents are closed.
+
+On a punctuation: raise ``bound``, close the complete extents (emit them in
+order of ``window_end``), forward ``P(window_end, bound)``... the output
+progresses on ``window_end`` (and ``window_start``) like the WID output.
+
+State: the buffered tuples (items) -- the memory cost the thesis charges to
+buffering. Row-based windows (:class:`~oop.window.kinds.RowSliding`) use the
+arrival position as the windowing value (always ordered).
+
+Supported aggregates: count, sum, mean, min, max, var, std (numba kernels
+over the buffered columns). Holistic aggregates are not implemented in this
+baseline (ConfigError names them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit
+
+from oop.errors import ConfigError
+from oop.metrics import StateSize
+from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
+from oop.stream.late import LatePolicy
+from oop.stream.timecol import parse_duration, time_values
+
+__all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference"]
+
+SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std")
+_DIFFERENTIAL = ("count", "sum", "mean", "var", "std")
+_OPS = {"sum": 0, "min": 1, "max": 2, "sumsq": 3}
+
+
+@dataclass(frozen=True)
+class Slack:
+    """Slack ``amount`` (duration or int in the stream's unit) with 004 §6.1.5 ``semantics``.
+
+    >>> Slack("2s", "generous").semantics
+    'generous'
+    """
+
+    amount: int | str
+    semantics: Literal["consistent", "generous"] = "consistent"
+
+    def __post_init__(self) -> None:
+        if self.semantics not in ("consistent", "generous"):
+            raise ConfigError(f"slack semantics {self.semantics!r}: use 'consistent' (a late tuple "
+                              "leaves every extent) or 'generous' (only the closed ones)")
+        if isinstance(self.amount, (int, np.integer)) and self.amount < 0:
+            raise ConfigError(f"slack amount must be >= 0, got {self.amount}")
+
+
+# ---- kernels -------------------------------------------------------------
+@njit(cache=True)
+def _extent_lane(elo, ehi, codes, vals, valid, n_groups, op):  # type: ignore[no-untyped-def]
+    """Materialise each extent ``rows[elo[k]:ehi[k]]`` and reduce per group.
+
+    Output order: extent by extent, groups in order of first appearance.
+    Returns (ext index, code, rows, non-null count, accumulator).
+    """
+    total = 0
+    for k in range(elo.shape[0]):
+        total += ehi[k] - elo[k]
+    oe = np.empty(total, np.int64)
+    oc = np.empty(total, np.int64)
+    orows = np.zeros(total, np.int64)
+    onn = np.zeros(total, np.int64)
+    oacc = np.zeros(total, vals.dtype)
+    slot = np.full(n_groups, -1, np.int64)
+    has_valid = valid.shape[0] > 0
+    n = 0
+    for k in range(elo.shape[0]):
+        first = n
+        for i in range(elo[k], ehi[k]):
+            g = codes[i]
+            j = slot[g]
+            if j < 0:
+                j = n
+                slot[g] = j
+                oe[j] = k
+                oc[j] = g
+                n += 1
+            orows[j] += 1
+            if has_valid and valid[i] == 0:
+                continue
+            v = vals[i]
+            if onn[j] == 0:
+                oacc[j] = v * v if op == 3 else v
+            elif op == 0:
+                oacc[j] += v
+            elif op == 1:
+                if v < oacc[j]:
+                    oacc[j] = v
+            elif op == 2:
+                if v > oacc[j]:
+                    oacc[j] = v
+            else:
+                oacc[j] += v * v
+            onn[j] += 1
+        for j in range(first, n):
+            slot[oc[j]] = -1
+    return oe[:n], oc[:n], orows[:n], onn[:n], oacc[:n]
+
+
+@njit(cache=True)
+def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state_nn, state_acc,
+               pos):  # type: ignore[no-untyped-def]
+    """Differential sums (Eq. 6.4): extent k = extent k-1 + entered - expired.
+
+    ``pos = [lo, hi]`` is the buffer range the running sums cover; it and the
+    per-group ``state_*`` carry over between calls. ``elo``/``ehi`` must be
+    non-decreasing. Output order: extent by extent, groups ascending by code
+    among the groups with rows in the extent.
+    """
+    has_valid = valid.shape[0] > 0
+    cap = 0
+    for k in range(elo.shape[0]):
+        cap += ehi[k] - elo[k]
+    oe = np.empty(cap, np.int64)
+    oc = np.empty(cap, np.int64)
+    orows = np.empty(cap, np.int64)
+    onn = np.empty(cap, np.int64)
+    oacc = np.empty(cap, vals.dtype)
+    mark = np.zeros(n_groups, np.uint8)
+    n = 0
+    lo = pos[0]
+    hi = pos[1]
+    for k in range(elo.shape[0]):
+        if elo[k] >= hi:  # disjoint from the running range: restart it
+            for i in range(lo, hi):
+                g = codes[i]
+                state_rows[g] = 0
+                state_nn[g] = 0
+                state_acc[g] = 0
+            lo = elo[k]
+            hi = elo[k]
+        for i in range(hi, ehi[k]):
+            g = codes[i]
+            state_rows[g] += 1
+            if has_valid and valid[i] == 0:
+                continue
+            state_nn[g] += 1
+            state_acc[g] += vals[i] * vals[i] if square else vals[i]
+        for i in range(lo, elo[k]):
+            g = codes[i]
+            state_rows[g] -= 1
+            if has_valid and valid[i] == 0:
+                continue
+            state_nn[g] -= 1
+            state_acc[g] -= vals[i] * vals[i] if square else vals[i]
+        lo = elo[k]
+        hi = ehi[k]
+        # emit the groups present in the extent (one scan of the extent's codes for the set)
+        first = n
+        for i in range(lo, hi):
+            g = codes[i]
+            if mark[g] == 0:
+                mark[g] = 1
+                oe[n] = k
+                oc[n] = g
+                orows[n] = state_rows[g]
+                onn[n] = state_nn[g]
+                oacc[n] = state_acc[g]
+                n += 1
+        for j in range(first, n):
+            mark[oc[j]] = 0
+    pos[0] = lo
+    pos[1] = hi
+    return oe[:n], oc[:n], orows[:n], onn[:n], oacc[:n]
+
+
+@njit(cache=True)
+def _diff_sub(codes, vals, valid, square, state_rows, state_nn, state_acc, a, b):  # type: ignore[no-untyped-def]
+    """Subtract rows ``[a, b)`` from the running sums (they expire from the buffer)."""
+    has_valid = valid.shape[0] > 0
+    for i in range(a, b):
+        g = codes[i]
+        state_rows[g] -= 1
+        if has_valid and valid[i] == 0:
+            continue
+        state_nn[g] -= 1
+        state_acc[g] -= vals[i] * vals[i] if square else vals[i]
+
+
+def extent_reference(times: Sequence[int], keys: Sequence[Any], vals: Sequence[Any],
+                     extents: Sequence[tuple[int, int]], fn: str) -> dict[tuple[int, Any], Any]:
+    """Tuple-at-a-time: ``{(extent index, key): aggregate}`` over non-empty (extent, key)."""
+    out: dict[tuple[int, Any], Any] = {}
+    for k, (s, e) in enumerate(extents):
+        groups: dict[Any, list[Any]] = {}
+        for t, g, v in zip(times, keys, vals):
+            if s <= t < e:
+                groups.setdefault(g, []).append(v)
+        for g, vs in groups.items():
+            nn = [v for v in vs if v is not None]
+            if fn == "count":
+                out[(k, g)] = len(vs)
+            elif not nn:
+                out[(k, g)] = None
+            elif fn == "sum":
+                out[(k, g)] = sum(nn)
+            elif fn == "min":
+                out[(k, g)] = min(nn)
+            elif fn == "max":
+                out[(k, g)] = max(nn)
+            elif fn == "mean":
+                out[(k, g)] = sum(nn) / len(nn)
+    return out
+
+
+# ---- the operator ----------------------------------------------------------
+class BufferingWindow(Operator):
+    """Window aggregate by buffering ordered input (see module doc).
+
+    ``kind`` is a window kind of :mod:`oop.window.kinds` (Tumbling, Sliding,
+    RowSliding); ``aggs`` aggregates of :mod:`oop.window.agg`;
+    ``by`` the group columns.
+    """
+
+    def __init__(self, kind: Any, aggs: Any, by: Sequence[str] = (), *,
+                 differential: bool = False, slack: Slack | None = None,
+                 late: LatePolicy | str = "drop", name: str = "buffering_window") -> None:
+        super().__init__(name)
+        from oop.window.aggregates import as_aggs
+
+        self.kind_spec = kind
+        self.aggs = as_aggs(aggs)
+        self.by = tuple(by)
+        self.differential = differential
+        self.slack = slack
+        self.late_policy = LatePolicy.parse(late)
+        bad = [a.name for a in self.aggs if a.fn not in SUPPORTED]
+        if bad:
+            raise ConfigError(f"{name}: the buffering baseline implements {', '.join(SUPPORTED)}; "
+                              f"not {bad} -- use the WID window for holistic aggregates")
+        if differential:
+            nd = [a.name for a in self.aggs if a.fn not in _DIFFERENTIAL]
+            if nd:
+                raise ConfigError(f"{name}: differential=True needs subtractable aggregates "
+                                  f"({', '.join(_DIFFERENTIAL)}); {nd} cannot subtract expired tuples")
+        self.kind: Any = None
+        self.row_based = bool(getattr(kind, "row_based", False))
+        from oop.window.kinds import RowSliding, Sliding
+
+        if not isinstance(kind, (Sliding, RowSliding)) or getattr(kind, "partitioned", False):
+            raise ConfigError(f"{name}: the buffering baseline covers Tumbling, Sliding and "
+                              f"RowSliding windows, not {type(kind).__name__}")
+        if self.row_based and slack is not None:
+            raise ConfigError(f"{name}: row-based windows are ordered by arrival; slack does not apply")
+        self.attr = ""
+        self.d = 0
+        self.bound = INT64_MIN
+        self.hwm = INT64_MIN
+        self.next_wid: int | None = None
+        self.rows_seen = 0
+        self.punct_out = INT64_MIN
+        self.dropped = 0
+        self.encoder: Any = None
+        self.value_cols: list[str] = []
+        self.buf_t = np.zeros(0, np.int64)
+        self.buf_codes = np.zeros(0, np.int64)
+        self.buf_vals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.diff_state: dict[tuple[str | None, str], tuple[np.ndarray, ...]] = {}
+
+    # ---- opening -----------------------------------------------------------
+    def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        info = inputs[0]
+        self.value_cols = sorted({a.column for a in self.aggs if a.column})
+        require_columns(info, [*self.by, *self.value_cols], self.name)
+        if info.time is None and not self.row_based:
+            raise ConfigError(f"{self.name}: stream {info.name!r} has no progressing attribute")
+        self.attr = info.time or ""
+        unit = info.unit() if info.time else "ms"
+        self.kind = self.kind_spec if self.row_based else self.kind_spec.resolve(unit)
+        if self.slack is not None:
+            self.d = parse_duration(self.slack.amount, unit)
+        if self.by:
+            from oop.window.keys import KeyEncoder
+
+            self.encoder = KeyEncoder(list(self.by))
+        tt = pa.int64() if self.row_based else info.schema.field(self.attr).type
+        if not self.row_based and not pa.types.is_timestamp(tt):
+            tt = pa.int64()
+        fields = [info.schema.field(c) for c in self.by]
+        fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
+        for a in self.aggs:
+            fields.append(pa.field(a.name, self._out_type(a, info.schema)))
+        schema = pa.schema(fields)
+        times = {} if self.row_based else {"window_end": unit, "window_start": unit}
+        return StreamInfo(self.name, schema, times, None if self.row_based else "window_end")
+
+    @staticmethod
+    def _out_type(a: Any, schema: pa.Schema) -> pa.DataType:
+        if a.fn == "count":
+            return pa.int64()
+        t = schema.field(a.column).type
+        if a.fn in ("mean", "var", "std"):
+            return pa.float64()
+        if a.fn == "sum":
+            return pa.int64() if (pa.types.is_integer(t) or pa.types.is_boolean(t)) else pa.float64()
+        return t
+
+    # ---- input -------------------------------------------------------------
+    def _values(self, batch: pa.RecordBatch, col: str, float_: bool) -> tuple[np.ndarray, np.ndarray]:
+        arr = batch.column(col)
+        valid = np.zeros(0, np.uint8)
+        if arr.null_count:
+            valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
+        t = arr.type
+        if float_ or not (pa.types.is_integer(t) or pa.types.is_boolean(t)):
+            v = pc.cast(arr, pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+            return np.asarray(v, np.float64), valid
+        v = pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+        return np.asarray(v, np.int64), valid
+
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        n = batch.num_rows
+        if n == 0:
+            return []
+        if self.row_based:
+            times = np.arange(self.rows_seen, self.rows_seen + n, dtype=np.int64)
+            self.rows_seen += n
+            self._ingest(batch, times)
+            self.bound = max(self.bound, self.rows_seen)
+            return self._close()
+        times = time_values(batch, self.attr, self.inputs[0].name)
+        if self.slack is not None and self.slack.semantics == "generous":
+            return self._on_batch_generous(batch, times)
+        if self.slack is None:  # ordered input: a tuple below an earlier one breaks the order
+            prev = np.empty_like(times)
+            prev[0] = self.bound
+            if len(times) > 1:
+                np.maximum(np.maximum.accumulate(times[:-1]), self.bound, out=prev[1:])
+            late = times < prev
+        else:  # consistent slack: below hwm - d at arrival -> dropped from every extent
+            from oop.iop_baseline.sort_buffer import _arrival_bounds
+
+            late = times < np.maximum(_arrival_bounds(times, self.hwm, self.d), self.bound)
+        if late.any():
+            self._route_late(batch, late)
+            batch, times = batch.filter(pa.array(~late)), times[~late]
+        if len(times):
+            self._ingest(batch, times)
+            if self.slack is None:
+                self.bound = max(self.bound, int(times.max()))
+            else:
+                self.hwm = max(self.hwm, int(times.max()))
+                self.bound = max(self.bound, self.hwm - self.d)
+        return self._close()
+
+    def _first_open_vec(self, b: np.ndarray) -> np.ndarray:
+        """``first_open`` of each bound (time-based Sliding/Tumbling), vectorized."""
+        k = self.kind
+        return np.floor_divide(np.maximum(b, INT64_MIN // 2) - k.o, k.s)
+
+    def _on_batch_generous(self, batch: pa.RecordBatch, times: np.ndarray) -> list[Element]:
+        """Generous slack, exactly as tuple at a time: close extents as the bound crosses them."""
+        from oop.iop_baseline.sort_buffer import _arrival_bounds
+
+        b = np.maximum(_arrival_bounds(times, self.hwm, self.d), self.bound)
+        fo = self._first_open_vec(b)
+        cuts = np.flatnonzero(np.diff(fo)) + 1
+        starts = np.concatenate([[0], cuts]).astype(np.int64)
+        stops = np.concatenate([cuts, [len(times)]]).astype(np.int64)
+        out: list[Element] = []
+        late_all = np.zeros(len(times), bool)
+        for a, z in zip(starts.tolist(), stops.tolist()):
+            if int(b[a]) > self.bound:
+                self.bound = int(b[a])
+                out += self._close()
+            seg_t = times[a:z]
+            _, hi = self.kind.wids(seg_t)
+            closed = self.next_wid if self.next_wid is not None else INT64_MIN
+            _, last_end = self.kind.extents(hi - 1)
+            late = (hi - 1 < closed) | (last_end <= self.bound)
+            late_all[a:z] = late
+            lo_w, _ = self.kind.wids(seg_t)
+            self.metrics.count("partially_late", int(((lo_w < closed) & ~late).sum()))
+            if (~late).any():
+                keep = np.flatnonzero(~late) + a
+                self._ingest(batch.take(pa.array(keep)), times[keep])
+                self.hwm = max(self.hwm, int(times[keep].max()))
+        if late_all.any():
+            self._route_late(batch, late_all)
+        if self.hwm != INT64_MIN:
+            self.bound = max(self.bound, self.hwm - self.d)
+        return out + self._close()
+
+    def _ingest(self, batch: pa.RecordBatch, times: np.ndarray) -> None:
+        codes = self.encoder.encode(batch).astype(np.int64) if self.encoder is not None \
+            else np.zeros(len(times), np.int64)
+        newvals = {}
+        for c in self.value_cols:
+            is_int = self.buf_vals[c][0].dtype == np.int64 if c in self.buf_vals else None
+            newvals[c] = self._values(batch, c, float_=False if is_int is None else not is_int)
+        self._append(times, codes, newvals)
+
+    def _route_late(self, batch: pa.RecordBatch, late: np.ndarray) -> None:
+        n = int(late.sum())
+        if self.late_policy is LatePolicy.RAISE:
+            from oop.errors import LateTupleError
+
+            raise LateTupleError(f"{self.name}: {n} tuple(s) arrived after their window(s) closed "
+                                 "(out of order beyond the slack); widen the slack or use late='drop'")
+        if self.late_policy is LatePolicy.SIDE_OUTPUT:
+            self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(late)))
+        self.metrics.count_late(self.late_policy.value, n)
+        self.dropped += n
+
+    def _append(self, times: np.ndarray, codes: np.ndarray,
+                vals: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        n0 = len(self.buf_t)
+        all_t = np.concatenate([self.buf_t, times])
+        sorted_already = (n0 == 0 or times[0] >= self.buf_t[-1]) and bool(np.all(times[1:] >= times[:-1]))
+        order = None if sorted_already else np.argsort(all_t, kind="stable")
+        self.buf_t = all_t if order is None else all_t[order]
+        c = np.concatenate([self.buf_codes, codes])
+        self.buf_codes = c if order is None else c[order]
+        for col, (v, valid) in vals.items():
+            if col in self.buf_vals:
+                ov, ovalid = self.buf_vals[col]
+                if len(ovalid) or len(valid):
+                    ovalid = ovalid if len(ovalid) else np.ones(n0, np.uint8)
+                    valid = valid if len(valid) else np.ones(len(v), np.uint8)
+                    valid = np.concatenate([ovalid, valid])
+                v = np.concatenate([ov, v.astype(ov.dtype)])
+            if order is not None:
+                v = v[order]
+                valid = valid[order] if len(valid) else valid
+            self.buf_vals[col] = (v, valid)
+        if order is not None and self.diff_state:
+            # buffer positions moved: restart the running sums
+            for st in self.diff_state.values():
+                st[0][:] = 0
+                st[1][:] = 0
+                st[2][:] = 0
+                st[3][:] = 0
+
+    # ---- closing extents ------------------------------------------------------
+    def _close(self) -> list[Element]:
+        if not len(self.buf_t) or self.bound == INT64_MIN:
+            return self._punct()
+        upto = self.kind.first_open(self.bound)  # windows < upto are complete
+        start = self.next_wid
+        t_first = int(self.buf_t[0])
+        lo0, _ = self.kind.wids(np.array([t_first], np.int64))
+        first_w = int(lo0[0]) if start is None else max(start, int(lo0[0]))
+        out: list[Element] = []
+        if upto > first_w:
+            # candidate windows: those holding a buffered tuple, in [first_w, upto)
+            _, end_last = self.kind.extents(np.array([upto - 1], np.int64))
+            k = int(np.searchsorted(self.buf_t, int(end_last[0]), side="left"))
+            if k:
+                wins = self.kind.windows(np.unique(self.buf_t[:k]))
+                wins = wins[(wins >= first_w) & (wins < upto)]
+                if len(wins):
+                    out.extend(self._aggregate(wins))
+            self.next_wid = upto
+        elif start is None:
+            self.next_wid = first_w
+        self._purge()
+        return out + self._punct()
+
+    def _aggregate(self, wins: np.ndarray) -> list[Element]:
+        starts, ends = self.kind.extents(wins)
+        elo = np.searchsorted(self.buf_t, starts, side="left").astype(np.int64)
+        ehi = np.searchsorted(self.buf_t, ends, side="left").astype(np.int64)
+        ng = max(1, self.encoder.n_codes if self.encoder is not None else 1)
+        cols: dict[str, Any] = {}
+        base = None
+        lanes: dict[tuple[str | None, str], tuple[np.ndarray, ...]] = {}
+
+        def lane(col: str | None, op: str) -> tuple[np.ndarray, ...]:
+            key = (col, op)
+            if key not in lanes:
+                v, valid = self._lane_values(col, op)
+                if self.differential:
+                    lanes[key] = self._diff(col, op, elo, ehi, v, valid, ng)
+                else:
+                    lanes[key] = _extent_lane(elo, ehi, self.buf_codes, v, valid, ng, _OPS[op])
+            return lanes[key]
+
+        base = lane(None, "sum")
+        oe, oc, orows = base[0], base[1], base[2]
+        for a in self.aggs:
+            if a.fn == "count":
+                cols[a.name] = pa.array(orows, pa.int64())
+                continue
+            _, _, _, nn, acc = lane(a.column, "sum" if a.fn in ("sum", "mean", "var", "std") else a.fn)
+            null = nn == 0
+            if a.fn == "sum" or a.fn in ("min", "max"):
+                arr = pa.array(acc, mask=null)
+            elif a.fn == "mean":
+                arr = pa.array(acc.astype(np.float64) / np.maximum(nn, 1), mask=null)
+            else:
+                _, _, _, _, ss = lane(a.column, "sumsq")
+                s = acc.astype(np.float64)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    var = np.maximum((ss - s * s / np.maximum(nn, 1)) / np.maximum(nn - 1, 1), 0.0)
+                arr = pa.array(np.sqrt(var) if a.fn == "std" else var, mask=nn < 2)
+            cols[a.name] = arr
+        assert self.output is not None
+        schema = self.output.schema
+        arrays: list[pa.Array] = []
+        if self.by:
+            keys = self.encoder.key_table().take(pa.array(oc))
+            arrays += [keys.column(c).combine_chunks() for c in self.by]
+        ws, we = starts[oe], ends[oe]
+        tt = schema.field("window_start").type
+        arrays += [pa.array(ws).cast(tt) if pa.types.is_timestamp(tt) else pa.array(ws),
+                   pa.array(we).cast(tt) if pa.types.is_timestamp(tt) else pa.array(we)]
+        for a in self.aggs:
+            arr = cols[a.name]
+            ft = schema.field(a.name).type
+            arrays.append(arr if arr.type == ft else arr.cast(ft))
+        return [pa.RecordBatch.from_arrays(arrays, schema=schema)] if len(oe) else []
+
+    def _lane_values(self, col: str | None, op: str) -> tuple[np.ndarray, np.ndarray]:
+        if col is None:
+            return np.zeros(len(self.buf_t), np.int64), np.zeros(0, np.uint8)
+        v, valid = self.buf_vals[col]
+        return (v.astype(np.float64) if op == "sumsq" else v), valid
+
+    def _diff(self, col: str | None, op: str, elo: np.ndarray, ehi: np.ndarray, v: np.ndarray,
+              valid: np.ndarray, ng: int) -> tuple[np.ndarray, ...]:
+        key = (col, op)
+        st = self.diff_state.get(key)
+        if st is None or len(st[0]) < ng:
+            grown = (np.zeros(ng, np.int64), np.zeros(ng, np.int64), np.zeros(ng, v.dtype),
+                     np.zeros(2, np.int64))
+            if st is not None:
+                for old, new in zip(st[:3], grown[:3]):
+                    new[: len(old)] = old
+                grown[3][:] = st[3]
+            st = grown
+            self.diff_state[key] = st
+        return _diff_lane(elo, ehi, self.buf_codes, v, valid, ng, op == "sumsq", st[0], st[1],
+                          st[2], st[3])
+
+    def _purge(self) -> None:
+        """Drop buffered tuples before the first open extent's start."""
+        if self.next_wid is None or not len(self.buf_t):
+            return
+        s, _ = self.kind.extents(np.array([self.next_wid], np.int64))
+        k = int(np.searchsorted(self.buf_t, int(s[0]), side="left"))
+        if k == 0:
+            return
+        for (col, op), st in self.diff_state.items():  # expire purged rows, shift the range
+            lo, hi = int(st[3][0]), int(st[3][1])
+            if lo < min(k, hi):
+                v, valid = self._lane_values(col, op)
+                _diff_sub(self.buf_codes, v, valid, op == "sumsq", st[0], st[1], st[2], lo,
+                          min(k, hi))
+            st[3][0] = max(lo - k, 0)
+            st[3][1] = max(hi - k, 0)
+        self.buf_t = self.buf_t[k:]
+        self.buf_codes = self.buf_codes[k:]
+        self.buf_vals = {c: (v[k:], valid[k:] if len(valid) else valid)
+                         for c, (v, valid) in self.buf_vals.items()}
+
+    def _punct(self) -> list[Element]:
+        if self.row_based or self.next_wid is None:
+            return []
+        _, e = self.kind.extents(np.array([self.next_wid], np.int64))
+        v = int(e[0])
+        if v > self.punct_out:
+            self.punct_out = v
+            return [Punctuation("window_end", v)]
+        return []
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        if isinstance(punctuation, Punctuation) and punctuation.attr == self.attr:
+            self.bound = max(self.bound, punctuation.value)
+            return self._close()
+        return []
+
+    def flush(self) -> list[Element]:
+        self.bound = INT64_MAX - 1
+        if not len(self.buf_t):
+            return []
+        # every remaining non-empty extent (all of them lie inside the buffer)
+        wins = self.kind.windows(np.unique(self.buf_t))
+        if self.next_wid is not None:
+            wins = wins[wins >= self.next_wid]
+        out = self._aggregate(wins) if len(wins) else []
+        self.buf_t = self.buf_t[:0]
+        self.buf_codes = self.buf_codes[:0]
+        self.buf_vals = {c: (v[:0], valid[:0]) for c, (v, valid) in self.buf_vals.items()}
+        return list(out)
+
+    # ---- state -------------------------------------------------------------------
+    def state_size(self) -> StateSize:
+        n = len(self.buf_t)
+        per = 16 + 8 * len(self.buf_vals)
+        return StateSize(n, n * per)
+
+    def snapshot(self) -> Any:
+        return {**super().snapshot(), "t": self.buf_t.copy(), "codes": self.buf_codes.copy(),
+                "vals": {c: (v.copy(), m.copy()) for c, (v, m) in self.buf_vals.items()},
+                "bound": self.bound, "hwm": self.hwm, "next": self.next_wid,
+                "rows": self.rows_seen, "p": self.punct_out, "enc": self.encoder,
+                "dropped": self.dropped}
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        self.buf_t, self.buf_codes, self.buf_vals = state["t"], state["codes"], state["vals"]
+        self.bound, self.hwm, self.next_wid = state["bound"], state["hwm"], state["next"]
+        self.rows_seen, self.punct_out = state["rows"], state["p"]
+        self.encoder, self.dropped = state["enc"], state["dropped"]
+        self.diff_state = {}
+
+    def _check(self) -> None:
+        n = len(self.buf_t)
+        assert len(self.buf_codes) == n
+        assert all(len(v) == n and (not len(m) or len(m) == n) for v, m in self.buf_vals.values())
+        if n > 1:
+            assert bool(np.all(self.buf_t[1:] >= self.buf_t[:-1])), "buffer not sorted"
