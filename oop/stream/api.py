@@ -92,6 +92,32 @@ class Stream:
         """Order-agnostic union with ``others``; punctuation is the min over inputs."""
         return self.via(Meld(1 + len(others), name=name), *others)
 
+    def window(
+        self,
+        kind: Any,
+        aggs: Any,
+        *,
+        by: str | Sequence[str] = (),
+        method: str = "auto",
+        late: LatePolicy | str | None = None,
+        allowed_lateness: int | str = 0,
+        emit_wid: bool = False,
+        name: str = "window",
+    ) -> "Stream":
+        """Window aggregation (WID / Paned-WID, 004 ch. 6); see :mod:`oop.window`.
+
+        Output: ``by`` columns, ``window_start``, ``window_end``, one column per
+        aggregate (+ ``wid``, + ``is_revision`` with ``late="update"``),
+        punctuated on ``window_end``. ``late=None`` counts tuples behind the
+        last punctuation as ``late_dropped``; ``"update"`` with
+        ``allowed_lateness`` re-emits revised rows.
+        """
+        from oop.window.plan import window_operator
+
+        return self.via(window_operator(kind, aggs, by=by, method=method, late=late,
+                                        allowed_lateness=allowed_lateness, emit_wid=emit_wid,
+                                        name=name))
+
     # ---- running -----------------------------------------------------
     def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
         """Build (but do not run) the plan ending in a collecting sink."""

@@ -1,0 +1,75 @@
+"""Order-agnostic window aggregation: WID and Paned-WID (004 ch. 5-6, DESIGN §3).
+
+API
+---
+Window kinds (frozen dataclasses, sizes as ``"10s"`` or ints in the time unit)::
+
+    Tumbling(size, origin=0)              Sliding(range, slide, origin=0)
+    Landmark(slide, origin=0)             RowSliding(range, slide)        # arrival rows
+    PartitionedRows(range, slide)         SlideByTuple(range, slide_rows=1)
+
+each with ``extent(wid) -> (start, end)`` (half-open, the reference),
+``wids(values) -> (lo, hi)`` (vectorized exact inverse) and ``windows(values)``.
+
+Aggregates (``oop.window.agg``)::
+
+    agg.count() agg.sum(c) agg.mean(c) agg.min(c) agg.max(c) agg.var(c) agg.std(c)
+    agg.first(c) agg.last(c) agg.median(c) agg.quantile(c, q) agg.distinct(c)
+    agg.heavy_hitters(c, k) agg.udaf(name, init, update, merge, finalize, column=c)
+
+output columns ``count``, ``sum_c``, ``mean_c``, ..., ``q90_c``, ``distinct_c``,
+``heavy_hitters_c``; each has ``holistic``, ``differential`` and the scalar
+algebra ``init/update/merge/revert/finalize``.
+
+Fluent::
+
+    oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay("5s")) \\
+       .window(Sliding("10s", "1s"), [agg.count(), agg.sum("v")], by="k",
+               method="auto", late=None, allowed_lateness=0, emit_wid=False)
+
+Output: key columns, ``window_start``, ``window_end`` (the time column's Arrow
+type), aggregate columns (+ ``wid``; + ``is_revision`` with ``late="update"``),
+punctuated on ``window_end``. Operators: :class:`WindowAggregate` (Bucket +
+Aggregate, 004 §6.1), :class:`PanedWID` (004 §6.2), :class:`Bucket`;
+:func:`window_operator` plans one. Oracle without a pipeline:
+``oop.window.reference.window_oracle(table, kind, aggs, by, time, unit)``.
+
+>>> import pyarrow as pa, oop
+>>> t = pa.table({"ts": [1, 12, 5, 3, 14], "k": ["a", "a", "b", "a", "a"], "v": [1, 2, 3, 5, 4]})
+>>> s = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(10), batch_size=2)
+>>> s.window(Tumbling(10), [agg.count(), agg.sum("v")], by="k").collect().to_pylist()[0]
+{'k': 'a', 'window_start': 0, 'window_end': 10, 'count': 2, 'sum_v': 6}
+"""
+
+from oop.window import aggregates as agg
+from oop.window.aggregate import WindowAggregate, choose_method
+from oop.window.aggregates import Agg
+from oop.window.bucket import Bucket
+from oop.window.kinds import (
+    Landmark,
+    PartitionedRows,
+    RowSliding,
+    SlideByTuple,
+    Sliding,
+    Tumbling,
+    WindowKind,
+)
+from oop.window.paned import PanedWID
+from oop.window.plan import window_operator
+
+__all__ = [
+    "agg",
+    "Agg",
+    "WindowKind",
+    "Tumbling",
+    "Sliding",
+    "Landmark",
+    "RowSliding",
+    "PartitionedRows",
+    "SlideByTuple",
+    "WindowAggregate",
+    "PanedWID",
+    "Bucket",
+    "window_operator",
+    "choose_method",
+]

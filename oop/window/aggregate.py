@@ -1,0 +1,610 @@
+"""Aggregate: WID window aggregation keyed by (group, wid) (004 §6.1.3.2, Fig. 6-4).
+
+What it computes: for every window ``w`` of the kind and every group ``g``
+with at least one tuple in ``extent(w)``, one row
+``(keys of g, window_start, window_end, aggregates over extent(w) ∩ g)``.
+
+This operator fuses Bucket (:mod:`oop.window.bucket`, the ``wids()`` tags)
+and Aggregate, so tags never become Arrow columns. ``method`` chooses how
+partial aggregates are kept:
+
+* ``"wid"`` -- units are window ids: tuple ``t`` updates the cells
+  ``(code(t), w)`` for ``w in [wid_lo, wid_hi)``; emitting window ``w`` reads
+  its ring row. Cost per tuple O(range/slide x lanes).
+* ``"paned"`` -- Paned-WID (004 §6.2, :mod:`oop.window.paned`): units are
+  panes of ``gcd(range, slide)``; each tuple updates one pane; a window is
+  combined from its panes when it is emitted, differentially (Eq. 6.2) for
+  full-differential aggregates.
+* ``"auto"`` -- the cost model of Eqs. 6.1-6.4 decides on the first batch
+  (tumbling windows: WID; landmark: panes).
+
+State: the dense ring of :class:`~oop.window.store.Ring` (units x dense
+group codes from :class:`~oop.window.keys.KeyEncoder`), plus a multiset
+store per holistic aggregate column. ``state_size().items`` = live
+``(unit, group)`` cells + buffered holistic values + distinct keys.
+
+On a tuple (batch): tuples with ``t < lwm`` (the last punctuation seen here)
+are late: ``late=None`` counts them as ``late_dropped``; ``"drop"``,
+``"side_output"``, ``"raise"`` follow :class:`~oop.stream.late.LatePolicy`;
+``"update"`` folds tuples with ``t >= lwm - allowed_lateness`` into the
+retained windows and re-emits the revised rows at once (``is_revision``
+true), dropping (and counting) older ones. Row-based kinds emit a window as
+soon as the row counter passes its end.
+
+On a punctuation ``P(time, v)``: emits every window with ``end <= v`` (all
+of them in one batch), purges their state (in update mode: the state of
+windows with ``end <= v - allowed_lateness``), and forwards
+``P("window_end", e)`` with ``e`` the smallest end a later row can have.
+Other punctuation is dropped (its attributes are not in the output).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from oop.errors import ConfigError
+from oop.metrics import StateSize
+from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.stream.elements import INT64_MIN, Element, Punctuation
+from oop.stream.late import LatePolicy, split_late
+from oop.stream.timecol import check_time_column, time_arrow_type, time_values
+from oop.window.aggregates import Agg, as_aggs
+from oop.window.bucket import BucketLogic
+from oop.window.keys import KeyEncoder
+from oop.window.kinds import Landmark, Sliding, Tumbling, WindowKind
+from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, column_values,
+                              group_bounds, lane_infos, quantiles_from_counts)
+
+__all__ = ["WindowAggregate", "choose_method"]
+
+_METHODS = ("auto", "wid", "paned")
+
+
+def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
+                  groups_per_pane: float) -> tuple[str, dict[str, float]]:
+    """WID or Paned-WID by the cost model of 004 Eqs. 6.1-6.4 (unit costs a = a' = b = c = 1).
+
+    Per window: WID updates ``range/slide`` cells per tuple of a slide
+    (``T_slide x range/slide``); panes cost ``T_slide`` (PLQ) + ``G x
+    panes/slide`` (pane outputs) + the window-level query: ``2 G panes/slide``
+    when every aggregate is full-differential (Eq. 6.2), ``G x P`` otherwise
+    (Eq. 6.1). Returns ``(method, the costs)``.
+    """
+    if isinstance(kind, Landmark):
+        return "paned", {}
+    if not isinstance(kind, Sliding) or kind.r == kind.s:
+        return "wid", {}
+    g = kind.pane
+    P = kind.r // g
+    per_slide = kind.s // g
+    T_slide = tuples_per_time * kind.s
+    G = max(1.0, min(groups_per_pane, tuples_per_time * g))
+    wid = T_slide * (kind.r / kind.s)
+    diff = all(a.differential == "full" for a in aggs)
+    wlq = 2 * G * per_slide if diff else G * P
+    paned = T_slide + G * per_slide + wlq
+    return ("paned" if paned < wid else "wid"), {"cost_wid": wid, "cost_paned": paned,
+                                                 "T_slide": T_slide, "G": G}
+
+
+class WindowAggregate(Operator):
+    """Bucket + Aggregate over a progressing stream (see the module docstring)."""
+
+    def __init__(
+        self,
+        kind: WindowKind,
+        aggs: Agg | Sequence[Agg],
+        *,
+        by: str | Sequence[str] = (),
+        method: str = "auto",
+        late: LatePolicy | str | None = None,
+        allowed_lateness: int | str = 0,
+        emit_wid: bool = False,
+        name: str = "window",
+    ) -> None:
+        super().__init__(name)
+        if not isinstance(kind, WindowKind):
+            raise ConfigError(f"{name}: {kind!r} is not a window kind; use oop.window.Tumbling(...) etc.")
+        if method not in _METHODS:
+            raise ConfigError(f"{name}: method={method!r}; use one of {_METHODS}")
+        self.kind_config = kind
+        self.aggs = as_aggs(aggs)
+        self.by = [by] if isinstance(by, str) else list(by)
+        self.method_config = method
+        self.late = None if late is None else LatePolicy.parse(late)
+        self.lateness_config = allowed_lateness
+        self.emit_wid = emit_wid
+        if isinstance(kind, Landmark) and method == "wid":
+            raise ConfigError(
+                f"{name}: a landmark window has no upper wid bound (each tuple is in every later "
+                "window), so plain WID cannot keep it; use method='paned' or 'auto'"
+            )
+        if kind.fca or kind.partitioned:
+            raise ConfigError(
+                f"{name}: {type(kind).__name__} needs its own operator; use Stream.window, "
+                "which plans it (oop.window.plan.window_operator)"
+            )
+        if self.late is LatePolicy.UPDATE and kind.row_based:
+            raise ConfigError(f"{name}: late='update' needs an event-time window, not rows")
+        self.method: str | None = None if method == "auto" else method
+        self.plan_info: dict[str, Any] = {"method_config": method}
+        self.removed_late = 0
+
+    # ---- opening --------------------------------------------------------------
+    def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        info = inputs[0]
+        cols = [a.column for a in self.aggs if a.column]
+        require_columns(info, [*self.by, *cols], self.name)
+        if info.time is None:
+            raise ConfigError(f"{self.name}: stream {info.name!r} has no progressing attribute")
+        check_time_column(info.schema, info.time, info.name)
+        check_agg_types(self.aggs, info.schema, self.name)
+        self.unit = info.unit()
+        self.kind = self.kind_config if self.kind_config.row_based else self.kind_config.resolve(self.unit)
+        from oop.stream.timecol import parse_duration
+
+        self.lateness = parse_duration(self.lateness_config, self.unit)
+        if self.lateness < 0:
+            raise ConfigError(f"{self.name}: allowed_lateness must be >= 0, got {self.lateness}")
+        if self.lateness and self.late is not LatePolicy.UPDATE:
+            raise ConfigError(
+                f"{self.name}: allowed_lateness={self.lateness_config!r} only applies with "
+                "late='update' (revise emitted windows); set late='update' or drop it"
+            )
+        self.time = info.time
+        self.schema_in = info.schema
+        self.bucket = BucketLogic(self.kind)
+        self.enc = KeyEncoder(self.by)
+        self.lanes = lane_infos(self.aggs, info.schema)
+        self.ring: Ring | None = None
+        self.holistic: dict[tuple[str, str], Multiset] = {}
+        self.value_enc: dict[str, KeyEncoder] = {}
+        for a in self.aggs:
+            if a.holistic:
+                store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
+                key = (store, a.column)
+                if key not in self.holistic:
+                    self.holistic[key] = Multiset(np.int64 if store == "code" else np.float64)
+                if store == "code" and a.column not in self.value_enc:
+                    self.value_enc[a.column] = KeyEncoder([a.column])  # type: ignore[list-item]
+        self.lwm = INT64_MIN
+        self.emitted: int | None = None  # first window id not yet emitted
+        self.out_punct: int | None = None
+        if self.method is not None:
+            self._set_method(self.method, {})
+        tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, info.time)
+        self.time_type = tt
+        fields = [info.schema.field(c) for c in self.by]
+        fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
+        fields += [pa.field(a.name, self._out_type(a)) for a in self.aggs]
+        if self.emit_wid:
+            fields.append(pa.field("wid", pa.int64()))
+        if self.late is LatePolicy.UPDATE:
+            fields.append(pa.field("is_revision", pa.bool_()))
+        self.out_schema = pa.schema(fields)
+        return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
+
+    def _out_type(self, a: Agg) -> pa.DataType:
+        f = a.fn
+        if f in ("count", "distinct"):
+            return pa.int64()
+        t = self.schema_in.field(a.column).type  # type: ignore[arg-type]
+        if f == "sum":
+            return pa.float64() if pa.types.is_floating(t) or pa.types.is_decimal(t) else pa.int64()
+        if f in ("min", "max", "first", "last"):
+            return t
+        if f == "heavy_hitters":
+            return pa.list_(pa.struct([("value", t), ("count", pa.int64())]))
+        return pa.float64()
+
+    def _set_method(self, method: str, info: dict[str, Any]) -> None:
+        self.method = method
+        self.plan_info.update(info, method=method, layout="dense ring x codes")
+        if method == "paned":
+            from oop.window.paned import PaneCombiner
+
+            self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs)  # type: ignore[arg-type]
+            self.plan_info["pane"] = self.units.g
+        else:
+            self.units = None
+
+    def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
+        span = float(times.max() - times.min() + 1) if times.size else 1.0
+        rate = times.size / span
+        g = self.kind.pane if isinstance(self.kind, Sliding) else 1
+        groups = float(np.unique(codes).size) * min(1.0, g / span)
+        method, costs = choose_method(self.kind, self.aggs, rate, groups)
+        self._set_method(method, costs)
+
+    # ---- units ------------------------------------------------------------------
+    def _unit_range(self, lo: np.ndarray, hi: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.units is None:
+            return lo, hi
+        return self.units.pane_range(times)
+
+    # ---- batches ------------------------------------------------------------------
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        if batch.num_rows == 0:
+            return []
+        times = time_values(batch, self.time, self.inputs[0].name)
+        out: list[Element] = []
+        revise = None
+        if self.kind.row_based:
+            pass
+        elif self.late is LatePolicy.UPDATE:
+            too_late = times < self.lwm - self.lateness if self.lwm > INT64_MIN else None
+            if too_late is not None and too_late.any():
+                self.metrics.count_late("late_dropped", int(too_late.sum()))
+                keep = ~too_late
+                batch, times = batch.filter(pa.array(keep)), times[keep]
+            revise = times < self.lwm if self.lwm > INT64_MIN else None
+        elif self.lwm > INT64_MIN:
+            policy = self.late or LatePolicy.DROP
+            on_time, late, times = split_late(batch, times, self.lwm, policy, self.inputs[0].name,
+                                              self.time)
+            if late is not None:
+                if policy is LatePolicy.SIDE_OUTPUT:
+                    self.side_outputs.setdefault("late", []).append(late)
+                self.metrics.count_late("late_dropped" if self.late is None else policy.value,
+                                        late.num_rows)
+            batch = on_time
+        if isinstance(self.kind, Landmark):
+            before = times < self.kind.o
+            if before.any():
+                self.metrics.count_late("before_origin", int(before.sum()))
+                batch, times = batch.filter(pa.array(~before)), times[~before]
+                if revise is not None:
+                    revise = revise[~before]
+        if batch.num_rows == 0:
+            return out
+        codes = self.enc.encode(batch)
+        lo, hi = self.bucket.tag(batch, times)
+        if self.method is None:
+            self._decide(times, codes)
+        ulo, uhi = self._unit_range(lo, hi, times)
+        if self.ring is None:
+            self.ring = Ring(self.lanes, base=int(ulo.min()), rows=int((uhi - ulo).max()) * 2 + 2,
+                             codes=max(self.enc.n_codes, 64))
+        else:
+            low = int(ulo.min())
+            if low < self.ring.base:
+                assert self.emitted is None or self.late is LatePolicy.UPDATE, "late rows reached the ring"
+                self.ring.base = low
+        cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}
+        self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes)
+        self._add_holistic(batch, codes, ulo, uhi, cols)
+        if revise is not None and revise.any():
+            out.extend(self._revisions(codes[revise], lo[revise], hi[revise], times[revise]))
+        if self.kind.row_based:
+            out.extend(self._advance(self.bucket.first_open(self.bucket.rows_seen), emit_punct=True))
+        return out
+
+    def _add_holistic(self, batch: pa.RecordBatch, codes: np.ndarray, ulo: np.ndarray,
+                      uhi: np.ndarray, cols: dict[str, ColumnValues]) -> None:
+        if not self.holistic:
+            return
+        span = uhi - ulo
+        rep = bool((span != 1).any())
+        for (store, col), ms in self.holistic.items():
+            if store == "code":
+                vals = self.value_enc[col].encode(batch)
+                valid = cols[col].valid
+            else:
+                cv = cols[col] if cols[col].values.dtype == np.float64 else column_values(batch, col, True)
+                vals, valid = cv.values, cv.valid
+            c, lo_, sp = codes, ulo, span
+            if valid.shape[0]:
+                m = valid.astype(bool)
+                c, lo_, sp, vals = c[m], lo_[m], sp[m], vals[m]
+            if rep:
+                idx = np.repeat(np.arange(c.shape[0]), sp)
+                offs = np.arange(idx.shape[0]) - np.repeat(np.cumsum(sp) - sp, sp)
+                ms.add(lo_[idx] + offs, c[idx], vals[idx])
+            else:
+                ms.add(lo_, c, vals)
+
+    # ---- punctuation -----------------------------------------------------------------
+    def on_punctuation(self, p: Element, port: int = 0) -> list[Element]:
+        if not isinstance(p, Punctuation) or p.attr != self.time or self.kind.row_based:
+            return []
+        if p.value <= self.lwm:
+            return []
+        self.lwm = p.value
+        return self._advance(self.bucket.first_open(p.value), emit_punct=True)
+
+    def _advance(self, first_open: int, emit_punct: bool) -> list[Element]:
+        """Emit every window < first_open; purge; forward punctuation on window_end."""
+        out: list[Element] = []
+        if self.ring is None:
+            if self.emitted is None or first_open > self.emitted:
+                self.emitted = first_open
+        else:
+            start = self.emitted if self.emitted is not None else self._first_window()
+            stop = first_open
+            if start is not None and stop > start:
+                stop_data = self._last_window() + 1
+                wids = range(start, max(start, min(stop, stop_data)))
+                batch = self._emit_windows(list(wids), revision=False)
+                if batch is not None:
+                    out.append(batch)
+            self.emitted = max(first_open, self.emitted if self.emitted is not None else first_open)
+            self._purge()
+        if emit_punct:
+            frontier = self.emitted
+            if self.late is LatePolicy.UPDATE and not self.kind.row_based:
+                frontier = self.bucket.first_open(self.lwm - self.lateness) if self.lwm > INT64_MIN else frontier
+            if frontier is not None:
+                v = int(self.kind.extents(np.array([frontier]))[1][0])
+                if self.out_punct is None or v > self.out_punct:
+                    self.out_punct = v
+                    out.append(Punctuation("window_end", v))
+        return out
+
+    def _first_window(self) -> int | None:
+        assert self.ring is not None
+        if self.units is None:
+            return self.ring.base
+        return self.units.first_window(self.ring.base)
+
+    def _last_window(self) -> int:
+        assert self.ring is not None
+        if self.units is None:
+            return self.ring.top - 1
+        return self.units.last_window(self.ring.top - 1)
+
+    def _purge(self) -> None:
+        assert self.ring is not None and self.emitted is not None
+        keep = self.emitted
+        if self.late is LatePolicy.UPDATE and self.lwm > INT64_MIN:
+            keep = min(keep, self.bucket.first_open(self.lwm - self.lateness))
+        unit = keep if self.units is None else self.units.first_unit_needed(keep)
+        self.ring.purge_below(unit)
+        hunit = keep if self.units is None else self.units.holistic_unit_needed(keep)
+        for ms in self.holistic.values():
+            ms.purge_below(hunit)
+
+    def flush(self) -> list[Element]:
+        """End of stream: emit every remaining window."""
+        if self.ring is None:
+            return []
+        last = self._last_window()
+        out = self._advance(last + 1, emit_punct=False) if (self.emitted is None or last + 1 > self.emitted) else []
+        return out
+
+    # ---- emission ---------------------------------------------------------------------
+    def _cells(self, w: int) -> tuple[np.ndarray, dict] | None:
+        """(live codes, lane values at those codes) of window ``w``."""
+        assert self.ring is not None
+        if self.units is not None:
+            return self.units.window_cells(self.ring, w, self.enc.n_codes,
+                                           differential_ok=self.late is not LatePolicy.UPDATE)
+        if not (self.ring.base <= w < self.ring.top):
+            return None
+        rows = self.ring.view(("rows", None), w)[: self.enc.n_codes]
+        codes = np.flatnonzero(rows)
+        if codes.size == 0:
+            return None
+        lanes = {k: self.ring.view(k, w)[codes] for k in self.ring.arr}
+        for k in self.ring.tarr:
+            lanes[("t:" + k[0], k[1])] = self.ring.view(k, w, time=True)[codes]
+        return codes, lanes
+
+    def _emit_windows(self, wids: list[int], revision: bool,
+                      only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
+        parts = []
+        for w in wids:
+            cells = self._cells(w)
+            if cells is None:
+                continue
+            codes, lanes = cells
+            if only is not None:
+                keep = np.isin(codes, only[w])
+                codes = codes[keep]
+                lanes = {k: v[keep] for k, v in lanes.items()}
+                if codes.size == 0:
+                    continue
+            parts.append((w, codes, lanes))
+        if not parts:
+            return None
+        return self._build(parts, revision)
+
+    def _build(self, parts: list[tuple[int, np.ndarray, dict]], revision: bool) -> pa.RecordBatch:
+        codes = np.concatenate([p[1] for p in parts])
+        wid = np.concatenate([np.full(p[1].shape[0], p[0], np.int64) for p in parts])
+        lanes = {k: np.concatenate([p[2][k] for p in parts]) for k in parts[0][2]}
+        start, end = self.kind.extents(wid)
+        arrays: list[pa.Array] = list(self.enc.keys(codes))
+        tt = self.time_type
+        arrays.append(_as_type(start, tt))
+        arrays.append(_as_type(end, tt))
+        for a in self.aggs:
+            arrays.append(self._finalize(a, codes, wid, lanes, parts))
+        if self.emit_wid:
+            arrays.append(pa.array(wid))
+        if self.late is LatePolicy.UPDATE:
+            arrays.append(pa.array(np.full(codes.shape[0], revision)))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)
+
+    def _finalize(self, a: Agg, codes: np.ndarray, wid: np.ndarray, lanes: dict,
+                  parts: list) -> pa.Array:
+        f, c = a.fn, a.column
+        typ = self.out_schema.field(a.name).type
+        if f == "count":
+            return pa.array(lanes[("rows", None)].astype(np.int64))
+        if a.holistic:
+            return self._finalize_holistic(a, parts)
+        nn = lanes[("nn", c)]
+        null = nn == 0
+        if f == "sum":
+            return _masked(lanes[("sum", c)], null, typ)
+        if f == "mean":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return _masked(lanes[("sum", c)].astype(np.float64) / nn, null, typ)
+        if f in ("var", "std"):
+            assert self.ring is not None
+            shift = self.ring.shift.get(c, 0.0)  # type: ignore[arg-type]
+            n = nn.astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                sd = lanes[("sum", c)].astype(np.float64) - n * shift
+                v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0)
+                if f == "std":
+                    v = np.sqrt(v)
+            return _masked(v, nn < 2, typ)
+        if f in ("min", "max", "first", "last"):
+            return _masked(lanes[(f, c)], null, typ)
+        raise AssertionError(f)  # pragma: no cover
+
+    def _finalize_holistic(self, a: Agg, parts: list) -> pa.Array:
+        store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
+        ms = self.holistic[(store, a.column)]  # type: ignore[index]
+        typ = self.out_schema.field(a.name).type
+        chunks = []
+        for w, codes, _ in parts:
+            ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)
+            c, v, n = ms.select(ulo, uhi)
+            gcodes, bounds = group_bounds(c)
+            pos = np.searchsorted(gcodes, codes)
+            present = (pos < gcodes.shape[0]) & (gcodes[np.minimum(pos, max(gcodes.shape[0] - 1, 0))] == codes) \
+                if gcodes.shape[0] else np.zeros(codes.shape[0], bool)
+            if a.fn in ("median", "quantile"):
+                q = 0.5 if a.fn == "median" else float(a.q)  # type: ignore[arg-type]
+                qs = quantiles_from_counts(v, n, bounds, q) if gcodes.shape[0] else np.zeros(0)
+                vals = np.zeros(codes.shape[0])
+                vals[present] = qs[pos[present]]
+                chunks.append(_masked(vals, ~present, typ))
+            elif a.fn == "distinct":
+                d = np.diff(bounds)
+                vals = np.zeros(codes.shape[0], np.int64)
+                vals[present] = d[pos[present]]
+                chunks.append(pa.array(vals))
+            elif a.fn == "heavy_hitters":
+                chunks.append(self._heavy(a, codes, c, v, n))
+            else:  # udaf
+                chunks.append(self._udaf(a, codes, w, ms))
+        return pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
+
+    def _heavy(self, a: Agg, codes: np.ndarray, c: np.ndarray, v: np.ndarray, n: np.ndarray) -> pa.Array:
+        typ = self.out_schema.field(a.name).type
+        # ties between equal counts: by the value itself (not its code), so order cannot matter
+        kt = self.value_enc[a.column].key_table().column(0)  # type: ignore[index]
+        rank = np.empty(kt.length(), np.int64)
+        rank[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
+        order = np.lexsort((rank[v], -n, c))
+        c, v, n = c[order], v[order], n[order]
+        gcodes, bounds = group_bounds(c)
+        rank = np.arange(c.shape[0]) - np.repeat(bounds[:-1], np.diff(bounds)) if c.shape[0] else c
+        keep = rank < int(a.k)  # type: ignore[arg-type]
+        c, v, n = c[keep], v[keep], n[keep]
+        # offsets per output code (codes are sorted within one window)
+        counts = np.zeros(codes.shape[0], np.int64)
+        pos = np.searchsorted(codes, c)
+        np.add.at(counts, pos, 1)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        values = self.value_enc[a.column].keys(v)[0] if v.shape[0] else pa.array([], typ.value_type.field("value").type)  # type: ignore[index]
+        struct = pa.StructArray.from_arrays([values, pa.array(n, pa.int64())], fields=list(typ.value_type))
+        return pa.ListArray.from_arrays(pa.array(offsets), struct, type=typ)
+
+    def _udaf(self, a: Agg, codes: np.ndarray, w: int, ms: Multiset) -> pa.Array:
+        from oop.window.udaf import udaf_window
+
+        return udaf_window(a, codes, w, ms, self.units)
+
+    def _revisions(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   times: np.ndarray) -> list[Element]:
+        """Re-emit the (group, window) cells a late batch touched among emitted windows."""
+        assert self.emitted is not None
+        span = np.maximum(np.minimum(hi, self.emitted) - lo, 0)
+        if not span.any():
+            return []
+        idx = np.repeat(np.arange(codes.shape[0]), span)
+        offs = np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span)
+        pairs_w = lo[idx] + offs
+        pairs_c = codes[idx]
+        only: dict[int, np.ndarray] = {}
+        for w in np.unique(pairs_w):
+            only[int(w)] = np.unique(pairs_c[pairs_w == w])
+        b = self._emit_windows(sorted(only), revision=True, only=only)
+        return [b] if b is not None else []
+
+    # ---- state --------------------------------------------------------------------
+    def state_size(self) -> StateSize:
+        items = self.enc.n_codes
+        nbytes = self.enc.nbytes()
+        if self.ring is not None:
+            items += self.ring.live
+            nbytes += self.ring.nbytes()
+        for ms in self.holistic.values():
+            items += len(ms)
+            nbytes += ms.nbytes()
+        if self.units is not None:
+            nbytes += self.units.nbytes()
+        return StateSize(items, nbytes)
+
+    def snapshot(self) -> Any:
+        return {
+            **super().snapshot(), "lwm": self.lwm, "emitted": self.emitted, "out_punct": self.out_punct,
+            "method": self.method, "plan": dict(self.plan_info), "bucket": self.bucket.snapshot(),
+            "enc": self.enc.snapshot(), "ring": None if self.ring is None else self.ring.snapshot(),
+            "ms": {k: v.snapshot() for k, v in self.holistic.items()},
+            "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
+            "units": None if self.units is None else self.units.snapshot(),
+        }
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
+        if state["method"] is not None:
+            self._set_method(state["method"], {})
+        self.plan_info = dict(state["plan"])
+        self.bucket.restore(state["bucket"])
+        self.enc.restore(state["enc"])
+        if state["ring"] is not None:
+            self.ring = Ring(self.lanes)
+            self.ring.restore(state["ring"])
+        for k, v in state["ms"].items():
+            self.holistic[k].restore(v)
+        for k, v in state["venc"].items():
+            self.value_enc[k].restore(v)
+        if state["units"] is not None:
+            self.units.restore(state["units"])
+
+    def _check(self) -> None:
+        self.enc._check()
+        if self.ring is not None:
+            self.ring._check()
+            if self.emitted is not None and self.late is not LatePolicy.UPDATE:
+                first_needed = self.emitted if self.units is None else self.units.first_unit_needed(self.emitted)
+                assert self.ring.base >= first_needed or self.ring.live == 0 or self.units is not None, \
+                    (self.ring.base, first_needed)
+        for ms in self.holistic.values():
+            ms._check()
+
+
+def _as_type(values: np.ndarray, typ: pa.DataType) -> pa.Array:
+    arr = pa.array(values, pa.int64())
+    if pa.types.is_int64(typ):
+        return arr
+    return arr.view(typ) if pa.types.is_timestamp(typ) else arr.cast(typ)
+
+
+def _masked(values: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """An Arrow array of ``typ`` from numpy values with nulls where ``null``."""
+    mask = null if null.any() else None
+    if pa.types.is_floating(typ) or pa.types.is_integer(typ) and values.dtype == np.int64:
+        arr = pa.array(values, mask=mask)
+        return arr if arr.type == typ else arr.cast(typ)
+    if pa.types.is_boolean(typ):
+        return pa.array(values.astype(bool), mask=mask)
+    if pa.types.is_integer(typ):
+        return pa.array(values, mask=mask).cast(typ)
+    if pa.types.is_decimal(typ):
+        return pa.array(values, mask=mask).cast(typ)
+    # temporal types stored as int64
+    if typ.bit_width == 64:
+        return pa.array(values.astype(np.int64), pa.int64(), mask=mask).view(typ)
+    return pa.array(values.astype(np.int64), pa.int64(), mask=mask).cast(pa.int32()).view(typ)

@@ -1,0 +1,307 @@
+"""Group keys -> dense int codes, persistent across batches (one dictionary per operator).
+
+:class:`KeyEncoder` maps the rows of one or several key columns of any Arrow
+type to dense codes ``0, 1, 2, ...`` in order of first appearance, and back
+(:meth:`KeyEncoder.keys` returns the key columns for an array of codes).
+
+How (per batch, never per tuple in Python):
+
+1. each key column becomes an int64 *component*: integers, timestamps,
+   dates, durations and booleans by value; floats by their bit pattern
+   (``-0.0`` folded to ``0.0``); any other type (strings, binary, ...)
+   through ``pyarrow.compute.dictionary_encode`` plus a persistent per-column
+   Python dict over the *batch's unique values* only (cost O(unique values
+   per batch));
+2. one more component carries the null bits of the row's key columns;
+3. a numba open-addressing hash table (linear probing, power-of-two
+   capacity, load <= 1/2) maps the component tuple to its dense code.
+   Fast path: one non-null integer key column whose values lie in
+   ``[0, 2**22)`` uses a direct lookup array instead of hashing.
+
+>>> import pyarrow as pa
+>>> enc = KeyEncoder(["k"])
+>>> enc.encode(pa.record_batch({"k": ["b", "a", "b"]})).tolist()
+[0, 1, 0]
+>>> enc.encode(pa.record_batch({"k": ["c", "a", None]})).tolist()
+[2, 1, 3]
+>>> enc.keys(np.array([3, 0]))[0].to_pylist()
+[None, 'b']
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numba as nb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["KeyEncoder"]
+
+_DIRECT_LIMIT = 1 << 22
+_EMPTY = -1
+
+
+@nb.njit(cache=True, inline="always")
+def _mix(h: np.uint64) -> np.uint64:
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xC4CEB9FE1A85EC53)
+    h ^= h >> np.uint64(33)
+    return h
+
+
+@nb.njit(cache=True)
+def _hash_rows(comp: np.ndarray, i: int) -> np.uint64:
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for j in range(comp.shape[0]):
+        h = _mix(h ^ np.uint64(comp[j, i]) + np.uint64(j))
+    return h
+
+
+@nb.njit(cache=True)
+def _encode_hash(comp, slots, codekeys, n_codes, out, new_rows):
+    """Look up / insert every row of ``comp`` (k x n); returns (n_codes, n_new)."""
+    k, n = comp.shape
+    mask = np.uint64(slots.shape[0] - 1)
+    n_new = 0
+    for i in range(n):
+        h = _hash_rows(comp, i) & mask
+        while True:
+            c = slots[h]
+            if c == -1:
+                for j in range(k):
+                    codekeys[n_codes, j] = comp[j, i]
+                slots[h] = n_codes
+                out[i] = n_codes
+                new_rows[n_new] = i
+                n_new += 1
+                n_codes += 1
+                break
+            same = True
+            for j in range(k):
+                if codekeys[c, j] != comp[j, i]:
+                    same = False
+                    break
+            if same:
+                out[i] = c
+                break
+            h = (h + np.uint64(1)) & mask
+    return n_codes, n_new
+
+
+@nb.njit(cache=True)
+def _rehash(codekeys, n_codes, slots):
+    mask = np.uint64(slots.shape[0] - 1)
+    k = codekeys.shape[1]
+    tmp = np.empty((k, 1), np.int64)
+    for c in range(n_codes):
+        for j in range(k):
+            tmp[j, 0] = codekeys[c, j]
+        h = _hash_rows(tmp, 0) & mask
+        while slots[h] != -1:
+            h = (h + np.uint64(1)) & mask
+        slots[h] = c
+
+
+@nb.njit(cache=True)
+def _encode_direct(vals, lut, n_codes, out, new_rows):
+    n_new = 0
+    for i in range(vals.shape[0]):
+        v = vals[i]
+        c = lut[v]
+        if c == -1:
+            c = n_codes
+            lut[v] = c
+            n_codes += 1
+            new_rows[n_new] = i
+            n_new += 1
+        out[i] = c
+    return n_codes, n_new
+
+
+def _is_int_like(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
+            or pa.types.is_duration(t) or pa.types.is_time(t))
+
+
+class KeyEncoder:
+    """Persistent dictionary of group keys (see the module docstring). Not thread-safe."""
+
+    def __init__(self, columns: Sequence[str]) -> None:
+        self.columns = list(columns)
+        self.n_codes = 0
+        k = len(self.columns) + 1
+        self._codekeys = np.empty((1024, k), np.int64)
+        self._slots = np.full(2048, _EMPTY, np.int64)
+        self._dicts: list[dict[Any, int]] = [dict() for _ in self.columns]
+        self._key_chunks: list[pa.RecordBatch] = []
+        self._key_table: pa.Table | None = None
+        self._lut: np.ndarray | None = None  # direct path, or None when disabled
+        self._direct = len(self.columns) == 1
+        self._types: list[pa.DataType] | None = None
+
+    # ---- encoding --------------------------------------------------------
+    def _component(self, j: int, arr: pa.Array) -> np.ndarray:
+        t = arr.type
+        if pa.types.is_boolean(t):
+            return np.asarray(arr.fill_null(False).to_numpy(zero_copy_only=False), np.int64)
+        if _is_int_like(t):
+            a = arr.fill_null(0) if arr.null_count else arr
+            if not pa.types.is_integer(t):
+                a = a.view(pa.int64()) if t.bit_width == 64 else pc.cast(a.view(pa.int32()), pa.int64())
+            return np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
+        if pa.types.is_floating(t):
+            f = np.asarray(pc.cast(arr.fill_null(0.0), pa.float64()).to_numpy(zero_copy_only=False),
+                           np.float64) + 0.0  # folds -0.0 into 0.0
+            return f.view(np.int64)
+        enc = pc.dictionary_encode(arr)
+        uniq = enc.dictionary.to_pylist()
+        d = self._dicts[j]
+        ids = np.empty(len(uniq), np.int64)
+        for i, u in enumerate(uniq):  # per unique value of the batch, not per row
+            v = d.get(u)
+            if v is None:
+                v = d[u] = len(d)
+            ids[i] = v
+        idx = np.asarray(enc.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        return ids[idx] if len(ids) else np.zeros(len(arr), np.int64)
+
+    def encode(self, batch: pa.RecordBatch) -> np.ndarray:
+        """Dense int64 codes of ``batch``'s key rows. Cost: O(rows) compiled + O(new keys)."""
+        n = batch.num_rows
+        if not self.columns:
+            if n and self.n_codes == 0:
+                self._add_keys(batch, np.zeros(1, np.int64))
+                self.n_codes = 1
+            return np.zeros(n, np.int64)
+        arrs = [batch.column(c) for c in self.columns]
+        if self._types is None:
+            self._types = [a.type for a in arrs]
+        out = np.empty(n, np.int64)
+        new_rows = np.empty(n, np.int64)
+        if self._direct:
+            a = arrs[0]
+            if pa.types.is_integer(a.type) and not a.null_count:
+                v = np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
+                if n and (v.min() >= 0) and v.max() < _DIRECT_LIMIT:
+                    need = int(v.max()) + 1
+                    if self._lut is None:
+                        if self.n_codes:  # hash path already in use: stay on it
+                            self._direct = False
+                        else:
+                            self._lut = np.full(max(need, 1024), _EMPTY, np.int64)
+                    if self._lut is not None:
+                        if need > self._lut.shape[0]:
+                            grown = np.full(max(need, 2 * self._lut.shape[0]), _EMPTY, np.int64)
+                            grown[: self._lut.shape[0]] = self._lut
+                            self._lut = grown
+                        self.n_codes, n_new = _encode_direct(v, self._lut, self.n_codes, out,
+                                                             new_rows)
+                        self._add_keys(batch, new_rows[:n_new])
+                        return out
+            if n:
+                self._leave_direct()
+        comps = [self._component(j, a) for j, a in enumerate(arrs)]
+        nullbits = np.zeros(n, np.int64)
+        for j, a in enumerate(arrs):
+            if a.null_count:
+                isnull = np.asarray(pc.is_null(a).to_numpy(zero_copy_only=False), bool)
+                nullbits |= isnull.astype(np.int64) << j
+                comps[j] = np.where(isnull, 0, comps[j])
+        comp = np.ascontiguousarray(np.stack([*comps, nullbits]))
+        self._reserve(self.n_codes + n)
+        self.n_codes, n_new = _encode_hash(comp, self._slots, self._codekeys, self.n_codes, out,
+                                           new_rows)
+        self._add_keys(batch, new_rows[:n_new])
+        return out
+
+    def _leave_direct(self) -> None:
+        """Move codes found by the direct path into the hash table (once)."""
+        self._direct = False
+        if self._lut is None:
+            return
+        lut, self._lut = self._lut, None
+        vals = np.nonzero(lut != _EMPTY)[0]
+        codes = lut[vals]
+        order = np.argsort(codes)
+        self._reserve(self.n_codes)
+        self._codekeys[: self.n_codes, 0] = vals[order]
+        self._codekeys[: self.n_codes, 1] = 0
+        self._slots[:] = _EMPTY
+        _rehash(self._codekeys, self.n_codes, self._slots)
+
+    def _reserve(self, n_total: int) -> None:
+        if n_total > self._codekeys.shape[0]:
+            cap = max(n_total, 2 * self._codekeys.shape[0])
+            ck = np.empty((cap, self._codekeys.shape[1]), np.int64)
+            ck[: self.n_codes] = self._codekeys[: self.n_codes]
+            self._codekeys = ck
+        if 2 * n_total > self._slots.shape[0]:
+            cap = 1 << int(np.ceil(np.log2(max(4 * n_total, 16))))
+            self._slots = np.full(cap, _EMPTY, np.int64)
+            _rehash(self._codekeys, self.n_codes, self._slots)
+
+    def _add_keys(self, batch: pa.RecordBatch, rows: np.ndarray) -> None:
+        if len(rows):
+            cols = batch.select(self.columns) if self.columns else pa.record_batch({"_": [0]})
+            self._key_chunks.append(cols.take(pa.array(rows)) if self.columns else cols)
+            self._key_table = None
+
+    # ---- decoding -----------------------------------------------------------
+    def key_table(self) -> pa.Table:
+        """One row per code, in code order."""
+        if self._key_table is None:
+            if not self._key_chunks:
+                raise ValueError("KeyEncoder: no keys seen yet")
+            self._key_table = pa.Table.from_batches(self._key_chunks).combine_chunks()
+            self._key_chunks = self._key_table.to_batches() or self._key_chunks
+        return self._key_table
+
+    def keys(self, codes: np.ndarray) -> list[pa.Array]:
+        """The key columns for ``codes`` (one Arrow array per key column)."""
+        if not self.columns:
+            return []
+        t = self.key_table().take(pa.array(np.asarray(codes, np.int64)))
+        return [t.column(i).combine_chunks() for i in range(t.num_columns)]
+
+    # ---- state ---------------------------------------------------------------
+    def nbytes(self) -> int:
+        """Approximate bytes held (O(1))."""
+        b = self._codekeys.nbytes + self._slots.nbytes
+        if self._lut is not None:
+            b += self._lut.nbytes
+        return b + 16 * self.n_codes
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "n": self.n_codes, "codekeys": self._codekeys[: self.n_codes].copy(),
+            "dicts": [dict(d) for d in self._dicts], "lut": None if self._lut is None else self._lut.copy(),
+            "direct": self._direct, "keys": list(self._key_chunks), "types": self._types,
+        }
+
+    def restore(self, s: dict[str, Any]) -> None:
+        self.n_codes = s["n"]
+        self._codekeys = np.empty((max(1024, self.n_codes), len(self.columns) + 1), np.int64)
+        self._codekeys[: self.n_codes] = s["codekeys"]
+        self._slots = np.full(2048, _EMPTY, np.int64)
+        self._reserve(max(self.n_codes, 1))
+        self._slots[:] = _EMPTY
+        _rehash(self._codekeys, self.n_codes, self._slots)
+        self._dicts = [dict(d) for d in s["dicts"]]
+        self._lut = None if s["lut"] is None else s["lut"].copy()
+        self._direct = s["direct"]
+        self._key_chunks = list(s["keys"])
+        self._key_table = None
+        self._types = s["types"]
+
+    def _check(self) -> None:
+        n_keys = 0 if not self._key_chunks else builtins_sum(b.num_rows for b in self._key_chunks)
+        assert n_keys == self.n_codes, (n_keys, self.n_codes)
+        if self._lut is not None:
+            assert int((self._lut != _EMPTY).sum()) == self.n_codes
+
+
+builtins_sum = sum

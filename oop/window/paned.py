@@ -1,0 +1,220 @@
+"""Paned-WID: pane-level tumbling sub-query + window-level query over panes (004 §6.2).
+
+What it computes: the same rows as WID (:mod:`oop.window.aggregate`), with
+partial aggregates kept per *pane* instead of per window. Pane size
+``g = gcd(range, slide)`` (004 §6.2.1); pane ``p`` is
+``[origin + p*g, origin + (p+1)*g)`` and sliding window ``w`` is made of
+panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
+``g = slide`` and window ``w`` = panes ``[0, w]``.
+
+* PLQ (on a tuple): one cell ``(code, pane)`` per tuple is updated -- the
+  per-tuple cost no longer grows with ``range/slide``.
+* WLQ (on a punctuation, per emitted window): full-differential lanes
+  (rows, non-null counts, sums, shifted sums of squares: count, sum, mean,
+  var, std) are kept in a running per-group state updated by adding the
+  ``slide/g`` entering panes and subtracting the ``slide/g`` leaving ones
+  (004 Eq. 6.2: ``2 G slide/g`` per window instead of ``G P``). Floating
+  sums drift under add/subtract, so the running state is recomputed from
+  the panes every ``P`` windows (amortized O(G) per window, error bounded).
+  Other lanes (min, max, first, last) are combined over the window's ``P``
+  panes with vectorized elementwise reductions (O(P G), no per-tuple work);
+  holistic aggregates combine the panes' (value, count) tables.
+  Landmark windows fold each pane into the running state once.
+* Purge: panes before the first pane of the next window to emit.
+
+:class:`PanedWID` is :class:`~oop.window.aggregate.WindowAggregate` with
+``method="paned"`` forced.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from oop.errors import ConfigError
+from oop.window.aggregate import WindowAggregate
+from oop.window.aggregates import Agg
+from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window.store import LaneInfo, Ring
+
+__all__ = ["PanedWID", "PaneCombiner"]
+
+_SUM_OPS = {"rows", "nn", "sum", "sumsq"}
+_I64MAX = np.iinfo(np.int64).max
+_I64MIN = np.iinfo(np.int64).min
+
+
+class PaneCombiner:
+    """Pane geometry and the window-level combine of one Paned-WID operator."""
+
+    def __init__(self, kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg]) -> None:
+        self.kind = kind
+        self.lanes = list(lanes)
+        self.landmark = isinstance(kind, Landmark)
+        if self.landmark:
+            self.g, self.o = kind.s, kind.o  # type: ignore[attr-defined]
+            self.P = 1
+        elif isinstance(kind, Sliding):
+            self.g, self.o = kind.pane, kind.o
+            self.P = kind.r // self.g
+        else:
+            raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
+        self.running: dict[tuple[str, str | None], np.ndarray] = {}
+        self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
+        self.run_w: int | None = None  # window the running state holds
+        self.run_hi = 0  # landmark: panes < run_hi are folded in
+        self.since = 0  # windows since the last full recompute
+
+    # ---- geometry ----------------------------------------------------------
+    def pane_range(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        p = np.floor_divide(times - self.o, self.g)
+        return p, p + 1
+
+    def window_panes(self, w: int) -> tuple[int, int]:
+        if self.landmark:
+            return 0, w + 1
+        k: Sliding = self.kind  # type: ignore[assignment]
+        return ((w + 1) * k.s - k.r) // self.g, (w + 1) * k.s // self.g
+
+    def first_window(self, pane: int) -> int:
+        """The first window containing ``pane``."""
+        if self.landmark:
+            return max(pane, 0)
+        return int(self.kind.wids(np.array([self.o + pane * self.g]))[0][0])
+
+    def last_window(self, pane: int) -> int:
+        """The last window containing ``pane``."""
+        if self.landmark:
+            return pane
+        return int(self.kind.wids(np.array([self.o + pane * self.g]))[1][0]) - 1
+
+    def first_unit_needed(self, w: int) -> int:
+        """The first pane window ``w`` (the next to emit) needs."""
+        if self.landmark:
+            return min(self.run_hi, w)
+        # keep the panes leaving at the next window too: the differential update subtracts them
+        return self.window_panes(w - 1)[0]
+
+    def holistic_unit_needed(self, w: int) -> int:
+        """The first pane the holistic stores must keep (landmark: all of them)."""
+        return 0 if self.landmark else self.window_panes(w)[0]
+
+    # ---- combining --------------------------------------------------------------
+    def _fresh(self, ring: Ring, li: LaneInfo, plo: int, phi: int, n: int,
+               acc: np.ndarray | None = None, acct: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+        op = li.lane.op
+        if acc is None:
+            acc = np.full(n, li.identity(), li.dtype)
+            if op in ("first", "last"):
+                acct = np.full(n, _I64MAX if op == "first" else _I64MIN, np.int64)
+        for p in range(max(plo, ring.base), min(phi, ring.top)):
+            v = ring.view(li.key, p)[:n]
+            if op in _SUM_OPS:
+                acc += v
+            elif op == "min":
+                np.minimum(acc, v, out=acc)
+            elif op == "max":
+                np.maximum(acc, v, out=acc)
+            else:
+                assert acct is not None
+                t = ring.view(li.key, p, time=True)[:n]
+                if op == "first":
+                    better = (t < acct) | ((t == acct) & (v < acc))
+                else:
+                    better = (t > acct) | ((t == acct) & (v > acc))
+                acc[better] = v[better]
+                acct[better] = t[better]
+        return acc, acct
+
+    def _grow(self, n: int) -> None:
+        for li in self.lanes:
+            k = li.key
+            if k in self.running and self.running[k].shape[0] < n:
+                a = np.full(n, li.identity(), li.dtype)
+                a[: self.running[k].shape[0]] = self.running[k]
+                self.running[k] = a
+                if k in self.running_t:
+                    t = np.full(n, _I64MAX if li.lane.op == "first" else _I64MIN, np.int64)
+                    t[: self.running_t[k].shape[0]] = self.running_t[k]
+                    self.running_t[k] = t
+
+    def window_cells(self, ring: Ring, w: int, n: int,
+                     differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
+        """(live codes, lane values) of window ``w`` combined from its panes."""
+        plo, phi = self.window_panes(w)
+        out: dict[tuple[str, str | None], np.ndarray] = {}
+        outt: dict[tuple[str, str | None], np.ndarray] = {}
+        if self.landmark:
+            self._grow(n)
+            if not self.running:
+                for li in self.lanes:
+                    self.running[li.key], t = self._fresh(ring, li, 0, 0, n)
+                    if t is not None:
+                        self.running_t[li.key] = t
+            lo = max(self.run_hi, plo)
+            for li in self.lanes:
+                self._fresh(ring, li, lo, phi, n, self.running[li.key][:n],
+                            self.running_t.get(li.key, np.zeros(0, np.int64))[:n] if li.key in self.running_t else None)
+            self.run_hi = max(self.run_hi, phi)
+            out = {k: v[:n] for k, v in self.running.items()}
+            outt = {k: v[:n] for k, v in self.running_t.items()}
+        else:
+            diff = [li for li in self.lanes if li.lane.op in _SUM_OPS] if differential_ok else []
+            if diff:
+                self._grow(n)
+                incremental = (self.run_w == w - 1 and self.since < self.P
+                               and all(li.key in self.running for li in diff))
+                if incremental:
+                    plo0, phi0 = self.window_panes(w - 1)
+                    for li in diff:
+                        acc = self.running[li.key][:n]
+                        for p in range(max(phi0, ring.base), min(phi, ring.top)):
+                            acc += ring.view(li.key, p)[:n]
+                        for p in range(max(plo0, ring.base), min(plo, ring.top)):
+                            acc -= ring.view(li.key, p)[:n]
+                    self.since += 1
+                else:
+                    for li in diff:
+                        self.running[li.key] = self._fresh(ring, li, plo, phi, n)[0]
+                    self.since = 0
+                self.run_w = w
+                for li in diff:
+                    out[li.key] = self.running[li.key][:n]
+            for li in self.lanes:
+                if li.key not in out:
+                    acc, acct = self._fresh(ring, li, plo, phi, n)
+                    out[li.key] = acc
+                    if acct is not None:
+                        outt[li.key] = acct
+        codes = np.flatnonzero(out[("rows", None)][:n])
+        if codes.size == 0:
+            return None
+        lanes = {k: v[codes] for k, v in out.items()}
+        for k, v in outt.items():
+            lanes[("t:" + k[0], k[1])] = v[codes]
+        return codes, lanes
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.running.values()) + sum(a.nbytes for a in self.running_t.values())
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"running": {k: v.copy() for k, v in self.running.items()},
+                "running_t": {k: v.copy() for k, v in self.running_t.items()},
+                "run_w": self.run_w, "run_hi": self.run_hi, "since": self.since}
+
+    def restore(self, s: dict[str, Any]) -> None:
+        self.running = {k: v.copy() for k, v in s["running"].items()}
+        self.running_t = {k: v.copy() for k, v in s["running_t"].items()}
+        self.run_w, self.run_hi, self.since = s["run_w"], s["run_hi"], s["since"]
+
+
+class PanedWID(WindowAggregate):
+    """Window aggregation with panes (004 §6.2); see the module docstring."""
+
+    def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg], **kw: Any) -> None:
+        kw.pop("method", None)
+        super().__init__(kind, aggs, method="paned", **kw)
+        if isinstance(kind, Landmark) and self.late is not None and self.late.value == "update":
+            raise ConfigError(f"{self.name}: late='update' is not supported on landmark windows")

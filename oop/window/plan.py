@@ -1,0 +1,53 @@
+"""Planning a window query: pick the operator for the window kind and method.
+
+:func:`window_operator` is what ``Stream.window`` calls:
+
+* :class:`~oop.window.kinds.PartitionedRows` ->
+  :class:`~oop.window.partitioned.PartitionedRowsAggregate`;
+* :class:`~oop.window.kinds.SlideByTuple` ->
+  :class:`~oop.window.slide_by_tuple.SlideByTupleAggregate` (bins, 004 §6.1.4);
+* otherwise :class:`~oop.window.aggregate.WindowAggregate` with ``method``
+  ``"wid"``, ``"paned"`` (:class:`~oop.window.paned.PanedWID`) or ``"auto"``
+  (the cost model of 004 Eqs. 6.1-6.4 decides on the first batch).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from oop.operators.base import Operator
+from oop.stream.late import LatePolicy
+from oop.window.aggregates import Agg
+from oop.window.kinds import PartitionedRows, SlideByTuple, WindowKind
+
+__all__ = ["window_operator"]
+
+
+def window_operator(
+    kind: WindowKind,
+    aggs: Agg | Sequence[Agg],
+    *,
+    by: str | Sequence[str] = (),
+    method: str = "auto",
+    late: LatePolicy | str | None = None,
+    allowed_lateness: int | str = 0,
+    emit_wid: bool = False,
+    name: str = "window",
+) -> Operator:
+    """The operator computing the window query (see the module docstring)."""
+    kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name)
+    if isinstance(kind, PartitionedRows):
+        from oop.window.partitioned import PartitionedRowsAggregate
+
+        return PartitionedRowsAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+    if isinstance(kind, SlideByTuple):
+        from oop.window.slide_by_tuple import SlideByTupleAggregate
+
+        return SlideByTupleAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+    if method == "paned":
+        from oop.window.paned import PanedWID
+
+        return PanedWID(kind, aggs, **kw)  # type: ignore[arg-type]
+    from oop.window.aggregate import WindowAggregate
+
+    return WindowAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]

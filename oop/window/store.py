@@ -1,0 +1,430 @@
+"""State of window aggregation: a dense ring of partial aggregates, and a multiset store.
+
+:class:`Ring` -- bounded aggregates. One flat array per *lane* (see
+:class:`~oop.window.aggregates.Lane`), viewed as ``(R, C)``: ``R`` ring rows
+for the open *units* (window ids for WID, pane ids for Paned-WID), row
+``unit & (R-1)``; ``C`` columns for the dense group codes. Open units are
+``[base, base + R)``; ``R`` (a power of two) and ``C`` grow by doubling when a
+batch needs more. Emitting a unit reads its row and resets it to the lanes'
+identities. This is the *dense (ring x codes)* layout: O(1) per update, no
+hashing, memory ``R x C x lanes x 8`` bytes.
+
+Live-cell accounting (``live``) is exact and O(1) to read: the count kernel
+returns how many cells became non-empty, and resetting a row subtracts its
+non-empty cells.
+
+:class:`Multiset` -- holistic aggregates (median, quantiles, count-distinct,
+heavy hitters, UDAFs): a compacted table of ``(unit, code, value, count)``
+rows. Appends are vectorized; :meth:`Multiset.compact` merges duplicates
+(np.unique); queries select a unit range and group by code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from oop.errors import ConfigError
+from oop.window import kernels as K
+from oop.window.aggregates import Agg, Lane
+
+__all__ = ["LaneInfo", "Ring", "Multiset", "ColumnValues", "lane_infos", "column_values"]
+
+_I64MAX = np.iinfo(np.int64).max
+_I64MIN = np.iinfo(np.int64).min
+
+
+@dataclass(frozen=True)
+class LaneInfo:
+    """A lane with its storage dtype and identity value."""
+
+    lane: Lane
+    dtype: Any  # np.int64 or np.float64
+
+    @property
+    def key(self) -> tuple[str, str | None]:
+        return (self.lane.op, self.lane.column)
+
+    def identity(self) -> Any:
+        op = self.lane.op
+        if op == "min":
+            return np.inf if self.dtype == np.float64 else _I64MAX
+        if op == "max":
+            return -np.inf if self.dtype == np.float64 else _I64MIN
+        return 0
+
+
+def _numeric_kind(t: pa.DataType) -> str:
+    """'int' (stored as int64), 'float' (float64), or 'other'."""
+    if pa.types.is_floating(t):
+        return "float"
+    if (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)):
+        return "int"
+    if pa.types.is_decimal(t):
+        return "float"
+    return "other"
+
+
+_ARITH = {"sum", "mean", "var", "std", "median", "quantile", "udaf"}
+
+
+def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> None:
+    """Raise ConfigError naming the operator when an aggregate cannot use its column's type."""
+    for a in aggs:
+        if a.column is None:
+            continue
+        t = schema.field(a.column).type
+        kind = _numeric_kind(t)
+        arith_ok = kind == "float" or pa.types.is_integer(t) or pa.types.is_boolean(t)
+        if a.fn in _ARITH and not arith_ok:
+            raise ConfigError(
+                f"{op_name}: {a.name} needs a numeric column but {a.column!r} has type {t}; "
+                "cast it first or use min/max/first/last/distinct"
+            )
+        if a.fn in ("min", "max", "first", "last") and kind == "other":
+            raise ConfigError(
+                f"{op_name}: {a.name} on column {a.column!r} of type {t} is not supported; "
+                "use a numeric, boolean or temporal column"
+            )
+
+
+def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
+    """The de-duplicated lanes of ``aggs``; ``rows`` is always first."""
+    out: dict[tuple[str, str | None], LaneInfo] = {("rows", None): LaneInfo(Lane("rows"), np.int64)}
+    for a in aggs:
+        for ln in a.lanes():
+            if (ln.op, ln.column) in out:
+                continue
+            if ln.op in ("rows", "nn"):
+                dt: Any = np.int64
+            elif ln.op == "sumsq":
+                dt = np.float64
+            else:
+                assert ln.column is not None
+                t = schema.field(ln.column).type
+                dt = np.float64 if _numeric_kind(t) == "float" else np.int64
+                if a.fn in ("mean", "var", "std") and ln.op == "sum" and dt == np.int64:
+                    # a shared int sum stays int64 (exact); mean/var convert at the end
+                    pass
+            out[(ln.op, ln.column)] = LaneInfo(ln, dt)
+    return list(out.values())
+
+
+@dataclass
+class ColumnValues:
+    """One input column as numpy: values (int64 or float64) and a uint8 validity (empty = all valid)."""
+
+    values: np.ndarray
+    valid: np.ndarray
+
+
+_EMPTY_U8 = np.zeros(0, np.uint8)
+
+
+def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> ColumnValues:
+    arr = batch.column(col)
+    t = arr.type
+    valid = _EMPTY_U8
+    if arr.null_count:
+        valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
+    kind = _numeric_kind(t)
+    if kind == "float" or as_float:
+        a = arr if pa.types.is_float64(t) else pc.cast(arr, pa.float64())
+        v = np.asarray(a.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+    else:
+        if pa.types.is_boolean(t):
+            a = pc.cast(arr, pa.int64())
+        elif pa.types.is_integer(t):
+            a = arr if pa.types.is_int64(t) else pc.cast(arr, pa.int64())
+        elif t.bit_width == 64:
+            a = arr.view(pa.int64())
+        else:
+            a = pc.cast(arr.view(pa.int32()), pa.int64())
+        v = np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    return ColumnValues(v, valid)
+
+
+class Ring:
+    """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring."""
+
+    def __init__(self, lanes: Sequence[LaneInfo], base: int = 0, rows: int = 8,
+                 codes: int = 64) -> None:
+        self.lanes = list(lanes)
+        self.R = 1 << max(int(np.ceil(np.log2(max(rows, 2)))), 1)
+        self.C = max(codes, 1)
+        self.base = int(base)  # smallest unit that may be live
+        self.top = int(base)  # one past the largest unit ever updated
+        self.live = 0  # number of non-empty (unit, code) cells
+        self.shift: dict[str, float] = {}
+        self.arr: dict[tuple[str, str | None], np.ndarray] = {}
+        self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
+        for li in self.lanes:
+            self.arr[li.key] = np.full(self.R * self.C, li.identity(), li.dtype)
+            if li.lane.op in ("first", "last"):
+                ident = _I64MAX if li.lane.op == "first" else _I64MIN
+                self.tarr[li.key] = np.full(self.R * self.C, ident, np.int64)
+
+    # ---- geometry --------------------------------------------------------
+    @property
+    def mask(self) -> int:
+        return self.R - 1
+
+    def nbytes(self) -> int:
+        return self.R * self.C * 8 * (len(self.arr) + len(self.tarr))
+
+    def view(self, key: tuple[str, str | None], unit: int, time: bool = False) -> np.ndarray:
+        """The ``C`` cells of ``unit`` in lane ``key`` (a view)."""
+        a = (self.tarr if time else self.arr)[key]
+        r = unit & self.mask
+        return a[r * self.C:(r + 1) * self.C]
+
+    def reserve(self, top: int, n_codes: int) -> None:
+        """Make room for units ``[base, top)`` and ``n_codes`` codes (grows by doubling)."""
+        need_r = top - self.base
+        newR = self.R
+        while newR < need_r:
+            newR *= 2
+        newC = self.C
+        while newC < n_codes:
+            newC *= 2
+        if newR == self.R and newC == self.C:
+            return
+        live_units = range(self.base, max(self.top, self.base))
+        for li in self.lanes:
+            self.arr[li.key] = self._regrid(self.arr[li.key], li.identity(), li.dtype, newR, newC,
+                                            live_units)
+            if li.key in self.tarr:
+                ident = _I64MAX if li.lane.op == "first" else _I64MIN
+                self.tarr[li.key] = self._regrid(self.tarr[li.key], ident, np.int64, newR, newC,
+                                                 live_units)
+        self.R, self.C = newR, newC
+
+    def _regrid(self, a, ident, dtype, newR, newC, units) -> np.ndarray:
+        old = a.reshape(self.R, self.C)
+        new = np.full((newR, newC), ident, dtype)
+        for u in units:
+            new[u & (newR - 1), : self.C] = old[u & (self.R - 1)]
+        return new.reshape(-1)
+
+    # ---- updating -----------------------------------------------------------
+    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int) -> None:
+        """Fold a batch into the lanes: row ``i`` updates units ``[lo[i], hi[i])`` of ``codes[i]``.
+
+        Requires ``base <= lo`` (late rows were removed). Cost: O(sum(hi-lo) x lanes).
+        """
+        if codes.shape[0] == 0:
+            return
+        top = int(hi.max())
+        self.reserve(top, n_codes)
+        self.top = max(self.top, top)
+        C, mask = self.C, self.mask
+        # fused fast path: rows, plus nn counts and float sums of columns without nulls
+        def nonull(li: LaneInfo) -> bool:
+            return cols[li.lane.column].valid.shape[0] == 0  # type: ignore[index]
+
+        fn = [li for li in self.lanes if li.lane.op == "nn" and nonull(li)]
+        ff = [li for li in self.lanes if li.lane.op == "sum" and li.dtype == np.float64
+              and nonull(li)]
+        dummy_i, dummy_f = np.zeros(1, np.int64), np.zeros(1, np.float64)
+        nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
+        facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
+        fvals = tuple(cols[li.lane.column].values for li in ff) or (dummy_f,)  # type: ignore[index]
+        self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals, len(ff),
+                                     codes, lo, hi, C, mask)
+        done = {li.key for li in fn} | {li.key for li in ff}
+        for li in self.lanes:
+            op, col = li.key
+            if op == "rows" or li.key in done:
+                continue
+            cv = cols[col]  # type: ignore[index]
+            acc = self.arr[li.key]
+            if op == "nn":
+                K.upd_nn(acc, codes, lo, hi, C, mask, cv.valid)
+            elif op == "sum":
+                K.upd_sum(acc, codes, lo, hi, C, mask, cv.values.astype(li.dtype, copy=False),
+                          cv.valid)
+            elif op == "sumsq":
+                shift = self.shift.setdefault(col, self._pick_shift(cv))  # type: ignore[arg-type]
+                K.upd_sumsq(acc, codes, lo, hi, C, mask, cv.values.astype(np.float64, copy=False),
+                            shift, cv.valid)
+            elif op == "min":
+                K.upd_min(acc, codes, lo, hi, C, mask, cv.values.astype(li.dtype, copy=False),
+                          cv.valid)
+            elif op == "max":
+                K.upd_max(acc, codes, lo, hi, C, mask, cv.values.astype(li.dtype, copy=False),
+                          cv.valid)
+            elif op == "first":
+                K.upd_first(self.tarr[li.key], acc, codes, lo, hi, C, mask, times,
+                            cv.values.astype(li.dtype, copy=False), cv.valid)
+            elif op == "last":
+                K.upd_last(self.tarr[li.key], acc, codes, lo, hi, C, mask, times,
+                           cv.values.astype(li.dtype, copy=False), cv.valid)
+
+    @staticmethod
+    def _pick_shift(cv: ColumnValues) -> float:
+        v = cv.values if cv.valid.shape[0] == 0 else cv.values[cv.valid.astype(bool)]
+        return float(v[0]) if v.size else 0.0
+
+    # ---- reading / purging ----------------------------------------------------
+    def row(self, unit: int) -> dict[tuple[str, str | None], np.ndarray]:
+        """Copies of every lane's cells for ``unit`` (time lanes under key ('t:'+op, col))."""
+        out = {k: self.view(k, unit).copy() for k in self.arr}
+        for k in self.tarr:
+            out[("t:" + k[0], k[1])] = self.view(k, unit, time=True).copy()
+        return out
+
+    def reset(self, unit: int) -> None:
+        """Reset ``unit``'s row to the identities and drop its live cells."""
+        if not (self.base <= unit < self.base + self.R) or unit >= self.top:
+            return
+        rows = self.view(("rows", None), unit)
+        self.live -= int(np.count_nonzero(rows))
+        for li in self.lanes:
+            self.view(li.key, unit)[:] = li.identity()
+            if li.key in self.tarr:
+                self.view(li.key, unit, time=True)[:] = _I64MAX if li.lane.op == "first" else _I64MIN
+
+    def purge_below(self, unit: int) -> None:
+        """Reset every unit ``< unit`` and move ``base`` there."""
+        for u in range(self.base, min(unit, self.top)):
+            self.reset(u)
+        self.base = max(self.base, unit)
+        self.top = max(self.top, self.base)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+                "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
+                "tarr": {k: v.copy() for k, v in self.tarr.items()}}
+
+    def restore(self, s: dict[str, Any]) -> None:
+        self.R, self.C, self.base, self.top, self.live = s["R"], s["C"], s["base"], s["top"], s["live"]
+        self.shift = dict(s["shift"])
+        self.arr = {k: v.copy() for k, v in s["arr"].items()}
+        self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
+
+    def _check(self) -> None:
+        rows = self.arr[("rows", None)].reshape(self.R, self.C)
+        assert self.top - self.base <= self.R, (self.base, self.top, self.R)
+        assert int(np.count_nonzero(rows)) == self.live, (int(np.count_nonzero(rows)), self.live)
+        assert (rows >= 0).all()
+        live_rows = {u & self.mask for u in range(self.base, self.top)}
+        for r in range(self.R):
+            if r not in live_rows:
+                assert not rows[r].any(), f"ring row {r} outside [base, top) holds data"
+
+
+class Multiset:
+    """Compacted ``(unit, code, value) -> count`` table for holistic aggregates.
+
+    ``value`` is float64 (median/quantile/UDAF) or int64 value codes
+    (distinct/heavy hitters). :meth:`add` appends (O(n)); :meth:`compact`
+    sorts and merges duplicates (O(m log m)), called once per punctuation.
+    """
+
+    def __init__(self, dtype: Any) -> None:
+        self.dtype = dtype
+        self.unit = np.zeros(0, np.int64)
+        self.code = np.zeros(0, np.int64)
+        self.value = np.zeros(0, dtype)
+        self.count = np.zeros(0, np.int64)
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pending_rows = 0
+
+    def __len__(self) -> int:
+        return self.unit.shape[0] + self._pending_rows
+
+    def add(self, units: np.ndarray, codes: np.ndarray, values: np.ndarray) -> None:
+        if units.shape[0]:
+            self._pending.append((units.astype(np.int64, copy=False), codes.astype(np.int64, copy=False),
+                                  values.astype(self.dtype, copy=False)))
+            self._pending_rows += units.shape[0]
+
+    def compact(self) -> None:
+        """Merge pending rows and duplicates; rows end sorted by (unit, code, value)."""
+        if not self._pending:
+            return
+        u = np.concatenate([self.unit, *(p[0] for p in self._pending)])
+        c = np.concatenate([self.code, *(p[1] for p in self._pending)])
+        v = np.concatenate([self.value, *(p[2] for p in self._pending)])
+        n = np.concatenate([self.count, *(np.ones(p[0].shape[0], np.int64) for p in self._pending)])
+        self._pending, self._pending_rows = [], 0
+        order = np.lexsort((v, c, u))
+        u, c, v, n = u[order], c[order], v[order], n[order]
+        if u.shape[0]:
+            new = np.ones(u.shape[0], bool)
+            new[1:] = (u[1:] != u[:-1]) | (c[1:] != c[:-1]) | (v[1:] != v[:-1])
+            idx = np.flatnonzero(new)
+            n = np.add.reduceat(n, idx)
+            u, c, v = u[idx], c[idx], v[idx]
+        self.unit, self.code, self.value, self.count = u, c, v, n
+
+    def select(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(code, value, count) of units in ``[lo, hi)``, merged over units, sorted by (code, value)."""
+        self.compact()
+        a, b = np.searchsorted(self.unit, [lo, hi])
+        c, v, n = self.code[a:b], self.value[a:b], self.count[a:b]
+        if hi - lo > 1 and c.shape[0]:
+            order = np.lexsort((v, c))
+            c, v, n = c[order], v[order], n[order]
+            new = np.ones(c.shape[0], bool)
+            new[1:] = (c[1:] != c[:-1]) | (v[1:] != v[:-1])
+            idx = np.flatnonzero(new)
+            n = np.add.reduceat(n, idx)
+            c, v = c[idx], v[idx]
+        return c, v, n
+
+    def purge_below(self, unit: int) -> None:
+        self.compact()
+        a = int(np.searchsorted(self.unit, unit))
+        self.unit, self.code, self.value, self.count = (
+            self.unit[a:], self.code[a:], self.value[a:], self.count[a:])
+
+    def nbytes(self) -> int:
+        return 32 * len(self)
+
+    def snapshot(self) -> dict[str, Any]:
+        self.compact()
+        return {"u": self.unit.copy(), "c": self.code.copy(), "v": self.value.copy(),
+                "n": self.count.copy()}
+
+    def restore(self, s: dict[str, Any]) -> None:
+        self.unit, self.code, self.value, self.count = s["u"].copy(), s["c"].copy(), s["v"].copy(), s["n"].copy()
+        self._pending, self._pending_rows = [], 0
+
+    def _check(self) -> None:
+        assert self.unit.shape == self.code.shape == self.value.shape == self.count.shape
+        assert (self.count > 0).all()
+        if self.unit.shape[0] > 1:
+            assert (np.diff(self.unit) >= 0).all()
+
+
+def group_bounds(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unique codes, start offsets + final end) of a code-sorted array."""
+    if codes.shape[0] == 0:
+        return codes, np.zeros(1, np.int64)
+    new = np.ones(codes.shape[0], bool)
+    new[1:] = codes[1:] != codes[:-1]
+    starts = np.flatnonzero(new)
+    return codes[starts], np.append(starts, codes.shape[0])
+
+
+def quantiles_from_counts(values: np.ndarray, counts: np.ndarray, bounds: np.ndarray,
+                          q: float) -> np.ndarray:
+    """Linear-interpolated q-quantile per group of (value-sorted, counted) rows."""
+    cum = np.cumsum(counts)
+    start_cum = np.concatenate(([0], cum))[bounds[:-1]]
+    n = cum[bounds[1:] - 1] - start_cum
+    pos = q * (n - 1)
+    lo_r = np.floor(pos).astype(np.int64)
+    frac = pos - lo_r
+    hi_r = np.minimum(lo_r + 1, n - 1)
+    # value at global rank g: first row whose cum > g
+    lo_v = values[np.searchsorted(cum, start_cum + lo_r, side="right")].astype(np.float64)
+    hi_v = values[np.searchsorted(cum, start_cum + hi_r, side="right")].astype(np.float64)
+    return lo_v + (hi_v - lo_v) * frac
