@@ -29,7 +29,7 @@ every tuple is touched once per extent it belongs to (``range/slide`` times).
   only dropped from the extents already closed; it still counts in every
   extent that is open. Dropped only when all its extents are closed.
 
-On a punctuation: raise ``bound``, close the complete extents (emit them in
+On a punctuation (unless ``heartbeat=False``, the pure-slack plans): raise ``bound``, close the complete extents (emit them in
 order of ``window_end``), forward ``P(window_end, bound)``... the output
 progresses on ``window_end`` (and ``window_start``) like the WID output.
 
@@ -254,8 +254,10 @@ class BufferingWindow(Operator):
 
     def __init__(self, kind: Any, aggs: Any, by: Sequence[str] = (), *,
                  differential: bool = False, slack: Slack | None = None,
-                 late: LatePolicy | str = "drop", name: str = "buffering_window") -> None:
+                 heartbeat: bool = True, late: LatePolicy | str = "drop",
+                 name: str = "buffering_window") -> None:
         super().__init__(name)
+        self.heartbeat = heartbeat
         from oop.window.aggregates import as_aggs
 
         self.kind_spec = kind
@@ -604,7 +606,7 @@ class BufferingWindow(Operator):
         return []
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
-        if isinstance(punctuation, Punctuation) and punctuation.attr == self.attr:
+        if self.heartbeat and isinstance(punctuation, Punctuation) and punctuation.attr == self.attr:
             self.bound = max(self.bound, punctuation.value)
             return self._close()
         return []

@@ -211,7 +211,8 @@ class SortBuffer(Operator):
 
     ``spec`` is a :class:`SortSpec` (or pass ``mode=``/``slack=``). ``late`` is
     the policy for tuples that arrive after the order has moved past them:
-    ``drop`` (counted) or ``side_output``; ``raise`` raises.
+    ``drop`` (counted) or ``side_output``; ``raise`` raises. ``heartbeat=False``
+    ignores input punctuation (a pure slack plan).
     """
 
     def __init__(
@@ -221,8 +222,10 @@ class SortBuffer(Operator):
         mode: Mode | None = None,
         slack: int | str | None = None,
         late: LatePolicy | str = "drop",
+        heartbeat: bool = True,
         name: str | None = None,
     ) -> None:
+        self.heartbeat = heartbeat
         if spec is None:
             spec = SortSpec(mode or "punctuation", 0 if slack is None else slack)
         super().__init__(name or f"sort[{spec.mode}]")
@@ -350,6 +353,8 @@ class SortBuffer(Operator):
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
         if not isinstance(punctuation, Punctuation) or punctuation.attr != self.attr:
             return [punctuation]
+        if not self.heartbeat:
+            return []  # pure slack: input punctuation is ignored (004 §6.1.5 slack vs punctuation)
         v = punctuation.value
         self.low = max(self.low, v)
         out = self._release_below(v)
