@@ -92,6 +92,45 @@ class Stream:
         """Order-agnostic union with ``others``; punctuation is the min over inputs."""
         return self.via(Meld(1 + len(others), name=name), *others)
 
+    def join(
+        self,
+        other: "Stream",
+        *,
+        on: Sequence[str | tuple[str, str]] | str = (),
+        band: tuple[int | str, int | str] | None = None,
+        tumbling: int | str | None = None,
+        how: str = "inner",
+        punctuation: str = "individual",
+        residual: Any = None,
+        late: LatePolicy | str = "drop",
+        workers: int = 1,
+        name: str = "join",
+    ) -> "Stream":
+        """Order-agnostic window join with ``other`` (OA-Join, 004 ch. 7; see ``oop.join``).
+
+        ``band=(range0, range1)``: ``self.ts - range0 <= other.ts <= self.ts + range1``
+        (durations like ``"1s"`` or ints in the time unit); ``tumbling=size``:
+        same window ``[N*size, (N+1)*size)``. ``on``: equality keys (names or
+        ``(left, right)`` pairs). ``how``: inner, left, right, full, semi, anti.
+        ``punctuation``: individual, joint or both. ``residual``: extra vectorized
+        predicate over the joined columns. Output: this stream's columns as they
+        are, then ``other``'s, a clashing name suffixed ``_right``; both times stay
+        progressing attributes. ``workers > 1`` runs the parallel SplitJoin.
+        """
+        from oop.join import JoinConfig, WindowPredicate, make_join
+        if (band is None) == (tumbling is None):
+            from oop.errors import ConfigError
+
+            raise ConfigError(
+                f"join {name!r}: give exactly one of band=(range0, range1) or tumbling=size"
+            )
+        spec = ("band", *band) if band is not None else ("tumbling", tumbling)
+        # durations are resolved when the plan opens, in the inputs' time unit
+        placeholder = WindowPredicate.band(0, 0) if band is not None else WindowPredicate.tumbling(1)
+        cfg = JoinConfig(placeholder, JoinConfig.normalize_on(on), how, punctuation, residual,
+                         LatePolicy.parse(late), name=name, extra={"durations": spec})
+        return self.via(make_join(cfg, workers), other)
+
     def window(
         self,
         kind: Any,
