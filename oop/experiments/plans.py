@@ -39,7 +39,10 @@ def iop_window_available() -> bool:
 def oop_window(stream: Any, kind: Any, aggs: Any, by: Sequence[str] | None = None,
                method: str = "wid", name: str = "wid") -> Any:
     """OOP window aggregation (WID, or ``method="paned"`` for Paned-WID)."""
-    return stream.window(kind, aggs, by=list(by) if by else None, method=method, name=name)
+    from oop.window.aggregate import WindowAggregate
+
+    return stream.via(WindowAggregate(kind, aggs, by=list(by) if by else (), method=method,
+                                      name=name))
 
 
 def iop_window(stream: Any, kind: Any, aggs: Any, by: Sequence[str] | None = None,

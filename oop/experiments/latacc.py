@@ -1,0 +1,176 @@
+"""Latency vs accuracy of disorder handling: punctuation (OOP) vs consistent / generous slack (IOP).
+
+Shared by fig6-11 (band disorder) and fig6-12 (block-sorted disorder), 004 §6.1.5.
+One window query ``agg [RANGE r, SLIDE s]`` over one arrival-ordered packet
+feed, answered four ways on the same rows:
+
+* **punctuation** (OOP) -- WID fed the feed's own punctuation (exact for the
+  data set: the true low-watermark for band disorder, end-of-block for
+  block-sorted), nothing is late;
+* **consistent slack k** (IOP) -- ``SortBuffer(time, k)`` in front of the window
+  aggregate: a tuple more than ``k`` behind the newest one is dropped from
+  *every* extent it belongs to;
+* **generous slack k** -- a tuple is dropped only from extents already closed
+  (``end <= hwm - k``) and still counts in the others. Realised exactly as
+  the union of ``RANGE/SLIDE`` phase-shifted tumbling queries, each with its
+  own slack (in a tumbling window a tuple has one extent, so consistent and
+  generous coincide there);
+
+**Accuracy**: against a from-scratch oracle over all rows -- mean error % of
+the average (|got - true| / true, a missing window counts 100 %) or the
+percentage of wrong answers. **Latency**, in event-time ms of the *data
+clock* (the largest event time the source has delivered; deterministic, the
+same on every machine): ``latency_ms`` = clock when the result is emitted
+minus the window's end (how far the input has moved past the window when
+its result comes out). Also reported: the *completion delay* -- clock at
+emission minus clock when the window's last tuple arrived
+(:meth:`~oop.experiments.harness.Traced.completion_delay`), 0 = "at once";
+a result emitted *before* its window was complete (slack too small: its
+last tuples are dropped) counts 0 there and how early it came is
+``early_ms``. Windows ending after the last event time (completed only by
+end-of-stream) are not timed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from oop.experiments.harness import Traced, exact_lwm_feed, run_traced, sliding_oracle
+from oop.experiments import plans
+
+__all__ = ["Measured", "measure", "punctuation_run", "consistent_run", "generous_run",
+           "score"]
+
+
+@dataclass
+class Measured:
+    mechanism: str
+    slack_ms: int | None
+    error: float  # mean error % (metric="mean") or % wrong answers (metric="count")
+    latency_ms: float  # mean (data clock at emission - window end)
+    latency_p95_ms: float
+    completion_delay_ms: float  # mean delay after the window's last tuple arrived (>= 0)
+    early_ms: float  # mean of how early premature results (negative delay) came out
+    windows: int
+    late_drops: int  # tuples dropped as late (generous: tuple-extent pairs, summed over phases)
+
+
+def _agg(metric: str) -> Any:
+    from oop.window import aggregates as agg
+
+    return agg.mean("len") if metric == "mean" else agg.count()
+
+
+def _col(metric: str) -> str:
+    return "mean_len" if metric == "mean" else "count"
+
+
+def score(got: dict[int, float], truth: dict[str, np.ndarray], metric: str) -> float:
+    """Mean error % (``mean``) or % of wrong answers (``count``) over the oracle's windows."""
+    ends = truth["window_end"]
+    true = truth["mean"] if metric == "mean" else truth["count"]
+    errs = []
+    for e, t in zip(ends.tolist(), true.tolist()):
+        g = got.get(int(e))
+        if metric == "mean":
+            errs.append(100.0 if g is None else abs(g - t) / abs(t) * 100.0)
+        else:
+            errs.append(0.0 if g is not None and int(g) == int(t) else 100.0)
+    return float(np.mean(errs)) if errs else 0.0
+
+
+def _source(items: list[Any], schema: pa.Schema, punctuation: Any, name: str = "packets") -> Any:
+    import oop
+    from oop.punctuation.external import External
+
+    return oop.from_batches(items, time="ts", unit="ms", punctuation=punctuation or External(),
+                            schema=schema, name=name)
+
+
+def _dropped(tr: Traced) -> int:
+    return int(sum(m.late_total for m in tr.result.metrics.values()))
+
+
+def _measure(name: str, slack: int | None, traces: list[tuple[Traced, int, int, int]],
+             arrival_ts: np.ndarray, truth: dict[str, np.ndarray], metric: str) -> Measured:
+    got: dict[int, float] = {}
+    delays, lags = [], []
+    dropped = 0
+    max_ts = int(arrival_ts.max())
+    for tr, rng, sl, origin in traces:
+        if tr.table.num_rows:
+            ends_a = tr.table.column("window_end").to_numpy()
+            vals = tr.table.column(_col(metric)).to_pylist()
+            got.update({int(e): v for e, v in zip(ends_a.tolist(), vals) if v is not None})
+            # windows ending after the data are completed only by end-of-stream: not timed
+            inner = ends_a <= max_ts
+            delays.append(tr.completion_delay(arrival_ts, range_=rng, slide=sl,
+                                              origin=origin)[inner])
+            lags.append(tr.logical_latency()[inner])
+        dropped += _dropped(tr)
+    d = np.concatenate(delays) if delays else np.zeros(0)
+    d = d if len(d) else np.zeros(1)
+    lg = np.concatenate(lags) if lags else np.zeros(0)
+    lg = lg if len(lg) else np.zeros(1)
+    pos = np.maximum(d, 0)
+    early = -d[d < 0]
+    return Measured(name, slack, round(score(got, truth, metric), 4), round(float(lg.mean()), 2),
+                    round(float(np.percentile(lg, 95)), 2), round(float(pos.mean()), 2),
+                    round(float(early.mean()), 2) if len(early) else 0.0, len(got), dropped)
+
+
+def punctuation_run(items: list[Any], schema: pa.Schema, kind: Any, metric: str) -> Traced:
+    return run_traced(plans.oop_window(_source(items, schema, None), kind, _agg(metric)))
+
+
+def consistent_run(batches: list[pa.RecordBatch], schema: pa.Schema, kind: Any, metric: str,
+                   slack: int) -> Traced:
+    s = plans.sort_buffer(_source(batches, schema, None), "time", int(slack))
+    return run_traced(plans.oop_window(s, kind, _agg(metric), name="inorder_agg"))
+
+
+def generous_run(batches: list[pa.RecordBatch], schema: pa.Schema, range_: int, slide: int,
+                 metric: str, slack: int) -> list[tuple[Traced, int, int, int]]:
+    from oop.punctuation.bounded_delay import BoundedDelay
+    from oop.window.kinds import Tumbling
+
+    out = []
+    for k in range(range_ // slide):
+        origin = k * slide
+        src = _source(batches, schema, BoundedDelay(int(slack)), name=f"phase{k}")
+        tr = run_traced(plans.oop_window(src, Tumbling(range_, origin=origin), _agg(metric)))
+        out.append((tr, range_, range_, origin))
+    return out
+
+
+def measure(batches: list[pa.RecordBatch], punct_items: list[Any], *, range_: int, slide: int,
+            slacks: list[int], metric: str, generous: bool,
+            progress: Callable[..., Any]) -> list[Measured]:
+    """Run the punctuation plan and every slack plan; return one :class:`Measured` each."""
+    from oop.window.kinds import Sliding
+
+    table = pa.Table.from_batches(batches)
+    schema = table.schema
+    arrival_ts = table.column("ts").to_numpy()
+    truth = sliding_oracle(table, range_=range_, slide=slide, value="len")
+    kind = Sliding(range=range_, slide=slide)
+    out = [_measure("punctuation", None, [(punctuation_run(punct_items, schema, kind, metric),
+                                             range_, slide, 0)], arrival_ts, truth, metric)]
+    for k in progress(slacks, desc="slack"):
+        out.append(_measure("consistent slack", k,
+                            [(consistent_run(batches, schema, kind, metric, k), range_, slide, 0)],
+                            arrival_ts, truth, metric))
+        if generous:
+            out.append(_measure("generous slack", k,
+                                generous_run(batches, schema, range_, slide, metric, k),
+                                arrival_ts, truth, metric))
+    return out
+
+
+def exact_items(batches: list[pa.RecordBatch]) -> list[Any]:
+    """The feed with its exact low-watermark punctuation after each batch."""
+    return exact_lwm_feed(batches)
