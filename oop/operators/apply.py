@@ -34,6 +34,7 @@ project for the expressions), O(1) per punctuation.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping, Sequence, Union
 
 import numpy as np
@@ -45,7 +46,7 @@ from oop.errors import ConfigError, SchemaMismatchError, UnknownColumnError
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import Element, GroupPunctuation, JointPunctuation, Punctuation
 
-__all__ = ["Apply", "ColumnFn", "evaluate_expressions", "apply_reference"]
+__all__ = ["Apply", "ColumnFn", "evaluate_expressions", "apply_reference", "missing_field"]
 
 ColumnFn = Union[pc.Expression, Callable[[pa.RecordBatch], Any]]
 
@@ -75,9 +76,10 @@ def evaluate_expressions(
     return [out.column(i).combine_chunks() for i in range(out.num_columns)]
 
 
-def _unknown_field(e: Exception) -> bool:
-    msg = str(e)
-    return "No match for FieldRef" in msg or "no field" in msg.lower()
+def missing_field(e: Exception) -> str | None:
+    """The column name in Arrow's "No match for FieldRef.Name(x)" error, else None."""
+    m = re.search(r"No match for FieldRef\.Name\(([^)]*)\)", str(e))
+    return m.group(1) if m else None
 
 
 class Apply(Operator):
@@ -136,8 +138,9 @@ class Apply(Operator):
             raise
         except Exception as e:  # the expression does not fit the schema
             raise ConfigError(
-                f"{self.name}: cannot evaluate the apply on stream {info.name!r} with schema "
-                f"{info.schema}: {e}; check column names and types (callables must also "
+                f"{self.name}: cannot evaluate the apply on stream {info.name!r} (columns "
+                f"{info.schema.names}): {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
+                "check column names and types (callables must also "
                 "accept an empty batch)"
             ) from e
         self._types = {c: a.type for c, a in arrays.items()}
@@ -159,10 +162,11 @@ class Apply(Operator):
                 arrays = evaluate_expressions(batch, [e for _, e in self._exprs],
                                               [c for c, _ in self._exprs])
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                if _unknown_field(e):
+                col = missing_field(e)
+                if col is not None:
                     raise UnknownColumnError(
-                        f"{self.name}: an expression refers to a column stream {stream!r} does "
-                        f"not have ({e}); its columns are {batch.schema.names}"
+                        f"{self.name}: an expression refers to column {col!r}, which stream "
+                        f"{stream!r} does not have; its columns are {batch.schema.names}"
                     ) from e
                 raise
             out.update(zip((c for c, _ in self._exprs), arrays))

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError, SchemaMismatchError, UnknownColumnError
+from oop.operators.apply import missing_field
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import Element
 
@@ -55,14 +56,16 @@ class Select(Operator):
             try:
                 probe.filter(self.predicate)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                if "No match for FieldRef" in str(e):
+                col = missing_field(e)
+                if col is not None:
                     raise UnknownColumnError(
-                        f"{self.name}: the predicate refers to a column stream {info.name!r} "
-                        f"does not have ({e}); its columns are {info.schema.names}"
+                        f"{self.name}: the predicate refers to column {col!r}, which stream "
+                        f"{info.name!r} does not have; its columns are {info.schema.names}"
                     ) from e
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
                 raise ConfigError(
                     f"{self.name}: the predicate {self.predicate} cannot be evaluated on stream "
-                    f"{info.name!r} ({e}); it must be a boolean expression over its columns"
+                    f"{info.name!r} ({first}); it must be a boolean expression over its columns"
                 ) from e
         return info.with_schema(info.schema, name=self.name)
 

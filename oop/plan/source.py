@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import EmptyInputError, NullTimeError, PunctuationOrderError, SchemaMismatchError
+from oop.errors import ConfigError, EmptyInputError, NullTimeError, PunctuationOrderError, SchemaMismatchError
 from oop.operators.base import Operator, StreamInfo
 from oop.progress.watermark import HighWatermark, LowWatermark
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
@@ -35,6 +35,11 @@ from oop.stream.timecol import TimeSpec, check_time_column, null_time_mask, time
 __all__ = ["Source", "FeedItem"]
 
 FeedItem = pa.RecordBatch | Punctuation
+
+
+def _one_line(schema: pa.Schema) -> str:
+    """``ts: int64, v: string`` -- a schema on one line, for error messages."""
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
 class Source(Operator):
@@ -65,7 +70,7 @@ class Source(Operator):
         self.punctuation_config = punctuation or Ordered()
         self.late_policy = LatePolicy.parse(late)
         if self.late_policy is LatePolicy.UPDATE:
-            raise ValueError(
+            raise ConfigError(
                 f"source {name!r}: late='update' is an operator policy (window aggregation); "
                 "a source can only drop, side_output or raise"
             )
@@ -160,8 +165,8 @@ class Source(Operator):
         assert self.output is not None and self.generator is not None
         if not batch.schema.equals(self.output.schema, check_metadata=False):
             raise SchemaMismatchError(
-                f"source {self.name!r}: batch {self.position} has schema {batch.schema} but the "
-                f"stream's schema is {self.output.schema}; give every batch the same schema "
+                f"source {self.name!r}: batch {self.position} has schema ({_one_line(batch.schema)}) "
+                f"but the stream's schema is ({_one_line(self.output.schema)}); give every batch the same schema "
                 "(cast it) or split the feed into separate sources"
             )
         self.metrics.tuples_in += batch.num_rows  # sources count their own input
