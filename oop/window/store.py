@@ -160,6 +160,7 @@ class Ring:
         self.base = int(base)  # smallest unit that may be live
         self.top = int(base)  # one past the largest unit ever updated
         self.live = 0  # number of non-empty (unit, code) cells
+        self.fixed = False  # fixed R: rows are addressed per code (PA), base/top unused
         self.shift: dict[str, float] = {}
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
@@ -220,9 +221,12 @@ class Ring:
         """
         if codes.shape[0] == 0:
             return
-        top = int(hi.max())
-        self.reserve(top, n_codes)
-        self.top = max(self.top, top)
+        if self.fixed:
+            self.reserve(self.top, n_codes)
+        else:
+            top = int(hi.max())
+            self.reserve(top, n_codes)
+            self.top = max(self.top, top)
         C, mask = self.C, self.mask
         # fused fast path: rows, plus nn counts and float sums of columns without nulls
         def nonull(li: LaneInfo) -> bool:
@@ -297,13 +301,41 @@ class Ring:
         self.base = max(self.base, unit)
         self.top = max(self.top, self.base)
 
+    def make_fixed(self, rows: int) -> None:
+        """Switch to per-code addressing with ``rows`` (rounded up to a power of two) ring rows."""
+        R = 1 << max(int(np.ceil(np.log2(max(rows, 2)))), 1)
+        assert self.live == 0
+        self.fixed, self.base, self.top = True, 0, R
+        self.reserve(R, self.C)
+
+    def slots(self, units: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        return (units & self.mask) * self.C + codes
+
+    def gather(self, units: np.ndarray, codes: np.ndarray) -> dict:
+        """Lane values at cells ``(units[i], codes[i])`` (time lanes under ('t:'+op, col))."""
+        j = self.slots(units, codes)
+        out = {k: a[j] for k, a in self.arr.items()}
+        for k, a in self.tarr.items():
+            out[("t:" + k[0], k[1])] = a[j]
+        return out
+
+    def reset_cells(self, units: np.ndarray, codes: np.ndarray) -> None:
+        """Reset cells ``(units[i], codes[i])`` (distinct) to the identities."""
+        j = self.slots(units, codes)
+        self.live -= int(np.count_nonzero(self.arr[("rows", None)][j]))
+        for li in self.lanes:
+            self.arr[li.key][j] = li.identity()
+            if li.key in self.tarr:
+                self.tarr[li.key][j] = _I64MAX if li.lane.op == "first" else _I64MIN
+
     def snapshot(self) -> dict[str, Any]:
-        return {"R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+        return {"fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
                 "tarr": {k: v.copy() for k, v in self.tarr.items()}}
 
     def restore(self, s: dict[str, Any]) -> None:
         self.R, self.C, self.base, self.top, self.live = s["R"], s["C"], s["base"], s["top"], s["live"]
+        self.fixed = s["fixed"]
         self.shift = dict(s["shift"])
         self.arr = {k: v.copy() for k, v in s["arr"].items()}
         self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
@@ -378,6 +410,13 @@ class Multiset:
             n = np.add.reduceat(n, idx)
             c, v = c[idx], v[idx]
         return c, v, n
+
+    def keep_rows(self, keep_fn: Any) -> None:
+        """Keep only rows where ``keep_fn(unit, code)`` (vectorized) is true."""
+        self.compact()
+        m = keep_fn(self.unit, self.code)
+        self.unit, self.code, self.value, self.count = (
+            self.unit[m], self.code[m], self.value[m], self.count[m])
 
     def purge_below(self, unit: int) -> None:
         self.compact()

@@ -1,0 +1,174 @@
+"""Partitioned row-based windows (PA, 004 §5.1.3 Eq. 5.4-5.6, §6.1.3.2).
+
+What it computes: the ``by`` columns are the partitioning attribute. Each
+partition ``p`` numbers its own rows by arrival (rank 0, 1, 2, ...);
+window ``(w, p)`` holds ``p``'s rows of rank
+``[(w+1)*slide - range, (w+1)*slide)``. Output: the partition keys,
+``window_start``/``window_end`` (ranks), the aggregates.
+
+On a batch (no event-time punctuation is involved -- a partition's rows
+arrive in rank order by definition): the Bucket logic ranks rows per
+partition (numba counter kernel), every row updates the cells
+``(w mod R, p)`` of its ``range/slide`` windows in the dense ring, and as
+soon as a partition's row count reaches ``(w+1)*slide`` window ``(w, p)``
+is emitted and its cells are reset. The batch is processed in chunks of
+``32 * slide`` rows so that a partition completes at most 33 windows per
+chunk and ``R >= range/slide + 34`` ring rows never collide
+(each partition has at most ``ceil(range/slide)`` open windows).
+Punctuation: ``P(time, v)`` is dropped (results do not depend on it);
+``window_end`` punctuation is not emitted because partitions progress
+independently (a group-wise punctuation would be needed). End of stream:
+emits every partition's incomplete windows.
+Cost: O(range/slide) per row; state O(partitions x range/slide) cells.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from oop.errors import ConfigError
+from oop.operators.base import StreamInfo
+from oop.stream.elements import Element, Punctuation
+from oop.stream.timecol import time_values
+from oop.window.aggregate import WindowAggregate
+from oop.window.aggregates import Agg
+from oop.window.kinds import PartitionedRows
+from oop.window.store import Ring, column_values
+
+__all__ = ["PartitionedRowsAggregate"]
+
+_CHUNK_WINDOWS = 32
+
+
+class PartitionedRowsAggregate(WindowAggregate):
+    """Window aggregation over :class:`~oop.window.kinds.PartitionedRows` (see module docstring)."""
+
+    def __init__(self, kind: PartitionedRows, aggs: Agg | Sequence[Agg], *,
+                 by: str | Sequence[str] = (), method: str = "auto", **kw: Any) -> None:
+        if not isinstance(kind, PartitionedRows):
+            raise ConfigError(f"PartitionedRowsAggregate needs a PartitionedRows kind, not {kind!r}")
+        name = kw.get("name", "window")
+        if not by:
+            raise ConfigError(
+                f"{name}: PartitionedRows needs by=... (the partitioning attribute); "
+                "without partitions use RowSliding"
+            )
+        if method == "paned":
+            raise ConfigError(f"{name}: Paned-WID applies to time windows; use method='wid'")
+        if kw.get("late") not in (None, "drop"):
+            raise ConfigError(f"{name}: row-based windows have no late tuples; leave late=None")
+        # the base class refuses PA kinds (the fused PA logic lives here)
+        self._pa_kind = kind
+        super().__init__(_Placeholder(kind), aggs, by=by, method="wid", **kw)
+        self.kind_config = kind
+
+    def infer_output(self, inputs: Any) -> Any:
+        out = super().infer_output(inputs)
+        self.kind = self._pa_kind
+        self.chunk = self.kind.slide * _CHUNK_WINDOWS
+        self.R = -(-self.kind.range // self.kind.slide) + _CHUNK_WINDOWS + 2
+        self.done = np.zeros(64, np.int64)  # per partition: first window not emitted
+        self.counters = np.zeros(64, np.int64)
+        return StreamInfo(out.name, out.schema, {}, None)
+
+    def _grow(self, n: int) -> None:
+        if n > self.done.shape[0]:
+            size = max(n, 2 * self.done.shape[0])
+            for attr in ("done", "counters"):
+                a = np.zeros(size, np.int64)
+                old = getattr(self, attr)
+                a[: old.shape[0]] = old
+                setattr(self, attr, a)
+
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        if batch.num_rows == 0:
+            return []
+        from oop.window.kernels import rank_in_partition
+
+        out: list[Element] = []
+        for start in range(0, batch.num_rows, self.chunk):
+            b = batch.slice(start, self.chunk)
+            times = time_values(b, self.time, self.inputs[0].name)
+            codes = self.enc.encode(b)
+            self._grow(self.enc.n_codes)
+            ranks = rank_in_partition(codes, self.counters)
+            lo, hi = self.kind.wids(ranks)
+            if self.ring is None:
+                self.ring = Ring(self.lanes, codes=max(self.enc.n_codes, 64))
+                self.ring.make_fixed(self.R)
+            cols = {c: column_values(b, c) for c in {a.column for a in self.aggs if a.column}}
+            self.ring.update(codes, lo, hi, cols, times, self.enc.n_codes)
+            self._add_holistic(b, codes, lo, hi, cols)
+            touched = np.unique(codes)
+            complete = self.counters[touched] // self.kind.slide
+            res = self._emit_upto(touched, complete)
+            if res is not None:
+                out.append(res)
+        return out
+
+    def _emit_upto(self, parts: np.ndarray, upto: np.ndarray) -> pa.RecordBatch | None:
+        assert self.ring is not None
+        n = np.maximum(upto - self.done[parts], 0)
+        if not n.any():
+            return None
+        pc_ = np.repeat(parts, n)
+        pw = np.repeat(self.done[parts], n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+        self.done[parts] = np.maximum(self.done[parts], upto)
+        lanes = self.ring.gather(pw, pc_)
+        live = lanes[("rows", None)] > 0
+        self.ring.reset_cells(pw, pc_)
+        pw, pc_ = pw[live], pc_[live]
+        lanes = {k: v[live] for k, v in lanes.items()}
+        batch = None
+        if pw.shape[0]:
+            order = np.lexsort((pc_, pw))
+            pw, pc_ = pw[order], pc_[order]
+            lanes = {k: v[order] for k, v in lanes.items()}
+            bounds = np.flatnonzero(np.r_[True, pw[1:] != pw[:-1], True])
+            parts_l = [(int(pw[a]), pc_[a:b], {k: v[a:b] for k, v in lanes.items()})
+                       for a, b in zip(bounds[:-1], bounds[1:])]
+            batch = self._build(parts_l, revision=False)
+        if self.holistic:
+            done = self.done
+            for ms in self.holistic.values():
+                ms.keep_rows(lambda u, c: u >= done[c])
+        return batch
+
+    def on_punctuation(self, p: Element, port: int = 0) -> list[Element]:
+        return []
+
+    def flush(self) -> list[Element]:
+        if self.ring is None:
+            return []
+        parts = np.arange(self.enc.n_codes)
+        last = (self.counters[parts] - 1 + self.kind.range) // self.kind.slide
+        b = self._emit_upto(parts, last)
+        return [b] if b is not None else []
+
+    def snapshot(self) -> Any:
+        return {**super().snapshot(), "done": self.done.copy(), "counters": self.counters.copy()}
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        if self.ring is not None:
+            self.ring.fixed = True
+        self.done, self.counters = state["done"].copy(), state["counters"].copy()
+
+    def _check(self) -> None:
+        self.enc._check()
+        if self.ring is not None:
+            self.ring._check()
+            assert (self.done * self.kind.slide <= self.counters + self.kind.slide).all()
+
+
+class _Placeholder(PartitionedRows):
+    """A RowSliding stand-in so the base class accepts the kind (PA logic is in the subclass)."""
+
+    partitioned = False
+
+    def __init__(self, kind: PartitionedRows) -> None:
+        object.__setattr__(self, "range", kind.range)
+        object.__setattr__(self, "slide", kind.slide)
