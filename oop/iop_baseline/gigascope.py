@@ -572,7 +572,7 @@ class GigascopeHighLevel(Operator):
     """High-level roll-up: sum partial counts per (key, window); emit a window on punctuation.
 
     Holds the partials of open windows (items = partial rows). On
-    ``P(window_end, v)`` it sums and emits every window with ``window_end <= v``
+    ``P(window_end, v)`` it sums and emits every window with ``window_end < v``
     and purges them. Cost: one numpy group-by per punctuation.
     """
 
@@ -593,7 +593,8 @@ class GigascopeHighLevel(Operator):
             return []
         tab = pa.Table.from_batches(self.parts).combine_chunks()
         end = tab.column("window_end").to_numpy()
-        ready = np.ones(len(end), bool) if v is None else end <= v
+        # P(window_end, v): later partials have window_end >= v, so windows ending before v are done
+        ready = np.ones(len(end), bool) if v is None else end < v
         if not ready.any():
             return []
         done = tab.filter(pa.array(ready))
