@@ -7,14 +7,13 @@ feed, answered four ways on the same rows:
 * **punctuation** (OOP) -- WID fed the feed's own punctuation (exact for the
   data set: the true low-watermark for band disorder, end-of-block for
   block-sorted), nothing is late;
-* **consistent slack k** (IOP) -- ``SortBuffer(time, k)`` in front of the window
-  aggregate: a tuple more than ``k`` behind the newest one is dropped from
-  *every* extent it belongs to;
-* **generous slack k** -- a tuple is dropped only from extents already closed
-  (``end <= hwm - k``) and still counts in the others. Realised exactly as
-  the union of ``RANGE/SLIDE`` phase-shifted tumbling queries, each with its
-  own slack (in a tumbling window a tuple has one extent, so consistent and
-  generous coincide there);
+* **consistent slack k** (IOP) -- the buffering window aggregate
+  (:class:`~oop.iop_baseline.buffering_window.BufferingWindow`) completing
+  extents at ``hwm - k``: a tuple below that bound is dropped from *every*
+  extent it belongs to;
+* **generous slack k** (IOP) -- the same buffering aggregate, but a late tuple
+  is dropped only from the extents already closed and still counts in the
+  open ones. Slack plans ignore punctuation (slack replaces it).
 
 **Accuracy**: against a from-scratch oracle over all rows -- mean error % of
 the average (|got - true| / true, a missing window counts 100 %) or the
@@ -42,8 +41,7 @@ import pyarrow as pa
 from oop.experiments.harness import Traced, exact_lwm_feed, run_traced, sliding_oracle
 from oop.experiments import plans
 
-__all__ = ["Measured", "measure", "punctuation_run", "consistent_run", "generous_run",
-           "score"]
+__all__ = ["Measured", "measure", "punctuation_run", "slack_run", "score"]
 
 
 @dataclass
@@ -127,24 +125,14 @@ def punctuation_run(items: list[Any], schema: pa.Schema, kind: Any, metric: str)
     return run_traced(plans.oop_window(_source(items, schema, None), kind, _agg(metric)))
 
 
-def consistent_run(batches: list[pa.RecordBatch], schema: pa.Schema, kind: Any, metric: str,
-                   slack: int) -> Traced:
-    s = plans.sort_buffer(_source(batches, schema, None), "time", int(slack))
-    return run_traced(plans.oop_window(s, kind, _agg(metric), name="inorder_agg"))
+def slack_run(batches: list[pa.RecordBatch], schema: pa.Schema, kind: Any, metric: str,
+              slack: int, semantics: str) -> Traced:
+    """IOP: the buffering window aggregate behind a time slack (no punctuation used)."""
+    from oop.iop_baseline.buffering_window import BufferingWindow, Slack
 
-
-def generous_run(batches: list[pa.RecordBatch], schema: pa.Schema, range_: int, slide: int,
-                 metric: str, slack: int) -> list[tuple[Traced, int, int, int]]:
-    from oop.punctuation.bounded_delay import BoundedDelay
-    from oop.window.kinds import Tumbling
-
-    out = []
-    for k in range(range_ // slide):
-        origin = k * slide
-        src = _source(batches, schema, BoundedDelay(int(slack)), name=f"phase{k}")
-        tr = run_traced(plans.oop_window(src, Tumbling(range_, origin=origin), _agg(metric)))
-        out.append((tr, range_, range_, origin))
-    return out
+    op = BufferingWindow(kind, _agg(metric), slack=Slack(int(slack), semantics), heartbeat=False,
+                         name="buffering_window")
+    return run_traced(_source(batches, schema, None).via(op))
 
 
 def measure(batches: list[pa.RecordBatch], punct_items: list[Any], *, range_: int, slide: int,
@@ -161,13 +149,10 @@ def measure(batches: list[pa.RecordBatch], punct_items: list[Any], *, range_: in
     out = [_measure("punctuation", None, [(punctuation_run(punct_items, schema, kind, metric),
                                              range_, slide, 0)], arrival_ts, truth, metric)]
     for k in progress(slacks, desc="slack"):
-        out.append(_measure("consistent slack", k,
-                            [(consistent_run(batches, schema, kind, metric, k), range_, slide, 0)],
-                            arrival_ts, truth, metric))
-        if generous:
-            out.append(_measure("generous slack", k,
-                                generous_run(batches, schema, range_, slide, metric, k),
-                                arrival_ts, truth, metric))
+        for sem in ("consistent", "generous") if generous else ("consistent",):
+            tr = slack_run(batches, schema, kind, metric, k, sem)
+            out.append(_measure(f"{sem} slack", k, [(tr, range_, slide, 0)], arrival_ts, truth,
+                                metric))
     return out
 
 

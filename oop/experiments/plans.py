@@ -50,7 +50,7 @@ def iop_window(stream: Any, kind: Any, aggs: Any, by: Sequence[str] | None = Non
     """IOP buffering window aggregate over an ordered stream (materialises each extent)."""
     from oop.iop_baseline.buffering_window import BufferingWindow
 
-    return stream.via(BufferingWindow(kind, aggs, by=list(by) if by else None, name=name))
+    return stream.via(BufferingWindow(kind, aggs, by=tuple(by) if by else (), name=name))
 
 
 def sort_buffer(stream: Any, mode: str, slack: Any = 0, name: str = "sort") -> Any:
