@@ -41,8 +41,8 @@ def run(ctx: RunContext) -> Outcome:
     from oop.window import aggregates as agg
     from oop.window.kinds import Sliding
 
-    n = pick(ctx, tiny=10_000, quick=200_000, full=1_000_000)
-    ratios = pick(ctx, tiny=[1, 4, 16], quick=[1, 2, 4, 8, 16, 32, 64],
+    n = pick(ctx, tiny=5_000, quick=200_000, full=1_000_000)
+    ratios = pick(ctx, tiny=[1, 8], quick=[1, 2, 4, 8, 16, 32, 64],
                   full=[1, 2, 4, 8, 16, 32, 64])
     repeats = pick(ctx, tiny=1, quick=3, full=5)
     slide = 100  # ms; at 1000 tuples/s a slide holds 100 tuples

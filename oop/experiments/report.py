@@ -44,12 +44,16 @@ def render_report(records: list[RunRecord], *, command: str, size: str, seed: in
         "",
         f"`{command}` — size **{size}**, seed {seed}, {now}, "
         f"{platform.python_implementation()} {platform.python_version()} on "
-        f"{platform.machine()} ({os.cpu_count()} cpus), total {total_s:.1f} s.",
+        f"{platform.machine()} ({os.cpu_count()} cpus, load average {_load()}), "
+        f"total {total_s:.1f} s.",
         "",
         f"**{n_hold} of {len(records)}** experiments reproduce the expected shape; "
         f"{len(records) - n_ok} errored. A shape that does not hold is a finding, reported "
         "as measured; timings are wall-clock on this machine (other load distorts them).",
         "",
+        *(["*Tiny* is the CI smoke size: it checks that everything runs; its numbers and "
+            "verdicts are not meaningful. Use `--quick` or the full size.", ""]
+          if size == "tiny" else []),
         "| experiment | reproduces | verdict | checks held | time (s) |",
         "|---|---|---|---|---|",
     ]
@@ -76,6 +80,13 @@ def render_report(records: list[RunRecord], *, command: str, size: str, seed: in
                   f"Data: [{r.name}/results.json]({r.name}/results.json), "
                   f"[{r.name}/results.csv]({r.name}/results.csv)"]
     return "\n".join(lines) + "\n"
+
+
+def _load() -> str:
+    try:
+        return "/".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover - not on every platform
+        return "n/a"
 
 
 def _anchor(name: str) -> str:
