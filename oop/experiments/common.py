@@ -27,7 +27,7 @@ import numpy as np
 from oop.experiments.base import RunContext
 
 __all__ = ["pick", "timed", "rank_trend", "growth", "wins_everywhere", "line_plot", "plt",
-           "state_peak"]
+           "state_peak", "panel_plot"]
 
 T = TypeVar("T")
 
@@ -112,6 +112,29 @@ def line_plot(ctx: RunContext, filename: str, x: Sequence[float],
     if ax_fn is not None:
         ax_fn(ax)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(Path(ctx.out_dir) / filename)
+    pyplot.close(fig)
+    return filename
+
+
+def panel_plot(ctx: RunContext, filename: str, x: Sequence[float],
+               panels: list[tuple[str, dict[str, Sequence[float]]]], *, xlabel: str, title: str,
+               logx: bool = False) -> str:
+    """Side-by-side line charts sharing ``x``: one ``(ylabel, {label: ys})`` per panel."""
+    pyplot = plt()
+    fig, axes = pyplot.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), dpi=100,
+                                squeeze=False)
+    for ax, (ylabel, series) in zip(axes[0], panels):
+        for label, ys in series.items():
+            ax.plot(list(x), list(ys), marker="o", markersize=3, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if logx:
+            ax.set_xscale("log")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     fig.savefig(Path(ctx.out_dir) / filename)
     pyplot.close(fig)
