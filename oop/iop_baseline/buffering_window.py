@@ -493,8 +493,8 @@ class BufferingWindow(Operator):
                 if len(wins):
                     out.extend(self._aggregate(wins))
             self.next_wid = upto
-        elif start is None:
-            self.next_wid = first_w
+        else:  # nothing to emit, but every window below ``upto`` is complete
+            self.next_wid = upto if start is None else max(start, upto)
         self._purge()
         return out + self._punct()
 
