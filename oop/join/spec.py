@@ -43,7 +43,7 @@ from oop.errors import ConfigError
 from oop.stream.elements import INT64_MAX, INT64_MIN
 from oop.stream.late import LatePolicy
 
-__all__ = ["WindowPredicate", "JoinConfig", "Residual", "HOWS", "PUNCTUATION_MODES"]
+__all__ = ["WindowPredicate", "JoinConfig", "Residual", "HOWS", "PUNCTUATION_MODES", "config_from_args"]
 
 HOWS = ("inner", "left", "right", "full", "semi", "anti")
 PUNCTUATION_MODES = ("individual", "joint", "both")
@@ -182,3 +182,27 @@ class JoinConfig:
     def preserves(self) -> tuple[bool, bool]:
         """Which inputs' unmatched tuples appear in the output (outer / anti)."""
         return (self.how in ("left", "full", "anti"), self.how in ("right", "full"))
+
+
+def config_from_args(
+    *,
+    on: Sequence[str | tuple[str, str]] | str = (),
+    band: tuple[int | str, int | str] | None = None,
+    tumbling: int | str | None = None,
+    how: str = "inner",
+    punctuation: str = "individual",
+    residual: Residual | None = None,
+    late: LatePolicy | str = "drop",
+    name: str = "join",
+) -> JoinConfig:
+    """A :class:`JoinConfig` from ``Stream.join``-style arguments.
+
+    Durations (``"1s"``) are resolved when the operator opens, in its inputs'
+    time unit (``extra["durations"]``).
+    """
+    if (band is None) == (tumbling is None):
+        raise ConfigError(f"join {name!r}: give exactly one of band=(range0, range1) or tumbling=size")
+    spec = ("band", *band) if band is not None else ("tumbling", tumbling)
+    placeholder = WindowPredicate.band(0, 0) if band is not None else WindowPredicate.tumbling(1)
+    return JoinConfig(placeholder, JoinConfig.normalize_on(on), how, punctuation, residual,
+                      LatePolicy.parse(late), name=name, extra={"durations": spec})
