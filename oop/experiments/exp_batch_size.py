@@ -43,7 +43,7 @@ def run(ctx: RunContext) -> Outcome:
     from oop.window.kinds import Tumbling
 
     rate = pick(ctx, tiny=5000, quick=20_000, full=50_000)
-    n = pick(ctx, tiny=40_000, quick=600_000, full=3_000_000)
+    n = pick(ctx, tiny=20_000, quick=600_000, full=3_000_000)
     sizes = pick(ctx, tiny=[64, 512, 4096], quick=[64, 256, 1024, 4096, 16384, 65536],
                  full=[64, 256, 1024, 4096, 16384, 65536])
     disorder, window = 200, 1000

@@ -53,12 +53,12 @@ def run(ctx: RunContext) -> Outcome:
     from oop.window import aggregates as agg
     from oop.window.kinds import RowSliding
 
-    n = pick(ctx, tiny=6000, quick=120_000, full=400_000)
-    range_ = pick(ctx, tiny=400, quick=4000, full=4000)
-    slides = pick(ctx, tiny=[1, 10, 100, 400],
+    n = pick(ctx, tiny=4000, quick=120_000, full=400_000)
+    range_ = pick(ctx, tiny=200, quick=4000, full=4000)
+    slides = pick(ctx, tiny=[1, 10, 50, 200],
                   quick=[1, 10, 40, 100, 400, 1000, 4000],
                   full=[1, 4, 10, 40, 100, 400, 1000, 2000, 4000])
-    repeats = pick(ctx, tiny=3, quick=3, full=8)
+    repeats = pick(ctx, tiny=1, quick=3, full=8)
     batch = 8192
     ds = Disordered(Packets(n=n, rate=4000, groups=100, seed=ctx.seed), InOrder())
     table = ds.table()  # materialised once: all plans read the same rows from memory
