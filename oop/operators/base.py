@@ -25,6 +25,7 @@ numba kernels.
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
@@ -82,6 +83,35 @@ class Operator(ABC):
     """Base class of every push-based operator. See the module docstring."""
 
     n_inputs: int = 1
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Record the constructor arguments of every operator (outermost __init__ call
+        # only) so that :meth:`fresh` can rebuild it: a plan that already ran is re-run
+        # on fresh operators instead of on their spent state.
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "_oop_records_ctor", False):
+            return
+
+        @functools.wraps(init)
+        def __init__(self: "Operator", *args: Any, **kw: Any) -> None:
+            if "_ctor" not in self.__dict__:
+                self.__dict__["_ctor"] = (args, dict(kw))
+            init(self, *args, **kw)
+
+        __init__._oop_records_ctor = True  # type: ignore[attr-defined]
+        cls.__init__ = __init__  # type: ignore[method-assign]
+
+    def fresh(self) -> "Operator":
+        """A new, unopened operator built with the same constructor arguments."""
+        ctor = self.__dict__.get("_ctor")
+        if ctor is None:
+            raise TypeError(
+                f"{self.name}: cannot rebuild this operator for a new run (its constructor "
+                "arguments were not recorded); build the plan again"
+            )
+        args, kw = ctor
+        return type(self)(*args, **kw)
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or type(self).__name__

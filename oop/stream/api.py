@@ -159,9 +159,16 @@ class Stream:
 
     # ---- running -----------------------------------------------------
     def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
-        """Build (but do not run) the plan ending in a collecting sink."""
+        """Build (but do not run) the plan ending in a collecting sink.
+
+        The first run uses this Stream's operator objects; if they have
+        already been opened by an earlier run, the DAG is rebuilt on fresh
+        operators (same constructor arguments), so running a Stream twice
+        gives the same result twice.
+        """
         sink = Collect(sink_name)
-        return Executor([Node(sink, [self.node])]), sink
+        node = _fresh_dag(self.node) if _dag_used(self.node) else self.node
+        return Executor([Node(sink, [node])]), sink
 
     def run(
         self,
@@ -209,6 +216,37 @@ class Stream:
         res = self.run()
         res.to_parquet(path)
         return res
+
+
+def _dag_nodes(node: Node) -> list[Node]:
+    out: list[Node] = []
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.id in seen:
+            continue
+        seen.add(n.id)
+        out.append(n)
+        stack.extend(n.parents)
+    return out
+
+
+def _dag_used(node: Node) -> bool:
+    """True when some operator upstream of ``node`` was already opened by a run."""
+    return any(n.op.output is not None for n in _dag_nodes(node))
+
+
+def _fresh_dag(node: Node) -> Node:
+    """A copy of the DAG ending at ``node`` with fresh operators (shared sub-DAGs stay shared)."""
+    memo: dict[int, Node] = {}
+
+    def copy(n: Node) -> Node:
+        if n.id not in memo:
+            memo[n.id] = Node(n.op.fresh(), [copy(p) for p in n.parents])
+        return memo[n.id]
+
+    return copy(node)
 
 
 # ---- sources -----------------------------------------------------------
