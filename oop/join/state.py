@@ -143,9 +143,9 @@ class SideState:
                 b = np.zeros(new, dtype=a.dtype) if name == "flag" else np.empty(new, dtype=a.dtype)
                 b[: self.n] = a[: self.n]
                 setattr(self, name, b)
-        if 2 * need > len(self.head):
+        if need > len(self.head):  # load factor <= 1
             h = len(self.head)
-            while 2 * need > h:
+            while need > h:
                 h *= 2
             self.head = np.full(h, -1, dtype=np.int64)
             link_kernel(self.bk, self.nxt, self.head, np.int64(h - 1), np.int64(0), np.int64(self.n))
@@ -248,7 +248,7 @@ class SideState:
         self.n = m
         self.alive = m
         h = 64
-        while 2 * m > h:
+        while m > h:
             h *= 2
         self.head = np.full(h, -1, dtype=np.int64)
         link_kernel(self.bk, self.nxt, self.head, np.int64(h - 1), np.int64(0), np.int64(m))
