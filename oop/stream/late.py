@@ -65,12 +65,12 @@ def split_late(
     """Split ``batch`` into on-time rows and late rows (``time < bound``).
 
     Returns ``(on_time, late_or_None, on_time_times)``. With policy ``raise``
-    a late row raises :class:`LateTupleError`. Cost: one vectorized compare;
-    no copy when nothing is late.
+    a late row raises :class:`LateTupleError`. Cost: one vectorized min (a compare
+    and a filter only when some row is late); no copy when nothing is late.
     """
-    late_mask = times < bound
-    if not late_mask.any():
+    if not len(times) or int(times.min()) >= bound:  # one reduction, no mask allocated
         return batch, None, times
+    late_mask = times < bound
     if policy is LatePolicy.RAISE:
         i = int(np.argmax(late_mask))
         raise LateTupleError(
