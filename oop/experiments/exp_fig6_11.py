@@ -130,6 +130,6 @@ EXPERIMENT = Experiment(
     name="fig6-11",
     reproduces="004 Fig. 6-11",
     summary="Band disorder: latency/accuracy of punctuation (WID) vs consistent and generous "
-            "slack (sort buffer).",
+            "slack (IOP buffering window).",
     run=run,
 )

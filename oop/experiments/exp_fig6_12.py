@@ -5,7 +5,8 @@ Reproduces the shape of 004 Fig. 6-12 (§6.1.5, Experiment 3 of Table 6-1):
 block of B ms of event time arrives at once, shuffled -- a router purging
 its NetFlow cache, Fig. 6-9), answered with the feed's end-of-block
 punctuation (OOP WID) and with consistent slack from 0 to beyond the
-largest disorder (``SortBuffer`` + the window aggregate). Accuracy is the
+largest disorder (the IOP buffering window aggregate completing extents at
+``hwm - slack``). Accuracy is the
 percentage of wrong answers; latency is in ms of the data clock (see
 :mod:`oop.experiments.latacc`).
 
@@ -105,6 +106,6 @@ EXPERIMENT = Experiment(
     name="fig6-12",
     reproduces="004 Fig. 6-12",
     summary="Block-sorted disorder: latency/accuracy of end-of-block punctuation (WID) vs "
-            "consistent slack (sort buffer).",
+            "consistent slack (IOP buffering window).",
     run=run,
 )
