@@ -17,9 +17,10 @@ are emitted, sorted by S0.ts (stable), followed by ``P(S0.ts, bound)``. On a
 punctuation: ``f_i = max(f_i, v)``, purge, release.
 
 State: the two hash states (about one band of each input) **plus the output
-buffer** -- the results of roughly ``range1`` time units, which grows with the
+buffer** (sorted runs, one per probed batch) -- the results of roughly ``range1`` time units, which grows with the
 band and with the join's output rate; this is what OA-Join saves. Cost per
-batch: the probe, plus O(buffer log buffer) for the sort when the bound moves.
+batch: the probe, a sort of the batch's results, and on release a binary search
+per run plus a merge-sort of the released rows (never a copy of the whole buffer).
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from oop.join.inorder import InOrderJoin
 from oop.join.spec import JoinConfig, config_from_args
@@ -43,7 +43,8 @@ class OPOBJoin(InOrderJoin):
 
     def __init__(self, config: JoinConfig) -> None:
         super().__init__(config)
-        self.buffer: list[pa.RecordBatch] = []
+        # the output buffer: sorted runs (one per probed batch) of results and their S0 times
+        self.runs: list[tuple[pa.RecordBatch, np.ndarray, float]] = []
         self.buffer_rows = 0
         self.buffer_bytes = 0
         self.peak_buffer_rows = 0
@@ -56,12 +57,18 @@ class OPOBJoin(InOrderJoin):
             return []
         joined = self._probe_block(batch, ts, i, keep_probe_order=False)
         if joined is not None:
-            self.buffer.append(joined)
-            self.buffer_rows += joined.num_rows
-            self.buffer_bytes += joined.nbytes
+            t0 = joined.column(self.out_time[0]).to_numpy().astype(np.int64, copy=False)
+            order = np.argsort(t0, kind="stable")
+            run = joined.take(pa.array(order))
+            self.runs.append((run, t0[order], run.nbytes / max(1, run.num_rows)))
+            self.buffer_rows += run.num_rows
             self.peak_buffer_rows = max(self.peak_buffer_rows, self.buffer_rows)
+            self._rebytes()
         self._store_rows(i, batch, ts, self.pred.keep_from(i, f_before))
         return self._progress()
+
+    def _rebytes(self) -> None:
+        self.buffer_bytes = int(sum(len(t) * bpr for _, t, bpr in self.runs))
 
     def _progress(self) -> list[Element]:
         for s in (0, 1):
@@ -69,17 +76,23 @@ class OPOBJoin(InOrderJoin):
         bound = min(self.f[0], self.pred.keep_from(0, self.f[1]))
         out: list[Element] = []
         if self.buffer_rows:
-            t = pa.Table.from_batches(self.buffer).combine_chunks()
-            t0 = t.column(self.out_time[0]).to_numpy().astype(np.int64, copy=False)
-            order = np.argsort(t0, kind="stable")
-            n_rel = int(np.searchsorted(t0[order], bound, side="left")) if bound < INT64_MAX \
-                else len(order)
-            if n_rel:
-                out.extend(t.take(pa.array(order[:n_rel])).to_batches())
-                rest = t.take(pa.array(order[n_rel:]))
-                self.buffer = rest.to_batches() if rest.num_rows else []
-                self.buffer_rows = rest.num_rows
-                self.buffer_bytes = rest.nbytes
+            pieces: list[pa.RecordBatch] = []
+            times: list[np.ndarray] = []
+            runs = []
+            for run, t0, bpr in self.runs:
+                k = len(t0) if bound >= INT64_MAX else int(np.searchsorted(t0, bound, "left"))
+                if k:
+                    pieces.append(run.slice(0, k))
+                    times.append(t0[:k])
+                if k < len(t0):
+                    runs.append((run.slice(k), t0[k:], bpr))
+            if pieces:
+                self.runs = runs
+                rel = pa.concat_batches(pieces)
+                order = np.argsort(np.concatenate(times), kind="stable")
+                out.append(rel.take(pa.array(order)))
+                self.buffer_rows -= rel.num_rows
+                self._rebytes()
         self._track_peaks()
         out.extend(self._punct(bound))
         return out
@@ -91,22 +104,22 @@ class OPOBJoin(InOrderJoin):
         return super().state_size() + StateSize(self.buffer_rows, self.buffer_bytes)
 
     def snapshot(self) -> Any:
-        return {**super().snapshot(), "buffer": list(self.buffer), "buffer_rows": self.buffer_rows,
-                "buffer_bytes": self.buffer_bytes}
+        return {**super().snapshot(), "runs": [(r, t.copy(), b) for r, t, b in self.runs],
+                "buffer_rows": self.buffer_rows}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
-        self.buffer = list(state["buffer"])
+        self.runs = list(state["runs"])
         self.buffer_rows = state["buffer_rows"]
-        self.buffer_bytes = state["buffer_bytes"]
+        self._rebytes()
 
     def _check(self) -> None:
         for s in (0, 1):
             self.states[0][s]._check(self.pred.keep_from(s, self.f[1 - s]))
-        assert self.buffer_rows == sum(b.num_rows for b in self.buffer)
-        if self.buffer_rows:
-            mn = min(pc.min(b.column(self.out_time[0])).as_py() for b in self.buffer)
-            assert mn >= self._p_out, "a buffered result is below the emitted punctuation"
+        assert self.buffer_rows == sum(len(t) for _, t, _ in self.runs)
+        for run, t0, _ in self.runs:
+            assert run.num_rows == len(t0) and (np.diff(t0) >= 0).all()
+            assert len(t0) == 0 or t0[0] >= self._p_out, "a buffered result is below the punctuation"
 
 
 def plan_opob(left: Any, right: Any, *, strategy: Any = "iop-sort", **join_args: Any) -> Any:
