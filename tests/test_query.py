@@ -122,3 +122,25 @@ def test_plan_shapes():
     assert {"merge", "buffering_window"} <= names["iop-sort"]
     assert any(n.startswith("sort[") for n in names["iop-sort"])
     assert "buffering_window" in names["iop-slack:1"]
+
+
+@pytest.mark.parametrize("iop_join", ["opob", "opib"])
+def test_join_query_oop_and_iop_plans_agree(iop_join):
+    from oop.query import JoinQuery
+    from oop.testing import same_bag
+
+    def tab(seed: int, n: int = 150) -> pa.Table:
+        r = np.random.default_rng(seed)
+        ts = np.sort(r.integers(0, 300, n))
+        o = np.argsort(ts + r.integers(0, 10, n), kind="stable")
+        return pa.table({"ts": pa.array(ts[o], pa.int64()), "key": pa.array(r.integers(0, 5, n)[o]),
+                         "val": pa.array(np.arange(n))})
+
+    a, b = tab(1), tab(2)
+    out = {}
+    for spec in ("oop", "iop-sort"):
+        left = oop.from_arrow(a, time="ts", batch_size=16, punctuation=oop.BoundedDelay(10), name="l")
+        right = oop.from_arrow(b, time="ts", batch_size=16, punctuation=oop.BoundedDelay(10), name="r")
+        out[spec] = JoinQuery(left, right, iop_join=iop_join, on="key", band=(5, 5)).plan(spec).run()
+    assert out["oop"].table.num_rows > 0
+    assert same_bag(out["iop-sort"].table.select(out["oop"].table.schema.names), out["oop"].table)
