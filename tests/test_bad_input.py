@@ -189,3 +189,52 @@ def test_accounting_in_equals_out_plus_held_plus_late(data, late, d):
     if late == "side_output":
         routed = [res.late[n] for n in ("s0", "s1") if n in res.late]
         assert same_bag(pa.concat_tables([res.table, *routed]), pa.concat_tables(tables))
+
+
+# ---- late-policy matrix: policy x batch size x disorder, source kernel vs reference ---------------
+def _source_reference(table: pa.Table, batch_size: int, d: int):
+    """Tuple-at-a-time Source + BoundedDelay(d): which rows are late, batch by batch."""
+    rows_ = table.to_pylist()
+    lwm = None
+    on_time, late = [], []
+    for start in range(0, len(rows_), batch_size):
+        batch = rows_[start:start + batch_size]
+        kept = [r for r in batch if lwm is None or r["ts"] >= lwm]
+        late.extend(r for r in batch if lwm is not None and r["ts"] < lwm)
+        on_time.extend(kept)
+        if kept:
+            v = max(r["ts"] for r in kept) - d
+            lwm = v if lwm is None else max(lwm, v)
+    return on_time, late
+
+
+@pytest.mark.parametrize("policy", ["drop", "side_output", "raise"])
+@pytest.mark.parametrize("batch_size", [1, 7, 64])
+@pytest.mark.parametrize("disorder", [0, 3, None])
+def test_late_policy_matrix(policy, batch_size, disorder):
+    rng = np.random.default_rng(batch_size * 31 + (disorder or 99))
+    n = 300
+    ts = np.arange(n, dtype=np.int64)
+    if disorder is None:
+        order = rng.permutation(n)
+    else:
+        order = np.argsort(ts + rng.integers(0, disorder + 1, n), kind="stable")
+    t = pa.table({"ts": ts[order], "val": np.arange(n, dtype=np.int64)})
+    d = 2
+    exp_on_time, exp_late = _source_reference(t, batch_size, d)
+    s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(d), batch_size=batch_size,
+                       late=policy, name="feed")
+    if policy == "raise":
+        if exp_late:
+            with pytest.raises(oop.LateTupleError, match="'feed'"):
+                s.run()
+        else:
+            assert s.run().table.num_rows == n
+        return
+    res = s.run()
+    assert res.table.to_pylist() == exp_on_time
+    assert res.late_total == len(exp_late)
+    assert res.metrics["feed"].late.get(policy, 0) == len(exp_late)
+    if policy == "side_output" and exp_late:
+        assert res.late["feed"].to_pylist() == exp_late
+    assert res.tuples_in == res.table.num_rows + res.late_total
