@@ -16,6 +16,11 @@ from oop.errors import (
     TimeTypeError,
     UnknownColumnError,
 )
+from oop.operators.apply import Apply
+from oop.operators.dupelim import DupElim
+from oop.operators.meld import Meld
+from oop.operators.project import Project
+from oop.operators.select import Select
 from oop.punctuation import (
     Adaptive,
     BoundedDelay,
@@ -59,6 +64,11 @@ __all__ = [
     "Adaptive",
     "Granular",
     "parse_punctuation",
+    "Select",
+    "Project",
+    "Apply",
+    "DupElim",
+    "Meld",
     "OopError",
     "ConfigError",
     "EmptyInputError",
