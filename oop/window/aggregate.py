@@ -175,6 +175,7 @@ class WindowAggregate(Operator):
         self.lwm = INT64_MIN
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
+        self.units: Any = None
         if self.method is not None:
             self._set_method(self.method, {})
         tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, info.time)
@@ -273,8 +274,7 @@ class WindowAggregate(Operator):
         else:
             low = int(ulo.min())
             if low < self.ring.base:
-                assert self.emitted is None or self.late is LatePolicy.UPDATE, "late rows reached the ring"
-                self.ring.base = low
+                self.ring.lower_base(low)
         cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes)
         self._add_holistic(batch, codes, ulo, uhi, cols)
@@ -490,6 +490,8 @@ class WindowAggregate(Operator):
 
     def _heavy(self, a: Agg, codes: np.ndarray, c: np.ndarray, v: np.ndarray, n: np.ndarray) -> pa.Array:
         typ = self.out_schema.field(a.name).type
+        m = np.isin(c, codes)  # PA: the unit may hold partitions not emitted now
+        c, v, n = c[m], v[m], n[m]
         # ties between equal counts: by the value itself (not its code), so order cannot matter
         kt = self.value_enc[a.column].key_table().column(0)  # type: ignore[index]
         rank = np.empty(kt.length(), np.int64)

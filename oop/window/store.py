@@ -205,6 +205,13 @@ class Ring:
                                                  live_units)
         self.R, self.C = newR, newC
 
+    def lower_base(self, low: int) -> None:
+        """Open units down to ``low`` (tuples before the first punctuation may go back in time)."""
+        if low >= self.base:
+            return
+        self.reserve(self.base + (self.top - low), self.C)  # grow R first, with the old base
+        self.base = low
+
     def _regrid(self, a, ident, dtype, newR, newC, units) -> np.ndarray:
         old = a.reshape(self.R, self.C)
         new = np.full((newR, newC), ident, dtype)

@@ -1,0 +1,394 @@
+"""Window aggregation end to end: oracle, WID == Paned-WID, reference, independence, accounting.
+
+Random disordered feeds with valid punctuation (``oop.testing``) for every
+window kind and every aggregate:
+
+* output == ``window_oracle`` (a from-scratch group-by over ``extent()``);
+* WID == Paned-WID;
+* the compiled operator == the tuple-at-a-time reference (``TupleAtATimeWindow``);
+* results do not depend on arrival order or batch boundaries;
+* output punctuation on ``window_end`` is respected;
+* every input tuple is accounted for (emitted counts + held in state + late);
+* invariants (``_check``) hold after every element; snapshot/resume gives the same output.
+"""
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import oop
+from oop.operators.base import StreamInfo
+from oop.stream.elements import Punctuation
+from oop.testing import batch_splits, check_punctuation_respected, disordered_tables, \
+    exact_punctuation_feed
+from oop.window import (Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling,
+                        WindowAggregate, agg, window_operator)
+from oop.window.reference import TupleAtATimeWindow, window_oracle
+
+BOUNDED = [agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
+           agg.var("val"), agg.std("val"), agg.first("val"), agg.last("val")]
+HOLISTIC = [agg.median("val"), agg.quantile("val", 0.9), agg.distinct("val"),
+            agg.heavy_hitters("val", 2)]
+UDAF = agg.udaf("sumsq", lambda: 0.0, lambda s, x: s + x * x, lambda a, b: a + b, lambda s: s,
+                column="val")
+
+KINDS = [Tumbling(7), Tumbling(5, origin=3), Sliding(10, 3), Sliding(9, 6, origin=2), Sliding(4, 4),
+         Landmark(8), Landmark(5, origin=-1200), RowSliding(5, 2), PartitionedRows(4, 2), SlideByTuple(6, 1),
+         SlideByTuple(9, 3)]
+
+
+def methods_for(kind):
+    if isinstance(kind, Landmark):
+        return ["paned", "auto"]
+    if isinstance(kind, (RowSliding, SlideByTuple)):
+        return ["wid", "auto"]
+    return ["wid", "paned", "auto"]
+
+
+def aggs_for(kind):
+    return BOUNDED if isinstance(kind, SlideByTuple) else BOUNDED + HOLISTIC + [UDAF]
+
+
+def run(items, schema, kind, aggs, method="auto", by=("key",), **kw):
+    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=schema)
+    return s.window(kind, aggs, by=list(by), method=method, **kw).run()
+
+
+def _close(a, b):
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-7)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    return a == b
+
+
+def assert_same_rows(got: pa.Table, exp: pa.Table, keys=("key",)):
+    """Same multiset of rows; floats compared with a tolerance."""
+    assert got.schema.names == exp.schema.names
+    idx = [*keys, "window_start", "window_end"]
+
+    def rows(t):
+        r = t.to_pylist()
+        return sorted(r, key=lambda x: tuple((x[c] is None, repr(x[c])) for c in idx))
+
+    g, e = rows(got), rows(exp)
+    assert len(g) == len(e), (len(g), len(e))
+    for x, y in zip(g, e):
+        assert all(_close(x[c], y[c]) for c in x), (x, y)
+
+
+@st.composite
+def feeds(draw, max_rows=40, unbounded=True):
+    delay = draw(st.sampled_from([0, 3, 10] + ([None] if unbounded else [])))
+    t = draw(disordered_tables(max_rows=max_rows, max_delay=delay,
+                               string_keys=draw(st.booleans())))
+    items = draw(exact_punctuation_feed(draw(batch_splits(t))))
+    return t, items
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=repr)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_output_equals_the_oracle(kind, data):
+    t, items = data.draw(feeds())
+    method = data.draw(st.sampled_from(methods_for(kind)))
+    aggs = aggs_for(kind)
+    res = run(items, t.schema, kind, aggs, method)
+    exp = window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms")
+    assert_same_rows(res.table, exp)
+    if not kind.row_based:
+        check_punctuation_respected(res.table, res.punctuations, attr="window_end")
+    before = int((t.column("ts").to_numpy() < kind.o).sum()) if isinstance(kind, Landmark) else 0
+    assert res.late_total == before  # landmark: tuples before the origin are in no window
+
+
+@pytest.mark.parametrize("kind", [Sliding(10, 3), Sliding(12, 8, origin=-5), Tumbling(6)], ids=repr)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_wid_equals_paned_wid(kind, data):
+    t, items = data.draw(feeds(max_rows=60))
+    aggs = BOUNDED + HOLISTIC
+    wid = run(items, t.schema, kind, aggs, "wid")
+    paned = run(items, t.schema, kind, aggs, "paned")
+    assert_same_rows(paned.table, wid.table)
+    assert paned.metrics["window"].peak_state_items > 0 or t.num_rows == 0
+
+
+@pytest.mark.parametrize("kind", [Tumbling(7), Sliding(10, 3), Sliding(9, 6, origin=2)], ids=repr)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_kernel_equals_tuple_at_a_time_reference(kind, data):
+    t, items = data.draw(feeds())
+    aggs = BOUNDED + [agg.median("val"), agg.distinct("val")]
+    res = run(items, t.schema, kind, aggs, data.draw(st.sampled_from(["wid", "paned"])))
+    ref = TupleAtATimeWindow(kind, aggs, ["key"])
+    script = []
+    for it in items:
+        if isinstance(it, Punctuation):
+            script.append(it.value)
+        else:
+            script.extend((r, r["ts"]) for r in it.to_pylist())
+    rows = ref.run(script)
+    exp = pa.Table.from_pylist(rows, schema=res.table.schema) if rows else res.table.slice(0, 0)
+    assert_same_rows(res.table, exp)
+
+
+@pytest.mark.parametrize("kind", [Tumbling(5), Sliding(8, 2), Landmark(6)], ids=repr)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_independent_of_arrival_order_and_batch_boundaries(kind, data):
+    t = data.draw(disordered_tables(max_rows=40, max_delay=None))
+    perm = data.draw(st.permutations(range(t.num_rows)))
+    t2 = t.take(pa.array(np.asarray(perm, np.int64)))
+    outs = []
+    for table in (t, t2):
+        items = data.draw(exact_punctuation_feed(data.draw(batch_splits(table))))
+        outs.append(run(items, t.schema, kind, BOUNDED + HOLISTIC).table)
+    assert_same_rows(outs[0], outs[1])
+
+
+def test_timestamp_time_column_and_typed_outputs():
+    ts = pa.array([1_000, 2_500, 1_200, 4_000, 3_100], pa.timestamp("ms"))
+    t = pa.table({"ts": ts, "key": ["a", "b", "a", "a", "b"], "val": [1.5, 2.0, 3.0, 4.0, 5.0],
+                  "when": ts})
+    res = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay("2s"), batch_size=2) \
+        .window(Tumbling("2s"), [agg.count(), agg.sum("val"), agg.min("when")], by="key").run()
+    out = res.table
+    assert out.schema.field("window_start").type == pa.timestamp("ms")
+    assert out.schema.field("min_when").type == pa.timestamp("ms")
+    exp = window_oracle(t, Tumbling("2s"), [agg.count(), agg.sum("val"), agg.min("when")],
+                        by="key", time="ts")
+    assert_same_rows(out, exp)
+    assert res.punctuations[-1][1] == Punctuation("window_end", 4_000)
+
+
+def test_several_key_columns_and_no_keys():
+    t = pa.table({"ts": [1, 2, 3, 11, 12], "a": ["x", "x", "y", "x", "x"], "b": [1, 2, 1, 1, 1],
+                  "val": [1, 2, 3, 4, 5]})
+    for by in (["a", "b"], []):
+        out = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(1)) \
+            .window(Tumbling(10), [agg.count(), agg.sum("val")], by=by).collect()
+        assert_same_rows(out, window_oracle(t, Tumbling(10), [agg.count(), agg.sum("val")], by=by,
+                                            time="ts", unit="s"), keys=by)
+
+
+# ---- operator-level driving: late policies, accounting, invariants ------------------------
+SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+
+
+def open_op(op):
+    op.open([StreamInfo("s", SCHEMA, {"ts": "ms"}, "ts")])
+    return op
+
+
+@st.composite
+def scripts(draw):
+    """Batches and punctuations in any order -- punctuation may make later tuples late."""
+    steps = []
+    p = -5
+    for _ in range(draw(st.integers(1, 12))):
+        if draw(st.booleans()):
+            n = draw(st.integers(0, 6))
+            ts = draw(st.lists(st.integers(p - 8, p + 25), min_size=n, max_size=n))
+            keys = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+            vals = draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
+            steps.append(pa.record_batch({"ts": ts, "key": keys, "val": vals}, schema=SCHEMA))
+        else:
+            p += draw(st.integers(0, 10))
+            steps.append(Punctuation("ts", p))
+    return steps
+
+
+@pytest.mark.parametrize("method", ["wid", "paned"])
+@pytest.mark.parametrize("kind", [Tumbling(6), Sliding(9, 3)], ids=repr)
+@given(steps=scripts())
+def test_accounting_late_and_invariants(kind, method, steps):
+    """tuples in == tuples counted in emitted windows + held in the ring + late (tumbling),
+    and late rows are exactly those behind the last punctuation."""
+    op = open_op(WindowAggregate(kind, [agg.count(), agg.sum("val")], by="key", method=method))
+    lwm, n_in, late, accepted, emitted = None, 0, 0, [], []
+    for s in steps:
+        if isinstance(s, Punctuation):
+            if lwm is None or s.value > lwm:
+                lwm = s.value
+            out = op.on_punctuation(s)
+        else:
+            n_in += s.num_rows
+            for r in s.to_pylist():
+                if lwm is not None and r["ts"] < lwm:
+                    late += 1
+                else:
+                    accepted.append(r)
+            out = op.on_batch(s)
+        emitted += [b for b in out if isinstance(b, pa.RecordBatch)]
+        op._check()
+        assert op.metrics.late.get("late_dropped", 0) == late
+        if isinstance(kind, Tumbling):
+            held = 0
+            if op.ring is not None:  # rows in units not emitted yet (paned keeps one more pane)
+                first = op.ring.base if op.emitted is None else (
+                    op.emitted if op.units is None else op.units.window_panes(op.emitted)[0])
+                held = sum(int(op.ring.view(("rows", None), u).sum())
+                           for u in range(max(first, op.ring.base), op.ring.top))
+            out_count = sum(sum(b.column("count").to_pylist()) for b in emitted)
+            assert out_count + held + late == n_in
+    emitted += [b for b in op.flush() if isinstance(b, pa.RecordBatch)]
+    got = pa.Table.from_batches(emitted, schema=op.out_schema)
+    exp = window_oracle(pa.Table.from_pylist(accepted, schema=SCHEMA), kind,
+                        [agg.count(), agg.sum("val")], by="key", time="ts")
+    assert_same_rows(got, exp)
+
+
+@pytest.mark.parametrize("policy", ["drop", "side_output", "raise"])
+def test_operator_late_policies(policy):
+    op = open_op(WindowAggregate(Tumbling(10), [agg.count()], late=policy))
+    op.on_batch(pa.record_batch({"ts": [1, 15], "key": [0, 0], "val": [1, 1]}, schema=SCHEMA))
+    op.on_punctuation(Punctuation("ts", 12))
+    late = pa.record_batch({"ts": [3, 20, 11], "key": [0, 0, 0], "val": [1, 1, 1]}, schema=SCHEMA)
+    if policy == "raise":
+        with pytest.raises(oop.LateTupleError, match="ts=3"):
+            op.on_batch(late)
+        return
+    op.on_batch(late)
+    assert op.metrics.late == {policy: 2}
+    if policy == "side_output":
+        assert op.side_outputs["late"][0].column("ts").to_pylist() == [3, 11]
+
+
+@pytest.mark.parametrize("method", ["wid", "paned"])
+@given(steps=scripts(), lateness=st.integers(0, 12))
+def test_update_policy_revisions_converge_to_the_oracle(method, steps, lateness):
+    """With late='update', the last row emitted per (key, window) equals the oracle over every
+    tuple that was not more than ``allowed_lateness`` behind the punctuation."""
+    kind = Sliding(8, 4)
+    aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.median("val")]
+    op = open_op(WindowAggregate(kind, aggs, by="key", method=method, late="update",
+                                 allowed_lateness=lateness))
+    lwm, accepted, emitted, dropped = None, [], [], 0
+    for s in steps:
+        if isinstance(s, Punctuation):
+            lwm = s.value if lwm is None else max(lwm, s.value)
+            out = op.on_punctuation(s)
+        else:
+            for r in s.to_pylist():
+                if lwm is not None and r["ts"] < lwm - lateness:
+                    dropped += 1
+                else:
+                    accepted.append(r)
+            out = op.on_batch(s)
+        emitted += [b for b in out if isinstance(b, pa.RecordBatch)]
+        op._check()
+    emitted += [b for b in op.flush() if isinstance(b, pa.RecordBatch)]
+    assert op.metrics.late.get("late_dropped", 0) == dropped
+    got = pa.Table.from_batches(emitted, schema=op.out_schema).to_pylist()
+    final = {}
+    for r in got:  # later rows revise earlier ones
+        final[(r["key"], r["window_start"])] = r
+    exp = window_oracle(pa.Table.from_pylist(accepted, schema=SCHEMA), kind, aggs, by="key",
+                        time="ts").to_pylist()
+    assert len(final) == len(exp)
+    for e in exp:
+        g = final[(e["key"], e["window_start"])]
+        assert all(_close(g[k], e[k]) for k in e), (g, e)
+    # a revision follows an emission of the same window (or revises a window emitted empty)
+    assert all(isinstance(r["is_revision"], bool) for r in got)
+
+
+def test_update_scenario_timeline():
+    """
+    Sliding(10, 5), allowed_lateness 10, late='update':
+
+        ts:   1  3  7   |P(10)|  2(late, ok)  12  |P(25)|  4 (too late: 4 < 25-10)
+        w0 [-5,5):  a{1,3}             -> emitted at P(10): count 2, then revised: count 3
+        w1 [0,10):  a{1,3} b{7}        -> emitted at P(10); a revised to count 3
+    """
+    sch = pa.schema([("ts", pa.int64()), ("k", pa.string()), ("v", pa.int64())])
+    op = WindowAggregate(Sliding(10, 5), [agg.count(), agg.sum("v")], by="k", late="update",
+                         allowed_lateness=10)
+    op.open([StreamInfo("s", sch, {"ts": "s"}, "ts")])
+    out = op.on_batch(pa.record_batch({"ts": [1, 3, 7], "k": ["a", "a", "b"], "v": [1, 2, 3]}, schema=sch))
+    assert out == []
+    first = op.on_punctuation(Punctuation("ts", 10))
+    assert [r["count"] for r in first[0].to_pylist()] == [2, 2, 1]
+    assert first[1] == Punctuation("window_end", 5)
+    rev = op.on_batch(pa.record_batch({"ts": [2, 12], "k": ["a", "a"], "v": [10, 20]}, schema=sch))
+    assert [(r["window_start"], r["count"], r["sum_v"], r["is_revision"]) for r in rev[0].to_pylist()] \
+        == [(-5, 3, 13, True), (0, 3, 13, True)]
+    op.on_punctuation(Punctuation("ts", 25))
+    assert op.on_batch(pa.record_batch({"ts": [4], "k": ["a"], "v": [100]}, schema=sch)) == []
+    assert op.metrics.late == {"late_dropped": 1}
+
+
+def test_tumbling_scenario_timeline():
+    """
+    Tumbling(10), BoundedDelay(4), batches of 2 rows, one key:
+
+        arrival:  ts=3  ts=12 | ts=8  ts=15 | ts=21 ts=17 | end
+        punct in:       P(8)  |       P(11) |       P(17) | EOS
+        emits:                | [0,10):2    |             | [10,20):3 [20,30):1
+        punct out: P(window_end,10) | P(window_end,20) |  (P(17) completes no window)
+    """
+    t = pa.table({"ts": [3, 12, 8, 15, 21, 17], "val": [1, 1, 1, 1, 1, 1]})
+    res = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(4), batch_size=2) \
+        .window(Tumbling(10), agg.count()).run()
+    assert [(r["window_start"], r["count"]) for r in res.table.to_pylist()] == [(0, 2), (10, 3), (20, 1)]
+    assert [(n, p.value) for n, p in res.punctuations] == [(0, 10), (1, 20)]
+
+
+def test_snapshot_resume_gives_the_same_output():
+    rng = np.random.default_rng(3)
+    n = 400
+    ts = np.arange(n) * 2 + rng.integers(0, 20, n)
+    t = pa.table({"ts": ts, "key": rng.integers(0, 5, n), "val": rng.integers(0, 9, n)})
+    for kind, method in [(Sliding(20, 5), "paned"), (Sliding(20, 5), "wid"), (SlideByTuple(9, 2), "auto"),
+                         (PartitionedRows(6, 3), "auto"), (Landmark(30), "auto")]:
+        aggs = [agg.count(), agg.sum("val")] + ([agg.median("val")] if not isinstance(kind, SlideByTuple) else [])
+
+        def plan():
+            return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),
+                                  batch_size=37).window(kind, aggs, by="key", method=method)
+
+        full = plan().run()
+        part = plan().run(stop_after_rounds=4)
+        resumed = plan().run(resume_from=part.checkpoint)
+        assert_same_rows(resumed.table, full.table)
+
+
+@pytest.mark.parametrize("make, msg", [
+    (lambda: window_operator(Landmark(5), agg.count(), method="wid"), "no upper wid bound"),
+    (lambda: window_operator(Tumbling(5), agg.count(), method="fast"), "method='fast'"),
+    (lambda: window_operator(SlideByTuple(5), agg.median("val")), "holistic aggregates"),
+    (lambda: window_operator(PartitionedRows(5, 1), agg.count()), "needs by="),
+    (lambda: window_operator(Tumbling(5), [agg.count(), agg.count()]), "duplicate output"),
+])
+def test_config_errors_say_why(make, msg):
+    with pytest.raises(oop.ConfigError, match=msg):
+        make()
+
+
+@pytest.mark.parametrize("kwargs, msg, exc", [
+    (dict(aggs=agg.sum("nope")), "no column", oop.UnknownColumnError),
+    (dict(aggs=agg.sum("name")), "needs a numeric column", oop.ConfigError),
+    (dict(aggs=agg.count(), allowed_lateness=5), "only applies with late='update'", oop.ConfigError),
+])
+def test_open_errors_name_operator_and_column(kwargs, msg, exc):
+    t = pa.table({"ts": [1, 2], "name": ["a", "b"]})
+    aggs = kwargs.pop("aggs")
+    with pytest.raises(exc, match=msg):
+        oop.from_arrow(t, time="ts", unit="s").window(Tumbling(5), aggs, **kwargs).run()
+
+
+def test_auto_method_follows_the_cost_model():
+    from oop.window import choose_method
+
+    # many tuples per pane, few groups: panes win (Eq. 6.2 vs 6.4)
+    assert choose_method(Sliding(10_000, 1_000), [agg.count()], 10.0, 100)[0] == "paned"
+    # one tuple per pane and as many groups: WID
+    assert choose_method(Sliding(10, 9), [agg.max("v")], 0.01, 1)[0] == "wid"
+    assert choose_method(Tumbling(10), [agg.count()], 100.0, 1)[0] == "wid"
+    assert choose_method(Landmark(10), [agg.count()], 0.0, 1)[0] == "paned"
