@@ -80,6 +80,11 @@ def run(ctx: RunContext) -> Outcome:
         Check("OOP uses no more memory (items) than IOP at every delay",
               all(a <= b for a, b in zip(col("oop_peak_items"), col("iop_peak_items"))),
               {"oop": col("oop_peak_items"), "iop": col("iop_peak_items")}, "oop <= iop"),
+        Check("OOP's memory in bytes also grows more slowly than IOP's",
+              _slope(x, col("oop_peak_bytes")) < _slope(x, col("iop_peak_bytes")),
+              {"oop_bytes_per_s": round(_slope(x, col("oop_peak_bytes"))),
+               "iop_bytes_per_s": round(_slope(x, col("iop_peak_bytes")))},
+              "slope(oop bytes) < slope(iop bytes) (OOP's hash index costs bytes per tuple)"),
     ]
     plot = panel_plot(ctx, "fig8-10.png", x, [
         ("peak state (items)", {"OOP (Meld + OA-Join)": col("oop_peak_items"),

@@ -94,6 +94,11 @@ def run(ctx: RunContext) -> Outcome:
         Check("OOP holds about as many tuples as IOP (in join state instead of merge buffers)",
               all(0.5 <= q <= 2.0 for q in ratio), [round(q, 3) for q in ratio],
               "OOP/IOP peak items within a factor of 2 at every skew"),
+        Check("OOP's structural overhead in bytes is moderate (004: at most ~20% more)",
+              all(0.5 <= o / i <= 2.0 for o, i in zip(col("oop_peak_bytes"), col("iop_peak_bytes"))
+                  if i),
+              [round(o / i, 3) for o, i in zip(col("oop_peak_bytes"), col("iop_peak_bytes")) if i],
+              "OOP/IOP peak bytes within a factor of 2 at every skew (hash index vs Arrow rows)"),
     ]
     plot = panel_plot(ctx, "fig8-9.png", x, [
         ("peak state (items)", {"OOP (Meld + OA-Join)": col("oop_peak_items"),

@@ -5,7 +5,7 @@ window join (004 Fig. 7-1): their payload rows as Arrow chunks, and a
 chained hash index over numpy arrays::
 
     ts[e]   event time of entry e          kh[e]   key hash (exact key for int keys)
-    bk[e]   bucket key (kh, or kh+window)  row[e]  position in the payload chunks
+    bk[e]   bucket key (kh, or kh+window)  (entry e is payload row e of the chunks)
     nxt[e]  next entry of the same bucket  flag[e] bit0 matched, bit1 dead
     head[b] newest entry of bucket b (-1 = empty), b = mix64(bk) & mask
 
@@ -22,7 +22,7 @@ the tests compare against. Kernels release the GIL (``nogil=True``) so the
 split join can probe several states on threads.
 
 State accounting is O(1): ``items`` = live entries, ``bytes`` = index arrays
-(41 B per entry incl. dead ones awaiting compaction, 8 B per bucket) + the
+(33 B per entry incl. dead ones awaiting compaction, 8 B per bucket) + the
 Arrow payload's ``nbytes``.
 """
 
@@ -41,7 +41,7 @@ __all__ = ["SideState", "probe_kernel", "probe_reference", "link_kernel"]
 
 MATCHED = np.uint8(1)
 DEAD = np.uint8(2)
-_ENTRY_BYTES = 8 * 5 + 1
+_ENTRY_BYTES = 8 * 4 + 1
 
 
 @nb.njit(cache=True, nogil=True)
@@ -115,7 +115,6 @@ class SideState:
         self.ts = np.empty(cap, dtype=np.int64)
         self.kh = np.empty(cap, dtype=np.int64)
         self.bk = np.empty(cap, dtype=np.int64)
-        self.row = np.empty(cap, dtype=np.int64)
         self.nxt = np.empty(cap, dtype=np.int64)
         self.flag = np.zeros(cap, dtype=np.uint8)
         self.head = np.full(64, -1, dtype=np.int64)
@@ -138,7 +137,7 @@ class SideState:
         cap = len(self.ts)
         if need > cap:
             new = max(need, 2 * cap)
-            for name in ("ts", "kh", "bk", "row", "nxt", "flag"):
+            for name in ("ts", "kh", "bk", "nxt", "flag"):
                 a = getattr(self, name)
                 b = np.zeros(new, dtype=a.dtype) if name == "flag" else np.empty(new, dtype=a.dtype)
                 b[: self.n] = a[: self.n]
@@ -161,7 +160,6 @@ class SideState:
         self.ts[s:e] = ts
         self.kh[s:e] = kh
         self.bk[s:e] = bk
-        self.row[s:e] = np.arange(self.rows_total, self.rows_total + m, dtype=np.int64)
         self.flag[s:e] = 0 if flag is None else flag
         link_kernel(self.bk, self.nxt, self.head, np.int64(len(self.head) - 1),
                     np.int64(s), np.int64(e))
@@ -190,7 +188,7 @@ class SideState:
 
         ``order`` permutes ``entries`` into the order of the returned rows.
         """
-        pos = self.row[entries]
+        pos = np.asarray(entries, dtype=np.int64)  # entry e is payload row e
         if len(self.chunks) == 1:
             return np.arange(len(entries)), self.chunks[0].take(pa.array(pos - self.starts[0]))
         starts = np.asarray(self.starts, dtype=np.int64)
@@ -244,7 +242,6 @@ class SideState:
         self.kh[:m] = self.kh[:n][kept]
         self.bk[:m] = self.bk[:n][kept]
         self.flag[:m] = self.flag[:n][kept]
-        self.row[:m] = np.arange(m, dtype=np.int64)
         self.n = m
         self.alive = m
         h = 64
@@ -265,7 +262,7 @@ class SideState:
     def snapshot(self) -> dict[str, Any]:
         n = self.n
         return {"ts": self.ts[:n].copy(), "kh": self.kh[:n].copy(), "bk": self.bk[:n].copy(),
-                "row": self.row[:n].copy(), "flag": self.flag[:n].copy(),
+                "flag": self.flag[:n].copy(),
                 "chunks": list(self.chunks), "starts": list(self.starts),
                 "rows_total": self.rows_total, "alive": self.alive}
 
@@ -274,7 +271,7 @@ class SideState:
         st = cls(len(s["ts"]))
         n = len(s["ts"])
         st._grow(n)
-        for name in ("ts", "kh", "bk", "row", "flag"):
+        for name in ("ts", "kh", "bk", "flag"):
             getattr(st, name)[:n] = s[name]
         st.n = n
         link_kernel(st.bk, st.nxt, st.head, np.int64(len(st.head) - 1), np.int64(0), np.int64(n))
@@ -282,9 +279,7 @@ class SideState:
         st.chunks, st.starts = list(s["chunks"]), list(s["starts"])
         st.rows_total = s["rows_total"]
         st.payload_bytes = sum(c.nbytes for c in st.chunks)
-        live = (st.flag[:n] & DEAD) == 0
         st.min_ts = int(st.ts[:n].min()) if n else INT64_MAX
-        del live
         return st
 
     # ---- invariants --------------------------------------------------
@@ -304,7 +299,7 @@ class SideState:
         live = (self.flag[:n] & DEAD) == 0
         assert int(live.sum()) == self.alive, (int(live.sum()), self.alive)
         assert sum(c.num_rows for c in self.chunks) == self.rows_total
-        assert n == 0 or int(self.row[:n].max()) < self.rows_total
+        assert n == self.rows_total, "entries and payload rows out of step"
         if n:
             assert self.min_ts <= int(self.ts[:n].min())
         if min_live_ts is not None and self.alive:
