@@ -205,3 +205,10 @@ def test_group_watermarks_open_groups_and_bad_ids():
     assert g.open_groups().tolist() == [1]
     with pytest.raises(ValueError, match=">= 0"):
         g.observe(np.array([-1]), np.array([1]))
+
+
+@given(st.lists(st.integers(-2**62, 2**62), min_size=1, max_size=100))
+def test_time_bounds_kernel_equals_reference(ts):
+    from oop.progress.watermark import time_bounds, time_bounds_reference
+
+    assert time_bounds(np.asarray(ts, dtype=np.int64)) == time_bounds_reference(ts)

@@ -25,10 +25,10 @@ import pyarrow as pa
 
 from oop.errors import ConfigError, EmptyInputError, NullTimeError, PunctuationOrderError, SchemaMismatchError
 from oop.operators.base import Operator, StreamInfo
-from oop.progress.watermark import HighWatermark, LowWatermark
+from oop.progress.watermark import HighWatermark, LowWatermark, time_bounds
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
 from oop.punctuation.ordered import Ordered
-from oop.stream.elements import Element, Punctuation
+from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import TimeSpec, check_time_column, null_time_mask, time_values
 
@@ -178,15 +178,23 @@ class Source(Operator):
         extra = self.generator.late_bound()
         if extra is not None and extra > bound:
             bound = extra
-        all_times = times
-        on_time, late, times = split_late(
-            batch, times, bound, self.late_policy, self.name, self.time
-        )
-        if late is not None:
-            self.generator.on_late(all_times[all_times < bound])
-            self._route_late(late)
+        lo, hi = time_bounds(times) if len(times) else (bound, INT64_MIN)
+        if lo >= bound:
+            # fast path (one fused min/max pass): nothing in the batch is late
+            on_time = batch
+            if hi > self.hwm.value:
+                self.hwm.value = hi
+        else:
+            all_times = times
+            on_time, late, times = split_late(
+                batch, times, bound, self.late_policy, self.name, self.time
+            )
+            if late is not None:
+                self.generator.on_late(all_times[all_times < bound])
+                self._route_late(late)
+            if on_time.num_rows:
+                self.hwm.observe(times)
         if on_time.num_rows:
-            self.hwm.observe(times)
             out.append(on_time)
         out.extend(self._punctuate(self.generator.on_batch(on_time, times)))
         gauges = self.generator.gauges()

@@ -20,11 +20,41 @@ False
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from oop.errors import PunctuationOrderError
 from oop.stream.elements import INT64_MIN
 
-__all__ = ["LowWatermark", "HighWatermark"]
+__all__ = ["LowWatermark", "HighWatermark", "time_bounds", "time_bounds_reference"]
+
+
+@njit(cache=True)
+def _bounds_kernel(times: np.ndarray) -> tuple[int, int]:
+    lo = times[0]
+    hi = times[0]
+    for i in range(1, times.shape[0]):
+        t = times[i]
+        lo = min(lo, t)  # branch-free: LLVM vectorizes both reductions
+        hi = max(hi, t)
+    return lo, hi
+
+
+def time_bounds(times: np.ndarray) -> tuple[int, int]:
+    """``(min, max)`` of a non-empty int64 array in one pass (numba). O(n).
+
+    A source needs both per batch: the min to see whether anything is late,
+    the max for its high-watermark.
+
+    >>> time_bounds(np.array([5, 2, 9], dtype=np.int64))
+    (2, 9)
+    """
+    lo, hi = _bounds_kernel(np.ascontiguousarray(times, dtype=np.int64))
+    return int(lo), int(hi)
+
+
+def time_bounds_reference(times: list[int]) -> tuple[int, int]:
+    """Tuple-at-a-time reference of :func:`time_bounds`."""
+    return min(times), max(times)
 
 
 class LowWatermark:
