@@ -87,8 +87,11 @@ class Slack:
 
 # ---- kernels -------------------------------------------------------------
 @njit(cache=True)
-def _extent_lane(elo, ehi, codes, vals, valid, n_groups, op):  # type: ignore[no-untyped-def]
+def _extent_lane(elo, ehi, ewid, minw, codes, vals, valid, n_groups, op):  # type: ignore[no-untyped-def]
     """Materialise each extent ``rows[elo[k]:ehi[k]]`` and reduce per group.
+
+    Row ``i`` counts in extent ``k`` only when ``minw[i] <= ewid[k]`` (generous
+    slack: a tuple joins the extents still open at its arrival).
 
     Output order: extent by extent, groups in order of first appearance.
     Returns (ext index, code, rows, non-null count, accumulator).
@@ -107,6 +110,8 @@ def _extent_lane(elo, ehi, codes, vals, valid, n_groups, op):  # type: ignore[no
     for k in range(elo.shape[0]):
         first = n
         for i in range(elo[k], ehi[k]):
+            if minw[i] > ewid[k]:
+                continue
             g = codes[i]
             j = slot[g]
             if j < 0:
@@ -282,6 +287,10 @@ class BufferingWindow(Operator):
         if not isinstance(kind, (Sliding, RowSliding)) or getattr(kind, "partitioned", False):
             raise ConfigError(f"{name}: the buffering baseline covers Tumbling, Sliding and "
                               f"RowSliding windows, not {type(kind).__name__}")
+        if differential and slack is not None and slack.semantics == "generous":
+            raise ConfigError(f"{name}: generous slack adds a late tuple to only some of its "
+                              "extents, which the differential variant cannot subtract; use "
+                              "differential=False")
         if self.row_based and slack is not None:
             raise ConfigError(f"{name}: row-based windows are ordered by arrival; slack does not apply")
         self.attr = ""
@@ -296,6 +305,7 @@ class BufferingWindow(Operator):
         self.value_cols: list[str] = []
         self.buf_t = np.zeros(0, np.int64)
         self.buf_codes = np.zeros(0, np.int64)
+        self.buf_minw = np.zeros(0, np.int64)  # first window each row may count in (generous)
         self.buf_vals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.diff_state: dict[tuple[str | None, str], tuple[np.ndarray, ...]] = {}
 
@@ -391,46 +401,42 @@ class BufferingWindow(Operator):
         return np.floor_divide(np.maximum(b, INT64_MIN // 2) - k.o, k.s)
 
     def _on_batch_generous(self, batch: pa.RecordBatch, times: np.ndarray) -> list[Element]:
-        """Generous slack, exactly as tuple at a time: close extents as the bound crosses them."""
+        """Generous slack, exactly as tuple at a time, in one pass over the batch.
+
+        Tuple ``i`` arrives when the bound is ``b_i`` (``hwm - d`` of the tuples
+        before it): every window ``w < first_open(b_i)`` is closed for it. It is
+        kept with ``minw = first_open(b_i)`` (it counts in windows ``>= minw``)
+        unless all its windows are closed (late).
+        """
         from oop.iop_baseline.sort_buffer import _arrival_bounds
 
         b = np.maximum(_arrival_bounds(times, self.hwm, self.d), self.bound)
         fo = self._first_open_vec(b)
-        cuts = np.flatnonzero(np.diff(fo)) + 1
-        starts = np.concatenate([[0], cuts]).astype(np.int64)
-        stops = np.concatenate([cuts, [len(times)]]).astype(np.int64)
-        out: list[Element] = []
-        late_all = np.zeros(len(times), bool)
-        for a, z in zip(starts.tolist(), stops.tolist()):
-            if int(b[a]) > self.bound:
-                self.bound = int(b[a])
-                out += self._close()
-            seg_t = times[a:z]
-            _, hi = self.kind.wids(seg_t)
-            closed = self.next_wid if self.next_wid is not None else INT64_MIN
-            _, last_end = self.kind.extents(hi - 1)
-            late = (hi - 1 < closed) | (last_end <= self.bound)
-            late_all[a:z] = late
-            lo_w, _ = self.kind.wids(seg_t)
-            self.metrics.count("partially_late", int(((lo_w < closed) & ~late).sum()))
-            if (~late).any():
-                keep = np.flatnonzero(~late) + a
-                self._ingest(batch.take(pa.array(keep)), times[keep])
-                self.hwm = max(self.hwm, int(times[keep].max()))
-        if late_all.any():
-            self._route_late(batch, late_all)
-        if self.hwm != INT64_MIN:
+        if self.next_wid is not None:
+            fo = np.maximum(fo, self.next_wid)
+        lo, hi = self.kind.wids(times)
+        late = hi - 1 < fo
+        self.metrics.count("partially_late", int(((lo < fo) & ~late).sum()))
+        if late.any():
+            self._route_late(batch, late)
+            keep = ~late
+            batch, times, fo = batch.filter(pa.array(keep)), times[keep], fo[keep]
+        if len(times):
+            self._ingest(batch, times, minw=fo)
+            self.hwm = max(self.hwm, int(times.max()))
             self.bound = max(self.bound, self.hwm - self.d)
-        return out + self._close()
+        return self._close()
 
-    def _ingest(self, batch: pa.RecordBatch, times: np.ndarray) -> None:
+    def _ingest(self, batch: pa.RecordBatch, times: np.ndarray,
+                minw: np.ndarray | None = None) -> None:
         codes = self.encoder.encode(batch).astype(np.int64) if self.encoder is not None \
             else np.zeros(len(times), np.int64)
         newvals = {}
         for c in self.value_cols:
             is_int = self.buf_vals[c][0].dtype == np.int64 if c in self.buf_vals else None
             newvals[c] = self._values(batch, c, float_=False if is_int is None else not is_int)
-        self._append(times, codes, newvals)
+        self._append(times, codes, newvals,
+                     np.full(len(times), INT64_MIN, np.int64) if minw is None else minw)
 
     def _route_late(self, batch: pa.RecordBatch, late: np.ndarray) -> None:
         n = int(late.sum())
@@ -445,7 +451,7 @@ class BufferingWindow(Operator):
         self.dropped += n
 
     def _append(self, times: np.ndarray, codes: np.ndarray,
-                vals: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+                vals: dict[str, tuple[np.ndarray, np.ndarray]], minw: np.ndarray) -> None:
         n0 = len(self.buf_t)
         all_t = np.concatenate([self.buf_t, times])
         sorted_already = (n0 == 0 or times[0] >= self.buf_t[-1]) and bool(np.all(times[1:] >= times[:-1]))
@@ -453,6 +459,8 @@ class BufferingWindow(Operator):
         self.buf_t = all_t if order is None else all_t[order]
         c = np.concatenate([self.buf_codes, codes])
         self.buf_codes = c if order is None else c[order]
+        mw = np.concatenate([self.buf_minw, minw])
+        self.buf_minw = mw if order is None else mw[order]
         for col, (v, valid) in vals.items():
             if col in self.buf_vals:
                 ov, ovalid = self.buf_vals[col]
@@ -514,7 +522,8 @@ class BufferingWindow(Operator):
                 if self.differential:
                     lanes[key] = self._diff(col, op, elo, ehi, v, valid, ng)
                 else:
-                    lanes[key] = _extent_lane(elo, ehi, self.buf_codes, v, valid, ng, _OPS[op])
+                    lanes[key] = _extent_lane(elo, ehi, wins, self.buf_minw, self.buf_codes, v,
+                                              valid, ng, _OPS[op])
             return lanes[key]
 
         base = lane(None, "sum")
@@ -592,6 +601,7 @@ class BufferingWindow(Operator):
             st[3][1] = max(hi - k, 0)
         self.buf_t = self.buf_t[k:]
         self.buf_codes = self.buf_codes[k:]
+        self.buf_minw = self.buf_minw[k:]
         self.buf_vals = {c: (v[k:], valid[k:] if len(valid) else valid)
                          for c, (v, valid) in self.buf_vals.items()}
 
@@ -622,6 +632,7 @@ class BufferingWindow(Operator):
         out = self._aggregate(wins) if len(wins) else []
         self.buf_t = self.buf_t[:0]
         self.buf_codes = self.buf_codes[:0]
+        self.buf_minw = self.buf_minw[:0]
         self.buf_vals = {c: (v[:0], valid[:0]) for c, (v, valid) in self.buf_vals.items()}
         return list(out)
 
@@ -632,7 +643,7 @@ class BufferingWindow(Operator):
         return StateSize(n, n * per)
 
     def snapshot(self) -> Any:
-        return {**super().snapshot(), "t": self.buf_t.copy(), "codes": self.buf_codes.copy(),
+        return {**super().snapshot(), "t": self.buf_t.copy(), "codes": self.buf_codes.copy(), "minw": self.buf_minw.copy(),
                 "vals": {c: (v.copy(), m.copy()) for c, (v, m) in self.buf_vals.items()},
                 "bound": self.bound, "hwm": self.hwm, "next": self.next_wid,
                 "rows": self.rows_seen, "p": self.punct_out, "enc": self.encoder,
@@ -641,6 +652,7 @@ class BufferingWindow(Operator):
     def restore(self, state: Any) -> None:
         super().restore(state)
         self.buf_t, self.buf_codes, self.buf_vals = state["t"], state["codes"], state["vals"]
+        self.buf_minw = state["minw"]
         self.bound, self.hwm, self.next_wid = state["bound"], state["hwm"], state["next"]
         self.rows_seen, self.punct_out = state["rows"], state["p"]
         self.encoder, self.dropped = state["enc"], state["dropped"]
@@ -648,7 +660,7 @@ class BufferingWindow(Operator):
 
     def _check(self) -> None:
         n = len(self.buf_t)
-        assert len(self.buf_codes) == n
+        assert len(self.buf_codes) == n and len(self.buf_minw) == n
         assert all(len(v) == n and (not len(m) or len(m) == n) for v, m in self.buf_vals.values())
         if n > 1:
             assert bool(np.all(self.buf_t[1:] >= self.buf_t[:-1])), "buffer not sorted"

@@ -8,9 +8,11 @@ front of each source). Input ``i``'s *frontier* ``f_i`` is the largest of its
 last tuple time and its last punctuation: every later tuple of ``i`` has
 ``time >= f_i``. An ended input has ``f_i = +inf``.
 
-On a tuple (input i): buffered in one pool sorted by time; ``f_i`` grows to
-the batch's max time; every pooled tuple with ``time <= min_j f_j`` is
-emitted, in order. A tuple below the largest time already emitted breaks the
+On a tuple (input i): the batch is sorted once and queued as a *run* on
+input i; ``f_i`` grows to the batch's max time; from every queued run the
+prefix with ``time <= min_j f_j`` is taken (binary search, zero-copy
+slices), and those rows are emitted in order (one stable sort of what is
+released). A tuple below the largest time already emitted breaks the
 order assumption: it is *late* (dropped and counted, or side output).
 
 On a punctuation ``P(a, v)`` (input i): ``f_i = max(f_i, v)`` -- this is how
@@ -18,9 +20,10 @@ punctuation *bridges a lull*: without it a silent input holds ``min f_j`` back
 and every other input's tuples pile up in the pool. Then release as above
 and emit ``P(a, min_j f_j)`` when it grew.
 
-State: the pooled tuples -- the buffering the thesis charges to IOP (lulls,
-time skew between inputs). Cost per batch: O(pool + batch) copies and a
-stable sort (linear on two sorted runs).
+State: the queued tuples -- the buffering the thesis charges to IOP (lulls,
+time skew between inputs). Cost per batch: a sort of the batch, a binary
+search per queued run, and a sort of the released rows -- O(released), not
+O(buffered).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError, SchemaMismatchError
-from oop.iop_baseline._pool import RowPool, take_batches
+from oop.iop_baseline._pool import to_batches
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
@@ -58,7 +61,11 @@ class Merge(Operator):
         self.frontier = [INT64_MIN] * n_inputs
         self.emitted_max = INT64_MIN  # largest time emitted
         self.punct_out = INT64_MIN
-        self.pool: RowPool | None = None
+        # per input: queued sorted runs (table, times); all rows > emitted order
+        self.runs: list[list[tuple[pa.Table, np.ndarray]]] = [[] for _ in range(n_inputs)]
+        self.held = 0
+        self.held_bytes = 0
+        self.schema: pa.Schema | None = None
         self.attr = ""
         self.dropped = 0
 
@@ -79,7 +86,7 @@ class Merge(Operator):
         if first.time is None:
             raise ConfigError(f"{self.name}: stream {first.name!r} has no progressing attribute to merge on")
         self.attr = first.time
-        self.pool = RowPool(first.schema)
+        self.schema = first.schema
         return first.with_schema(first.schema, name=self.name)
 
     @property
@@ -88,18 +95,36 @@ class Merge(Operator):
         return min(self.frontier)
 
     def _release(self) -> list[Element]:
-        assert self.pool is not None
         f = self.bound
-        if f == INT64_MIN or not len(self.pool):
+        if f == INT64_MIN or not self.held:
             return []
-        k = int(np.searchsorted(self.pool.times, f, side="right"))
-        if k == 0:
+        parts: list[pa.Table] = []
+        times: list[np.ndarray] = []
+        for q in self.runs:
+            keep: list[tuple[pa.Table, np.ndarray]] = []
+            for tab, t in q:
+                k = int(np.searchsorted(t, f, side="right"))
+                if k:
+                    parts.append(tab.slice(0, k))
+                    times.append(t[:k])
+                if k < len(t):
+                    keep.append((tab.slice(k), t[k:]) if k else (tab, t))
+            q[:] = keep
+        if not parts:
             return []
-        tab, times = self.pool.table, self.pool.times
-        out = take_batches(tab, np.arange(k, dtype=np.int64))
-        self.emitted_max = max(self.emitted_max, int(times[k - 1]))
-        self.pool.replace(tab, np.arange(k, len(times), dtype=np.int64), times[k:])
-        return list(out)
+        all_t = np.concatenate(times)
+        out = pa.concat_tables(parts)
+        if len(parts) > 1:
+            order = np.argsort(all_t, kind="stable")
+            out = out.take(pa.array(order))
+            all_t = all_t[order]
+        self.held -= len(all_t)
+        self.held_bytes = self._bytes()
+        self.emitted_max = max(self.emitted_max, int(all_t[-1]))
+        return to_batches(out)
+
+    def _bytes(self) -> int:
+        return sum(int(tab.nbytes) for q in self.runs for tab, _ in q) if self.held else 0
 
     def _punct(self) -> list[Element]:
         f = self.bound
@@ -109,7 +134,6 @@ class Merge(Operator):
         return []
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
-        assert self.pool is not None
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.attr, self.inputs[port].name)
@@ -133,12 +157,13 @@ class Merge(Operator):
             if not len(times):
                 return []
         self.frontier[port] = max(self.frontier[port], int(times.max()))
-        tab, all_t = self.pool.combined(batch, times)
-        n0 = len(self.pool)
-        idx = np.concatenate([np.arange(n0, dtype=np.int64),
-                              n0 + np.argsort(times, kind="stable")])
-        idx = idx[np.argsort(all_t[idx], kind="stable")]
-        self.pool.replace(tab, idx, all_t[idx])
+        tab = pa.Table.from_batches([batch])
+        if len(times) > 1 and not bool(np.all(times[1:] >= times[:-1])):
+            order = np.argsort(times, kind="stable")
+            tab, times = tab.take(pa.array(order)), times[order]
+        self.runs[port].append((tab, np.ascontiguousarray(times)))
+        self.held += len(times)
+        self.held_bytes += int(tab.nbytes)
         return self._release()
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
@@ -157,34 +182,35 @@ class Merge(Operator):
         return out + self._punct()
 
     def flush(self) -> list[Element]:
-        assert self.pool is not None
-        out = list(take_batches(self.pool.table, np.arange(len(self.pool), dtype=np.int64)))
-        self.pool.replace(self.pool.table, np.zeros(0, np.int64), np.zeros(0, np.int64))
-        return out
+        self.frontier = [INT64_MAX] * self.n_inputs
+        return self._release()
 
     def state_size(self) -> StateSize:
-        if self.pool is None:
-            return StateSize()
-        return StateSize(len(self.pool), self.pool.nbytes)
+        return StateSize(self.held, self.held_bytes)
 
     def snapshot(self) -> Any:
-        assert self.pool is not None
-        return {**super().snapshot(), "pool": self.pool.snapshot(), "frontier": list(self.frontier),
+        return {**super().snapshot(), "runs": [list(q) for q in self.runs], "held": self.held,
+                "frontier": list(self.frontier),
                 "emitted_max": self.emitted_max, "punct_out": self.punct_out,
                 "dropped": self.dropped}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
-        assert self.pool is not None
-        self.pool.restore(state["pool"])
+        self.runs = [list(q) for q in state["runs"]]
+        self.held = state["held"]
+        self.held_bytes = self._bytes()
         self.frontier = list(state["frontier"])
         self.emitted_max, self.punct_out = state["emitted_max"], state["punct_out"]
         self.dropped = state["dropped"]
 
     def _check(self) -> None:
-        assert self.pool is not None
-        self.pool._check()
-        if len(self.pool):
-            # whatever is pooled is above the bound (else it would have been released)
-            assert int(self.pool.times[0]) > self.bound or self.bound == INT64_MIN
-            assert int(self.pool.times[0]) >= self.emitted_max
+        n = 0
+        for q in self.runs:
+            for tab, t in q:
+                assert tab.num_rows == len(t) and len(t) > 0
+                assert bool(np.all(t[1:] >= t[:-1])), "a queued run is not sorted"
+                # whatever is queued is above the bound (else it would have been released)
+                assert int(t[0]) > self.bound or self.bound == INT64_MIN
+                assert int(t[0]) >= self.emitted_max
+                n += len(t)
+        assert n == self.held, (n, self.held)
