@@ -162,12 +162,12 @@ def bot_filter(
         return w.project([user, "window_start", "window_end"], name="bot_windows")
 
     w1 = w0.query(bots, name="bots")
-    rng = Sliding(bot_range, bot_slide)
+    rng = Sliding(bot_range, bot_slide).resolve(clicks.unit).r
 
     def sanitize(l: Stream, r: Stream) -> Stream:
-        # a click at t is in bot window [s, s+range) iff s <= t < s + range:
-        # band on the window's start: t - range < s <= t
-        return l.join(r, on=[user], band=(rng.range, 0), how="anti", name="not_bot")
+        # the bot windows progress on window_end e; a click at t lies in [e - range, e)
+        # iff t + 1 <= e <= t + range: the band (-1, range) on (t, e)
+        return l.join(r, on=[user], band=(-1, rng), how="anti", name="not_bot")
 
     w2 = w0.query(sanitize, w1.redistribute(shards, [user]), name="sanitized")
     return w2.redistribute(shards, [ad]).query(

@@ -198,12 +198,28 @@ class _Side:
     def __init__(self, producers: int, user: pa.Schema) -> None:
         self.frontier = MinFrontier(max(1, producers))
         self.producers = producers
+        self.ports: dict[int, int] = {}
         self.user = user
         self.queue: deque[tuple[pa.RecordBatch, int | None]] = deque()
         self.tuples_in = 0
         self.late = 0
         self.gen: _CarriedLogic | None = None
         self._empty = (pa.RecordBatch.from_arrays([pa.array([], f.type) for f in user], schema=user))
+
+    def _port(self, src: int) -> int:
+        # producer ids are labels (a Spark task's partition id depends on the plan around
+        # it, e.g. a union offsets them): ports are assigned in order of first appearance
+        port = self.ports.get(src)
+        if port is None:
+            port = len(self.ports)
+            if port >= len(self.frontier.values):
+                raise ConfigError(
+                    f"sharded input expected {self.producers} producer(s) but saw more "
+                    f"(ids {sorted(self.ports)} and {src}); the Spark partitioning changed "
+                    "between planning and running (disable adaptive query execution)"
+                )
+            self.ports[src] = port
+        return port
 
     def absorb(self, rows: pa.RecordBatch) -> None:
         """Split one chunk of this side's physical rows into data + melded punctuation."""
@@ -221,8 +237,7 @@ class _Side:
             seqs = rows.column(SEQ).to_numpy(zero_copy_only=False)
             for i in meta:
                 if k[i] == PUNCT:
-                    port = int(srcs[i]) if self.producers > 1 else 0
-                    v = self.frontier.update(port, int(ps[i]))
+                    v = self.frontier.update(self._port(int(srcs[i])), int(ps[i]))
                     if v is not None:
                         grown = v
                 else:
