@@ -283,8 +283,87 @@ def test_meld_joint_punctuation_and_group_error():
     assert op.on_end(1) == [JointPunctuation((("a", 5), ("b", 9)))]
     with pytest.raises(UnsupportedPunctuationError, match="same attributes"):
         op.on_punctuation(JointPunctuation((("b", 1), ("a", 1))), 0)
-    with pytest.raises(UnsupportedPunctuationError, match="group-wise punctuation on 'a'.*linearly"):
-        op.on_punctuation(GroupPunctuation("a", pa.record_batch({"b": [1]}), np.array([1])), 0)
+
+
+def _gp(keys, values, attr="ts"):
+    return GroupPunctuation(attr, pa.record_batch({"g": pa.array(keys, pa.int64())}),
+                            np.asarray(values, dtype=np.int64))
+
+
+def _gvals(els):
+    out = {}
+    for el in els:
+        if isinstance(el, GroupPunctuation):
+            out.update(zip(el.keys.column("g").to_pylist(), el.values.tolist()))
+    return out
+
+
+def test_meld_group_punctuation_scenario():
+    """Group bound of the union = min over inputs of max(linear, group bound).
+
+    in0: G(1:10, 2:4) ........ P6 .............
+    in1: ........... G(1:8) ........ P9 .... end
+    out: ........... G(1:8) .. - ... P6 G(1:9) G(1:10)
+
+    (after in1's P9, group 1 = min(max(6, 10), max(9, 8)) = 9; group 2 = min(6, 9) = 6
+    is no better than the linear P6, so it is not emitted; in1's end lifts group 1 to 10)
+    """
+    schema = pa.schema([("ts", pa.int64()), ("g", pa.int64())])
+    op = Meld(2)
+    op.open([StreamInfo(f"in{i}", schema, {"ts": "ms"}, "ts") for i in range(2)])
+    assert op.on_punctuation(_gp([1, 2], [10, 4]), 0) == []       # in1 knows nothing yet
+    assert _gvals(op.on_punctuation(_gp([1], [8]), 1)) == {1: 8}
+    out = op.on_punctuation(Punctuation("ts", 6), 0)
+    assert _gvals(out) == {} and not any(isinstance(e, Punctuation) for e in out)
+    out = op.on_punctuation(Punctuation("ts", 9), 1)
+    assert [e for e in out if isinstance(e, Punctuation)] == [Punctuation("ts", 6)]
+    assert _gvals(out) == {1: 9}          # min(max(6, 10), max(9, 8)); group 2: min(6, 9) = 6 = linear
+    op._check()
+    out = op.on_end(1)
+    assert _gvals(out) == {1: 10} and Punctuation("ts", 6) not in out
+    assert op.state_size().items == 2
+    with pytest.raises(UnsupportedPunctuationError, match="same group key"):
+        op.on_punctuation(GroupPunctuation("ts", pa.record_batch({"h": [1]}), np.array([1])), 0)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans(), st.integers(0, 3),
+                          st.integers(0, 20)), max_size=25))
+def test_meld_group_punctuation_model(events):
+    """After any sequence, every emitted group bound is <= the model's combined bound,
+    and the last one emitted for each group equals it whenever it beats the linear bound."""
+    n = 3
+    schema = pa.schema([("ts", pa.int64()), ("g", pa.int64())])
+    op = Meld(n)
+    op.open([StreamInfo(f"in{i}", schema, {"ts": "ms"}, "ts") for i in range(n)])
+    lin = [None] * n
+    grp = {}
+    last = {}
+    for port, is_group, g, v in events:
+        if is_group:
+            cur = grp.setdefault(g, [None] * n)
+            # group punctuation must not go below what this input promised before
+            base = max(x for x in (cur[port], lin[port], -1) if x is not None)
+            v = max(v, base)
+            cur[port] = v
+            out = op.on_punctuation(_gp([g], [v]), port)
+        else:
+            v = max(v, lin[port] if lin[port] is not None else v)
+            lin[port] = v
+            out = op.on_punctuation(Punctuation("ts", v), port)
+        for k, val in _gvals(out).items():
+            assert val > last.get(k, -10**9)
+            last[k] = val
+        op._check()
+    for k, b in grp.items():
+        per = [max(x for x in (b[i], lin[i]) if x is not None) if (b[i] is not None or lin[i] is not None)
+               else None for i in range(n)]
+        if any(x is None for x in per):
+            assert k not in last
+            continue
+        combined = min(per)
+        linear = min(lin) if all(x is not None for x in lin) else None
+        if linear is None or combined > linear:
+            assert last.get(k) == combined
 
 
 def test_meld_lull_holds_no_tuples():

@@ -17,16 +17,22 @@ On a joint punctuation (004 §7.2): the union promises the intersection of the
 inputs' latest boxes -- the component-wise min -- emitted when some
 component grew (:class:`~oop.progress.frontier.JointFrontier`).
 
-On a group-wise punctuation: refused with a clear error -- combine per group
-upstream, or punctuate the inputs linearly. (Melding group-wise bounds needs
-the group key space of every input; no operator of the engine emits them
-into a union yet.)
+On a group-wise punctuation ``(g, v)`` on input i (004 §8.2: "group-wise
+punctuation may require maintaining such state for each group"): input i's
+bound for group g is ``max(its linear lwm, its group bound for g)``; the
+union's bound for g is the min of that over the inputs. It is emitted (as a
+GroupPunctuation) when it exceeds both what was emitted for g and the
+union's linear punctuation. Linear punctuation and input ends can raise group
+bounds too, so they re-check the known groups (O(groups)). Every input must
+use the same group key columns. State: one int per (group, input).
 
 A quiet input stalls the *punctuation* of the union (never its tuples) until
 it punctuates or ends; give its source an ``Idle`` generator (lull rule,
 004 §8.1) so it advances on the data-time clock.
 
-Purges: nothing. Cost: O(1) per batch, O(n) per punctuation.
+Purges: nothing. Cost: O(1) per batch, O(n) per linear punctuation (plus
+O(groups * n) once group-wise punctuation was seen), O(k * n) per group-wise
+punctuation of k groups.
 
 Timeline (two inputs, linear punctuation on ts)::
 
@@ -47,12 +53,21 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from oop.errors import OopError, SchemaMismatchError
+from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo
 from oop.progress.frontier import JointFrontier, MinFrontier
-from oop.stream.elements import Element, GroupPunctuation, JointPunctuation, Punctuation
+from oop.stream.elements import (
+    INT64_MAX,
+    INT64_MIN,
+    Element,
+    GroupPunctuation,
+    JointPunctuation,
+    Punctuation,
+)
 
 __all__ = ["Meld", "UnsupportedPunctuationError", "meld_reference"]
 
@@ -72,6 +87,10 @@ class Meld(Operator):
         self.frontier = MinFrontier(n_inputs)  # the primary attribute's frontier
         self.frontiers: dict[str, MinFrontier] = {}
         self.joint: JointFrontier | None = None
+        # group-wise punctuation: attr -> group key -> bound per input; attr -> key -> emitted
+        self.group_bounds: dict[str, dict[tuple[Any, ...], list[int]]] = {}
+        self.group_emitted: dict[str, dict[tuple[Any, ...], int]] = {}
+        self.group_schema: pa.Schema | None = None
 
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         first = inputs[0]
@@ -107,7 +126,10 @@ class Meld(Operator):
         p = punctuation
         if isinstance(p, Punctuation):
             v = self._frontier(p.attr).update(port, p.value)
-            return [] if v is None else [Punctuation(p.attr, v)]
+            out: list[Element] = [] if v is None else [Punctuation(p.attr, v)]
+            if self.group_bounds.get(p.attr):
+                out.extend(self._emit_groups(p.attr, list(self.group_bounds[p.attr])))
+            return out
         if isinstance(p, JointPunctuation):
             if self.joint is None:
                 self.joint = JointFrontier(self.n_inputs, p.attrs)
@@ -122,12 +144,52 @@ class Meld(Operator):
                 ) from None
             return [] if b is None else [JointPunctuation(b)]
         if isinstance(p, GroupPunctuation):
+            return self._on_group(p, port)
+        raise UnsupportedPunctuationError(f"{self.name}: unknown punctuation {p!r}")
+
+    # ---- group-wise punctuation -------------------------------------------------
+    def _on_group(self, p: GroupPunctuation, port: int) -> list[Element]:
+        if self.group_schema is None:
+            self.group_schema = p.keys.schema
+        elif not p.keys.schema.equals(self.group_schema, check_metadata=False):
             raise UnsupportedPunctuationError(
                 f"{self.name}: input {port} (stream {self.inputs[port].name!r}) sent group-wise "
-                f"punctuation on {p.attr!r}; Meld combines linear and joint punctuation only -- "
-                "punctuate the inputs linearly (e.g. the min over groups) before the union"
+                f"punctuation keyed by {p.keys.schema.names} but earlier group punctuation was "
+                f"keyed by {self.group_schema.names}; every input must use the same group key"
             )
-        raise UnsupportedPunctuationError(f"{self.name}: unknown punctuation {p!r}")
+        bounds = self.group_bounds.setdefault(p.attr, {})
+        cols = [p.keys.column(i).to_pylist() for i in range(p.keys.num_columns)]
+        touched = []
+        for key, v in zip(zip(*cols), p.values.tolist()):
+            per_input = bounds.setdefault(key, [INT64_MIN] * self.n_inputs)
+            if v > per_input[port]:
+                per_input[port] = int(v)
+            touched.append(key)
+        return self._emit_groups(p.attr, touched)
+
+    def _emit_groups(self, attr: str, keys: Any) -> list[Element]:
+        bounds = self.group_bounds.get(attr)
+        if not bounds:
+            return []
+        linear = self._frontier(attr)
+        emitted = self.group_emitted.setdefault(attr, {})
+        out_keys: list[tuple[Any, ...]] = []
+        out_vals: list[int] = []
+        for key in keys:
+            per_input = bounds[key]
+            v = min(max(b, lin) for b, lin in zip(per_input, linear.values))
+            if v > emitted.get(key, INT64_MIN) and v > linear.emitted and v != INT64_MAX:
+                emitted[key] = v
+                out_keys.append(key)
+                out_vals.append(v)
+        if not out_keys:
+            return []
+        assert self.group_schema is not None
+        cols = list(zip(*out_keys))
+        kb = pa.RecordBatch.from_arrays(
+            [pa.array(list(c), type=f.type) for c, f in zip(cols, self.group_schema)],
+            schema=self.group_schema)
+        return [GroupPunctuation(attr, kb, np.asarray(out_vals, dtype=np.int64))]
 
     def on_end(self, port: int = 0) -> list[Element]:
         self._ended[port] = True
@@ -138,6 +200,9 @@ class Meld(Operator):
             v = f.end(port)
             if v is not None:
                 out.append(Punctuation(attr, v))
+        for attr, bounds in self.group_bounds.items():
+            self._frontier(attr)  # make sure the linear frontier knows the end
+            out.extend(self._emit_groups(attr, list(bounds)))
         if self.joint is not None:
             b = self.joint.end(port)
             if b is not None:
@@ -150,6 +215,10 @@ class Meld(Operator):
             "frontiers": {a: (list(f.values), f.emitted) for a, f in self.frontiers.items()},
             "joint": None if self.joint is None else
             (self.joint.attrs, list(self.joint.latest), self.joint.emitted),
+            "group_bounds": {a: {k: list(v) for k, v in d.items()}
+                             for a, d in self.group_bounds.items()},
+            "group_emitted": {a: dict(d) for a, d in self.group_emitted.items()},
+            "group_schema": self.group_schema,
         }
 
     def restore(self, state: Any) -> None:
@@ -158,15 +227,29 @@ class Meld(Operator):
             f = self._frontier(a)
             f.values = list(values)
             f.emitted = emitted
+        self.group_bounds = {a: {k: list(v) for k, v in d.items()}
+                             for a, d in state.get("group_bounds", {}).items()}
+        self.group_emitted = {a: dict(d) for a, d in state.get("group_emitted", {}).items()}
+        self.group_schema = state.get("group_schema")
         if state["joint"] is not None:
             attrs, latest, emitted = state["joint"]
             self.joint = JointFrontier(self.n_inputs, attrs)
             self.joint.latest = list(latest)
             self.joint.emitted = emitted
 
+    def state_size(self) -> StateSize:
+        """Group bounds held (never tuples). O(attributes)."""
+        items = sum(len(d) for d in self.group_bounds.values())
+        return StateSize(items, items * 8 * self.n_inputs)
+
     def _check(self) -> None:
         for f in self.frontiers.values():
             f._check()
+        for attr, bounds in self.group_bounds.items():
+            lin = self._frontier(attr).values
+            for key, v in self.group_emitted.get(attr, {}).items():
+                combined = min(max(b, x) for b, x in zip(bounds[key], lin))
+                assert v <= combined, (attr, key, v, combined)
         if self.joint is not None:
             self.joint._check()
 
