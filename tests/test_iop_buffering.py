@@ -167,3 +167,12 @@ def test_config_errors_name_the_fix():
         Slack(3, "lenient")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="cannot subtract"):
         BufferingWindow(Tumbling(5), [agg.count()], differential=True, slack=Slack(3, "generous"))
+
+
+@given(st.sampled_from(KINDS + [RowSliding(10, 3), RowSliding(4, 1)]),
+       st.lists(st.integers(-50, 200), max_size=40))
+def test_nonempty_windows_equals_kind_windows(kind, ts):
+    from oop.iop_baseline.buffering_window import nonempty_windows
+
+    t = np.sort(np.asarray(ts, np.int64))
+    assert nonempty_windows(kind, t).tolist() == kind.windows(t).tolist()

@@ -59,7 +59,7 @@ from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import parse_duration, time_values
 
-__all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference"]
+__all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference", "nonempty_windows"]
 
 SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std")
 _DIFFERENTIAL = ("count", "sum", "mean", "var", "std")
@@ -98,7 +98,7 @@ def _extent_lane(elo, ehi, ewid, minw, codes, vals, valid, n_groups, op):  # typ
     """
     total = 0
     for k in range(elo.shape[0]):
-        total += ehi[k] - elo[k]
+        total += min(ehi[k] - elo[k], n_groups)  # at most one output per (extent, group)
     oe = np.empty(total, np.int64)
     oc = np.empty(total, np.int64)
     orows = np.zeros(total, np.int64)
@@ -155,7 +155,7 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
     has_valid = valid.shape[0] > 0
     cap = 0
     for k in range(elo.shape[0]):
-        cap += ehi[k] - elo[k]
+        cap += min(ehi[k] - elo[k], n_groups)
     oe = np.empty(cap, np.int64)
     oc = np.empty(cap, np.int64)
     orows = np.empty(cap, np.int64)
@@ -220,6 +220,29 @@ def _diff_sub(codes, vals, valid, square, state_rows, state_nn, state_acc, a, b)
             continue
         state_nn[g] -= 1
         state_acc[g] -= vals[i] * vals[i] if square else vals[i]
+
+
+def nonempty_windows(kind: Any, sorted_times: np.ndarray) -> np.ndarray:
+    """Ids of the windows holding at least one of ``sorted_times`` (ascending), in O(windows).
+
+    For Sliding/Tumbling/RowSliding ``wids()`` is monotone in ``t``, so the
+    union of the ranges ``[lo(t), hi(t))`` is a few merged intervals -- no
+    ``range/slide`` expansion per tuple (``kind.windows`` is the reference).
+    """
+    if not len(sorted_times):
+        return np.zeros(0, np.int64)
+    lo, hi = kind.wids(np.unique(sorted_times))
+    hi_before = np.maximum.accumulate(hi)
+    new = np.ones(len(lo), bool)
+    new[1:] = lo[1:] > hi_before[:-1]
+    starts = lo[new]
+    ends = np.append(hi_before[np.flatnonzero(new)[1:] - 1], hi_before[-1])
+    lengths = np.maximum(ends - starts, 0)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, np.int64)
+    offs = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return np.arange(total, dtype=np.int64) + offs
 
 
 def extent_reference(times: Sequence[int], keys: Sequence[Any], vals: Sequence[Any],
@@ -496,7 +519,7 @@ class BufferingWindow(Operator):
             _, end_last = self.kind.extents(np.array([upto - 1], np.int64))
             k = int(np.searchsorted(self.buf_t, int(end_last[0]), side="left"))
             if k:
-                wins = self.kind.windows(np.unique(self.buf_t[:k]))
+                wins = nonempty_windows(self.kind, self.buf_t[:k])
                 wins = wins[(wins >= first_w) & (wins < upto)]
                 if len(wins):
                     out.extend(self._aggregate(wins))
@@ -626,7 +649,7 @@ class BufferingWindow(Operator):
         if not len(self.buf_t):
             return []
         # every remaining non-empty extent (all of them lie inside the buffer)
-        wins = self.kind.windows(np.unique(self.buf_t))
+        wins = nonempty_windows(self.kind, self.buf_t)
         if self.next_wid is not None:
             wins = wins[wins >= self.next_wid]
         out = self._aggregate(wins) if len(wins) else []
