@@ -217,10 +217,10 @@ class AdaptWID(Operator):
         ts_type = schema.field("window_start").type
         cols += [pa.array(start).cast(ts_type), pa.array(end).cast(ts_type)]
         for j, a in enumerate(self.logic.aggs):
-            parts = [a.finalize(b.states[j]) for _, b in closed]
-            arr = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
             t = schema.field(a.name).type
-            cols.append(arr if arr.type == t else arr.cast(t))
+            parts = [a.finalize(b.states[j]) for _, b in closed]
+            parts = [p if p.type == t else p.cast(t) for p in parts]
+            cols.append(pa.concat_arrays(parts) if len(parts) > 1 else parts[0])
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     # ---- state -----------------------------------------------------------------------------
