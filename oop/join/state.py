@@ -112,10 +112,7 @@ class SideState:
 
     def __init__(self, capacity: int = 1024) -> None:
         cap = max(16, int(capacity))
-        self.ts = np.empty(cap, dtype=np.int64)
-        self.kh = np.empty(cap, dtype=np.int64)
-        self.bk = np.empty(cap, dtype=np.int64)
-        self.nxt = np.empty(cap, dtype=np.int64)
+        self._entries(cap)
         self.flag = np.zeros(cap, dtype=np.uint8)
         self.head = np.full(64, -1, dtype=np.int64)
         self.n = 0            # entries in use (live + dead)
@@ -133,15 +130,21 @@ class SideState:
         return self.n * _ENTRY_BYTES + 8 * len(self.head) + self.payload_bytes
 
     # ---- insert ------------------------------------------------------
+    def _entries(self, cap: int) -> None:
+        """Entries are rows of one (cap, 4) array -- ts, kh, bk, nxt side by side, so a
+        probe touches one cache line per entry; the four names are strided views."""
+        self.ent = np.empty((cap, 4), dtype=np.int64)
+        self.ts, self.kh, self.bk, self.nxt = (self.ent[:, j] for j in range(4))
+
     def _grow(self, need: int) -> None:
         cap = len(self.ts)
         if need > cap:
             new = max(need, 2 * cap)
-            for name in ("ts", "kh", "bk", "nxt", "flag"):
-                a = getattr(self, name)
-                b = np.zeros(new, dtype=a.dtype) if name == "flag" else np.empty(new, dtype=a.dtype)
-                b[: self.n] = a[: self.n]
-                setattr(self, name, b)
+            old_ent, old_flag = self.ent, self.flag
+            self._entries(new)
+            self.ent[: self.n] = old_ent[: self.n]
+            self.flag = np.zeros(new, dtype=np.uint8)
+            self.flag[: self.n] = old_flag[: self.n]
         if need > len(self.head):  # load factor <= 1
             h = len(self.head)
             while need > h:
