@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = [
     "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
-    "upd_last", "upd_rows_sums", "rank_in_partition", "update_ref",
+    "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "update_ref",
 ]
 
 
@@ -57,6 +57,22 @@ def upd_rows_sums(rows, nacc, nn, facc, fvals, nf, codes, lo, hi, C, mask):
                 nacc[f][j] += 1
             for f in range(nf):
                 facc[f][j] += fvals[f][i]
+    return new
+
+
+@nb.njit(cache=True)
+def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
+    """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes)."""
+    new = 0
+    for i in range(codes.shape[0]):
+        j = (units[i] & mask) * C + codes[i]
+        if rows[j] == 0:
+            new += 1
+        rows[j] += 1
+        for f in range(nn):
+            nacc[f][j] += 1
+        for f in range(nf):
+            facc[f][j] += fvals[f][i]
     return new
 
 

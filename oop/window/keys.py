@@ -142,6 +142,7 @@ class KeyEncoder:
         self._lut: np.ndarray | None = None  # direct path, or None when disabled
         self._direct = len(self.columns) == 1
         self._types: list[pa.DataType] | None = None
+        self._ints: np.ndarray | None = np.empty(1024, np.int64) if self._direct else None
 
     # ---- encoding --------------------------------------------------------
     def _component(self, j: int, arr: pa.Array) -> np.ndarray:
@@ -201,6 +202,7 @@ class KeyEncoder:
                         self.n_codes, n_new = _encode_direct(v, self._lut, self.n_codes, out,
                                                              new_rows)
                         self._add_keys(batch, new_rows[:n_new])
+                        self._add_int_values(v[new_rows[:n_new]])
                         return out
             if n:
                 self._leave_direct()
@@ -218,9 +220,21 @@ class KeyEncoder:
         self._add_keys(batch, new_rows[:n_new])
         return out
 
+    def _add_int_values(self, vals: np.ndarray) -> None:
+        """Direct path: keep key values by code in numpy too (fast :meth:`keys`)."""
+        if self._ints is None:
+            return
+        need = self.n_codes
+        if need > self._ints.shape[0]:
+            grown = np.empty(max(need, 2 * self._ints.shape[0]), np.int64)
+            grown[: self._ints.shape[0]] = self._ints
+            self._ints = grown
+        self._ints[need - vals.shape[0]: need] = vals
+
     def _leave_direct(self) -> None:
         """Move codes found by the direct path into the hash table (once)."""
         self._direct = False
+        self._ints = None
         if self._lut is None:
             return
         lut, self._lut = self._lut, None
@@ -264,6 +278,8 @@ class KeyEncoder:
         """The key columns for ``codes`` (one Arrow array per key column)."""
         if not self.columns:
             return []
+        if self._ints is not None and self._lut is not None and self._types is not None:
+            return [pa.array(self._ints[np.asarray(codes, np.int64)]).cast(self._types[0])]
         t = self.key_table().take(pa.array(np.asarray(codes, np.int64)))
         return [t.column(i).combine_chunks() for i in range(t.num_columns)]
 
@@ -280,6 +296,7 @@ class KeyEncoder:
             "n": self.n_codes, "codekeys": self._codekeys[: self.n_codes].copy(),
             "dicts": [dict(d) for d in self._dicts], "lut": None if self._lut is None else self._lut.copy(),
             "direct": self._direct, "keys": list(self._key_chunks), "types": self._types,
+            "ints": None if self._ints is None else self._ints[: self.n_codes].copy(),
         }
 
     def restore(self, s: dict[str, Any]) -> None:
@@ -296,6 +313,7 @@ class KeyEncoder:
         self._key_chunks = list(s["keys"])
         self._key_table = None
         self._types = s["types"]
+        self._ints = None if s["ints"] is None else np.concatenate([s["ints"], np.empty(1024, np.int64)])
 
     def _check(self) -> None:
         n_keys = 0 if not self._key_chunks else builtins_sum(b.num_rows for b in self._key_chunks)

@@ -189,8 +189,12 @@ class Sliding(WindowKind):
         return end - self.r, end
 
     def wids(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        d = np.asarray(values, np.int64) - self.o
-        return _fdiv(d, self.s), _fdiv(d + self.r, self.s)
+        v = np.asarray(values, np.int64)
+        d = v - self.o if self.o else v
+        lo = _fdiv(d, self.s)
+        if self.r == self.s:  # tumbling: one window per value
+            return lo, lo + 1
+        return lo, _fdiv(d + self.r, self.s)
 
     def first_open(self, bound: int) -> int:
         # end(w) = o + (w+1)s <= bound  <=>  w <= floor((bound-o)/s) - 1

@@ -161,6 +161,9 @@ class Ring:
         self.top = int(base)  # one past the largest unit ever updated
         self.live = 0  # number of non-empty (unit, code) cells
         self.fixed = False  # fixed R: rows are addressed per code (PA), base/top unused
+        # a column's non-null count equals the row count until it shows a null: its nn lane
+        # is only maintained (and read) from then on -- one random-access lane less per row
+        self.nn_active: set[str] = set()
         self.shift: dict[str, float] = {}
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
@@ -180,9 +183,30 @@ class Ring:
 
     def view(self, key: tuple[str, str | None], unit: int, time: bool = False) -> np.ndarray:
         """The ``C`` cells of ``unit`` in lane ``key`` (a view)."""
-        a = (self.tarr if time else self.arr)[key]
+        a = (self.tarr if time else self.arr)[self._alias(key)]
         r = unit & self.mask
         return a[r * self.C:(r + 1) * self.C]
+
+    def _alias(self, key: tuple[str, str | None]) -> tuple[str, str | None]:
+        """The lane that holds ``key``'s values (inactive nn lanes read the rows lane)."""
+        if key[0] == "nn" and key[1] not in self.nn_active:
+            return ("rows", None)
+        return key
+
+    def block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """All live cells of ``units`` (ascending, inside the ring) in one vectorized pass.
+
+        Returns (units of the cells, codes, lane values); cells are ordered by (unit, code).
+        """
+        u = np.asarray([x for x in units if self.base <= x < self.top], np.int64)
+        rr = u & self.mask
+        rows2d = self.arr[("rows", None)].reshape(self.R, self.C)
+        wi, codes = np.nonzero(rows2d[rr, :n])
+        cr = rr[wi]
+        lanes = {k: self.arr[self._alias(k)].reshape(self.R, self.C)[cr, codes] for k in self.arr}
+        for k in self.tarr:
+            lanes[("t:" + k[0], k[1])] = self.tarr[k].reshape(self.R, self.C)[cr, codes]
+        return u[wi], codes, lanes
 
     def reserve(self, top: int, n_codes: int) -> None:
         """Make room for units ``[base, top)`` and ``n_codes`` codes (grows by doubling)."""
@@ -221,17 +245,20 @@ class Ring:
 
     # ---- updating -----------------------------------------------------------
     def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-               cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int) -> None:
+               cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
+               single: bool = False) -> None:
         """Fold a batch into the lanes: row ``i`` updates units ``[lo[i], hi[i])`` of ``codes[i]``.
 
-        Requires ``base <= lo`` (late rows were removed). Cost: O(sum(hi-lo) x lanes).
+        ``single``: the caller guarantees ``hi == lo + 1`` (one unit per row: a
+        cheaper kernel). Requires ``base <= lo`` (late rows were removed).
+        Cost: O(sum(hi-lo) x lanes).
         """
         if codes.shape[0] == 0:
             return
         if self.fixed:
             self.reserve(self.top, n_codes)
         else:
-            top = int(hi.max())
+            top = int(lo.max()) + 1 if single else int(hi.max())
             self.reserve(top, n_codes)
             self.top = max(self.top, top)
         C, mask = self.C, self.mask
@@ -239,16 +266,27 @@ class Ring:
         def nonull(li: LaneInfo) -> bool:
             return cols[li.lane.column].valid.shape[0] == 0  # type: ignore[index]
 
-        fn = [li for li in self.lanes if li.lane.op == "nn" and nonull(li)]
+        for li in self.lanes:
+            if li.lane.op == "nn" and not nonull(li) and li.lane.column not in self.nn_active:
+                self.arr[li.key][:] = self.arr[("rows", None)]
+                self.nn_active.add(li.lane.column)  # type: ignore[arg-type]
+        fn = [li for li in self.lanes if li.lane.op == "nn" and nonull(li)
+              and li.lane.column in self.nn_active]
+        skip = {li.key for li in self.lanes if li.lane.op == "nn"
+                and li.lane.column not in self.nn_active}
         ff = [li for li in self.lanes if li.lane.op == "sum" and li.dtype == np.float64
               and nonull(li)]
         dummy_i, dummy_f = np.zeros(1, np.int64), np.zeros(1, np.float64)
         nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
         facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
         fvals = tuple(cols[li.lane.column].values for li in ff) or (dummy_f,)  # type: ignore[index]
-        self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals, len(ff),
-                                     codes, lo, hi, C, mask)
-        done = {li.key for li in fn} | {li.key for li in ff}
+        if single:
+            self.live += K.upd_rows_sums1(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
+                                          len(ff), codes, lo, C, mask)
+        else:
+            self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
+                                         len(ff), codes, lo, hi, C, mask)
+        done = {li.key for li in fn} | {li.key for li in ff} | skip
         for li in self.lanes:
             op, col = li.key
             if op == "rows" or li.key in done:
@@ -285,7 +323,7 @@ class Ring:
     # ---- reading / purging ----------------------------------------------------
     def row(self, unit: int) -> dict[tuple[str, str | None], np.ndarray]:
         """Copies of every lane's cells for ``unit`` (time lanes under key ('t:'+op, col))."""
-        out = {k: self.view(k, unit).copy() for k in self.arr}
+        out = {k: self.view(k, unit).copy() for k in self.arr}  # view() resolves aliases
         for k in self.tarr:
             out[("t:" + k[0], k[1])] = self.view(k, unit, time=True).copy()
         return out
@@ -321,7 +359,7 @@ class Ring:
     def gather(self, units: np.ndarray, codes: np.ndarray) -> dict:
         """Lane values at cells ``(units[i], codes[i])`` (time lanes under ('t:'+op, col))."""
         j = self.slots(units, codes)
-        out = {k: a[j] for k, a in self.arr.items()}
+        out = {k: self.arr[self._alias(k)][j] for k in self.arr}
         for k, a in self.tarr.items():
             out[("t:" + k[0], k[1])] = a[j]
         return out
@@ -336,13 +374,14 @@ class Ring:
                 self.tarr[li.key][j] = _I64MAX if li.lane.op == "first" else _I64MIN
 
     def snapshot(self) -> dict[str, Any]:
-        return {"fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+        return {"nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
                 "tarr": {k: v.copy() for k, v in self.tarr.items()}}
 
     def restore(self, s: dict[str, Any]) -> None:
         self.R, self.C, self.base, self.top, self.live = s["R"], s["C"], s["base"], s["top"], s["live"]
         self.fixed = s["fixed"]
+        self.nn_active = set(s["nn_active"])
         self.shift = dict(s["shift"])
         self.arr = {k: v.copy() for k, v in s["arr"].items()}
         self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
@@ -352,6 +391,9 @@ class Ring:
         assert self.top - self.base <= self.R, (self.base, self.top, self.R)
         assert int(np.count_nonzero(rows)) == self.live, (int(np.count_nonzero(rows)), self.live)
         assert (rows >= 0).all()
+        for k, a in self.arr.items():
+            if k[0] == "nn" and k[1] not in self.nn_active:
+                assert not a.any(), f"inactive lane {k} holds data"
         live_rows = {u & self.mask for u in range(self.base, self.top)}
         for r in range(self.R):
             if r not in live_rows:
