@@ -1,0 +1,110 @@
+"""``oop replay --spark``: --verify JSON line and exit codes, --shards, bad input -> one line, exit 2.
+
+In-process through ``oop.cli.main`` on the shared local[2] session (tests/conftest_spark.py);
+the no-Java case runs in a subprocess without java on PATH (no JVM is started).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from conftest_spark import spark  # noqa: F401 - the shared session fixture
+from oop.cli import main
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(0)
+    n = 4000
+    ts = np.arange(n, dtype=np.int64) * 5
+    arr = ts + rng.integers(0, 300, n)
+    p = tmp_path_factory.mktemp("cli") / "flows.parquet"
+    pq.write_table(pa.table({"ts": ts, "arr": arr, "k": rng.integers(0, 4, n),
+                             "len": rng.integers(40, 1500, n),
+                             "name": [f"h{i % 7}" for i in range(n)]}), p)
+    return p
+
+
+def _run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
+    rc = main(["replay", *argv])
+    out, err = capsys.readouterr()
+    return rc, out.strip().splitlines(), [l for l in err.strip().splitlines() if l]
+
+
+def test_verify_all_matched_exit_0(spark, flows, capsys, tmp_path) -> None:  # noqa: F811
+    out_file = tmp_path / "w.parquet"
+    rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
+                      "--key", "k", "--window", "sliding:2s,500ms", "--agg", "count",
+                      "--agg", "sum:len", "--punctuation", "bounded:300ms", "--batch-size", "256",
+                      "--spark", "--verify", "--out", str(out_file))
+    assert rc == 0
+    assert len(out) == 1, out  # exactly one JSON line on stdout
+    rep = json.loads(out[0])
+    assert set(rep) == {"windows", "matched", "mismatched", "missing", "extra", "late"}
+    assert rep["windows"] == rep["matched"] > 0 and rep["late"] == 0
+    assert pq.read_table(out_file).num_rows == rep["windows"]
+
+
+def test_verify_sharded_and_late_exit_1(spark, flows, capsys) -> None:  # noqa: F811
+    rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
+                      "--key", "k", "--window", "tumbling:1s", "--agg", "count",
+                      "--punctuation", "bounded:300ms", "--spark", "--shards", "2", "--verify")
+    rep = json.loads(out[0])
+    assert rc == 0 and len(out) == 1 and rep["matched"] == rep["windows"] > 0
+    # a delay bound below the real disorder: tuples are late, windows differ -> exit 1
+    rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
+                      "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms",
+                      "--batch-size", "64", "--spark", "--verify")
+    rep = json.loads(out[0])
+    assert rc == 1 and len(out) == 1
+    assert rep["late"] > 0 and rep["mismatched"] > 0
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--time", "tss"], "did you mean 'ts'"),
+    (["--time", "name"], "cannot be event time"),
+    (["--time", "ts", "--key", "kk"], "--key column 'kk'"),
+    (["--time", "ts", "--arrival", "arival"], "--arrival column 'arival'"),
+    (["--time", "ts", "--agg", "sum:lenn"], "'lenn'"),
+])
+def test_bad_columns_one_line_exit_2(spark, flows, capsys, argv, needle) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    rc, out, err = _run(capsys, "--input", str(flows), *argv, "--window", "tumbling:1s",
+                        "--agg", "count", "--spark", "--verify")
+    assert rc == 2 and out == []
+    assert len(err) == 1 and err[0].startswith("oop: error:") and needle in err[0], err
+
+
+def test_empty_corrupt_missing_file_exit_2(spark, flows, capsys, tmp_path) -> None:  # noqa: F811
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pq.read_table(flows).slice(0, 0), empty)
+    corrupt = tmp_path / "corrupt.parquet"
+    corrupt.write_bytes(b"PAR1 this is not a parquet file at all" * 10)
+    for path, needle in ((empty, "no rows"), (corrupt, "cannot read"),
+                         (tmp_path / "nope.parquet", "no file")):
+        rc, out, err = _run(capsys, "--input", str(path), "--time", "ts", "--window",
+                            "tumbling:1s", "--agg", "count", "--spark")
+        assert rc == 2 and out == []
+        assert len(err) == 1 and err[0].startswith("oop: error:") and needle in err[0], err
+
+
+def test_no_java_one_line_exit_2(flows, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = str(tmp_path)  # no java here
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    p = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input", str(flows),
+                        "--time", "ts", "--window", "tumbling:1s", "--agg", "count", "--spark"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert p.returncode == 2, p.stderr
+    assert lines[-1].startswith("oop: error: no Java found") and "Traceback" not in p.stderr
