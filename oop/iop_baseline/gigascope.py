@@ -618,3 +618,10 @@ class GigascopeHighLevel(Operator):
 
     def state_size(self) -> StateSize:
         return StateSize(self.rows, self.rows * 32)
+
+    def snapshot(self) -> Any:
+        return {**super().snapshot(), "parts": list(self.parts), "rows": self.rows}
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        self.parts, self.rows = list(state["parts"]), state["rows"]
