@@ -27,11 +27,16 @@ every tuple is touched once per extent it belongs to (``range/slide`` times).
   consistent slack; the same as a time-slack SortBuffer in front).
 * :class:`Slack` ``(d, "generous")`` -- same ``bound``, but a late tuple is
   only dropped from the extents already closed; it still counts in every
-  extent that is open. Dropped only when all its extents are closed.
+  extent that is open (each buffered row keeps the first window it may
+  count in). Dropped only when all its extents are closed;
+  ``metrics.counters["partially_late"]`` counts the tuples kept for some
+  extents but missed by closed ones. (Not combinable with ``differential``.)
 
-On a punctuation (unless ``heartbeat=False``, the pure-slack plans): raise ``bound``, close the complete extents (emit them in
-order of ``window_end``), forward ``P(window_end, bound)``... the output
-progresses on ``window_end`` (and ``window_start``) like the WID output.
+On a punctuation ``P(a, v)`` (unless ``heartbeat=False``, the pure-slack
+plans): ``bound = max(bound, v)`` and the complete extents are closed.
+After closing, the operator emits ``P(window_end, e)`` with ``e`` the end of
+the first window still open: the output progresses on ``window_end`` like
+the WID output.
 
 State: the buffered tuples (items) -- the memory cost the thesis charges to
 buffering. Row-based windows (:class:`~oop.window.kinds.RowSliding`) use the
