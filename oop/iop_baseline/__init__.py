@@ -11,10 +11,19 @@ order-preserving joins OPOB / OPIB (:mod:`oop.iop_baseline.opob_join`,
 :mod:`oop.iop_baseline.opib_join`) when they are present.
 """
 
+from oop.iop_baseline.gigascope import (
+    CostModel,
+    FlushPolicy,
+    GigascopeHighLevel,
+    GigascopeLowLevel,
+    max_sustainable_rate,
+    simulate,
+)
 from oop.iop_baseline.merge import Merge
 from oop.iop_baseline.sort_buffer import SortBuffer, SortSpec
 
-__all__ = ["Merge", "SortBuffer", "SortSpec"]
+__all__ = ["Merge", "SortBuffer", "SortSpec", "FlushPolicy", "CostModel", "GigascopeLowLevel",
+           "GigascopeHighLevel", "simulate", "max_sustainable_rate"]
 
 try:  # optional pieces: each import is guarded so a missing module never breaks the package
     from oop.iop_baseline.reorder import Reorder  # noqa: F401
@@ -23,9 +32,9 @@ try:  # optional pieces: each import is guarded so a missing module never breaks
 except ImportError:  # pragma: no cover
     pass
 try:
-    from oop.iop_baseline.buffering_window import BufferingWindow  # noqa: F401
+    from oop.iop_baseline.buffering_window import BufferingWindow, Slack  # noqa: F401
 
-    __all__.append("BufferingWindow")
+    __all__ += ["BufferingWindow", "Slack"]
 except ImportError:  # pragma: no cover
     pass
 try:
