@@ -22,9 +22,10 @@ Delta, anything Spark reads -- into an ``oop`` source on the driver:
   batch's minimum; the driver folds the suffix minima over that small table
   (one int per batch). With the ideal no tuple is ever late.
 
->>> # doctest: +SKIP
->>> res = replay(spark.read.parquet("flows"), time="ts", arrival="arr",
-...              punctuation="ideal", plan=lambda s: s.window(Tumbling(1000), [agg.count()]))
+Example (needs a SparkSession ``spark``)::
+
+    res = replay(spark.read.parquet("flows"), time="ts", arrival="arr",
+                 punctuation="ideal", plan=lambda s: s.window(Tumbling(1000), [agg.count()]))
 """
 
 from __future__ import annotations
