@@ -263,3 +263,25 @@ def test_duration_specs_and_string_keys():
     got = {(r["key"], r["window_start"].timestamp(), r["mean_val"], r["count"])
            for r in res.table.to_pylist()}
     assert ("x", 2.0, 3.0, 2) in got and ("x", 3.0, None, 1) in got
+
+
+@settings(max_examples=30)
+@given(feeds(max_rows=60, n_keys=4), kinds, thresholds,
+       st.lists(st.sampled_from(range(len(ALL_AGGS) - 1)), min_size=1, max_size=4, unique=True))
+def test_equals_wid_operator_and_window_oracle(feed, kind, th, agg_idx):
+    """Through the fluent API: ``adaptive_window`` == ``window(method="wid")`` == ``window_oracle``."""
+    from oop.window.reference import window_oracle
+
+    t, items = feed
+    aggs = [ALL_AGGS[i] for i in agg_idx]
+
+    def src():
+        return oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                                schema=t.schema)
+
+    ada = src().adaptive_window(kind, aggs, by="key", thresholds=th).run()
+    wid = src().window(kind, aggs, by="key", method="wid").run()
+    assert ada.table.schema.equals(wid.table.schema)
+    got = result_cells(ada.table, aggs)
+    assert_same_cells(got, result_cells(wid.table, aggs))
+    assert_same_cells(got, result_cells(window_oracle(t, kind, aggs, by="key"), aggs))

@@ -157,6 +157,32 @@ class Stream:
                                         allowed_lateness=allowed_lateness, emit_wid=emit_wid,
                                         name=name))
 
+    def adaptive_window(
+        self,
+        kind: Any,
+        aggs: Any,
+        *,
+        by: str | Sequence[str] = (),
+        sources: Sequence["Stream"] | None = None,
+        thresholds: Any = "adaptive",
+        name: str = "adaptwid",
+    ) -> "Stream":
+        """AdaptWID (004 §6.3): per-group eager/lazy window aggregation; see :mod:`oop.adapt`.
+
+        Same output as :meth:`window` (``by``, ``window_start``, ``window_end``,
+        one column per aggregate, punctuated on ``window_end``) for Tumbling /
+        Sliding windows. ``sources``: other streams aggregated in union with
+        this one (their arrival-time offsets enter Cond. 6.9). ``thresholds``:
+        ``"adaptive"``, ``"eager"`` (WID), ``"lazy"`` (buffering) or an
+        ``oop.adapt.Thresholds``.
+        """
+        from oop.adapt.operator import AdaptWID
+
+        others = list(sources or ())
+        op = AdaptWID(kind, aggs, by=by, n_inputs=1 + len(others), thresholds=thresholds,
+                      name=name)
+        return self.via(op, *others)
+
     # ---- running -----------------------------------------------------
     def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
         """Build (but do not run) the plan ending in a collecting sink.
