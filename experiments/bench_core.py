@@ -121,12 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     best = {name: min(ts) for name, ts, _, _ in rows}
     print(f"# bench_core: {n:,} tuples, {BATCH:,}-row batches, a punctuation after every batch "
           f"({len(batches)} batches), best of {args.repeat} (median in brackets)")
-    print(f"{'run':<24} {'tuples/s':>14} {'(median)':>14} {'seconds':>9} {'vs bare':>8}")
+    print(f"{'run':<24} {'tuples/s':>14} {'(median)':>14} {'seconds':>9} {'us/batch':>9} "
+          f"{'vs bare':>8}")
     for name, ts, base, count in rows:
         tput = count / min(ts)
         med = count / statistics.median(ts)
+        per_batch = min(ts) / len(batches) * 1e6
         ratio = f"{min(ts) / best[base]:.2f}x" if base else ""
-        print(f"{name:<24} {tput:>14,.0f} {med:>14,.0f} {min(ts):>9.3f} {ratio:>8}")
+        print(f"{name:<24} {tput:>14,.0f} {med:>14,.0f} {min(ts):>9.3f} {per_batch:>9.1f} "
+              f"{ratio:>8}")
     out_pass, p_pass, late_pass = checks["pass"]
     out_sel, _, _ = checks["select"]
     out_meld, p_meld, late_meld = checks["meld"]
