@@ -176,6 +176,7 @@ class WindowAggregate(Operator):
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
         self.units: Any = None
+        self._clean: tuple[int, int] | None = None
         if self.method is not None:
             self._set_method(self.method, {})
         tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, info.time)
@@ -365,7 +366,11 @@ class WindowAggregate(Operator):
         if self.late is LatePolicy.UPDATE and self.lwm > INT64_MIN:
             keep = min(keep, self.bucket.first_open(self.lwm - self.lateness))
         unit = keep if self.units is None else self.units.first_unit_needed(keep)
-        self.ring.purge_below(unit)
+        c = self._clean  # units whose live cells _emit_windows already reset
+        clean = (self.units is None and c is not None and self.ring.base >= c[0]
+                 and min(unit, self.ring.top) <= c[1])
+        self.ring.purge_below(unit, clean=clean)
+        self._clean = None
         hunit = keep if self.units is None else self.units.holistic_unit_needed(keep)
         for ms in self.holistic.values():
             ms.purge_below(hunit)
@@ -401,6 +406,9 @@ class WindowAggregate(Operator):
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
             wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
+            if self.late is not LatePolicy.UPDATE:  # emitted = purged: reset just these cells
+                self.ring.reset_cells(wid, codes)
+                self._clean = (wids[0], wids[-1] + 1) if wids else None
             if codes.size == 0:
                 return None
             return self._build_arrays(wid, codes, lanes, revision)

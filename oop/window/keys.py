@@ -201,8 +201,7 @@ class KeyEncoder:
                             self._lut = grown
                         self.n_codes, n_new = _encode_direct(v, self._lut, self.n_codes, out,
                                                              new_rows)
-                        self._add_keys(batch, new_rows[:n_new])
-                        self._add_int_values(v[new_rows[:n_new]])
+                        self._add_int_values(v[new_rows[:n_new]])  # key rows kept as ints
                         return out
             if n:
                 self._leave_direct()
@@ -234,6 +233,9 @@ class KeyEncoder:
     def _leave_direct(self) -> None:
         """Move codes found by the direct path into the hash table (once)."""
         self._direct = False
+        if self._lut is not None and self._ints is not None and self._types is not None:
+            self._key_chunks = [self._int_key_batch()]
+            self._key_table = None
         self._ints = None
         if self._lut is None:
             return
@@ -265,8 +267,17 @@ class KeyEncoder:
             self._key_table = None
 
     # ---- decoding -----------------------------------------------------------
+    def _int_key_batch(self) -> pa.RecordBatch:
+        assert self._ints is not None and self._types is not None
+        arr = pa.array(self._ints[: self.n_codes]).cast(self._types[0])
+        return pa.record_batch([arr], names=self.columns)
+
     def key_table(self) -> pa.Table:
         """One row per code, in code order."""
+        if self._lut is not None and self._ints is not None:
+            if self._key_table is None or self._key_table.num_rows != self.n_codes:
+                self._key_table = pa.Table.from_batches([self._int_key_batch()])
+            return self._key_table
         if self._key_table is None:
             if not self._key_chunks:
                 raise ValueError("KeyEncoder: no keys seen yet")
@@ -316,6 +327,9 @@ class KeyEncoder:
         self._ints = None if s["ints"] is None else np.concatenate([s["ints"], np.empty(1024, np.int64)])
 
     def _check(self) -> None:
+        if self._lut is not None and self._ints is not None:
+            assert (self._lut[self._ints[: self.n_codes]] == np.arange(self.n_codes)).all()
+            return
         n_keys = 0 if not self._key_chunks else builtins_sum(b.num_rows for b in self._key_chunks)
         assert n_keys == self.n_codes, (n_keys, self.n_codes)
         if self._lut is not None:

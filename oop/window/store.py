@@ -339,10 +339,15 @@ class Ring:
             if li.key in self.tarr:
                 self.view(li.key, unit, time=True)[:] = _I64MAX if li.lane.op == "first" else _I64MIN
 
-    def purge_below(self, unit: int) -> None:
-        """Reset every unit ``< unit`` and move ``base`` there."""
-        for u in range(self.base, min(unit, self.top)):
-            self.reset(u)
+    def purge_below(self, unit: int, clean: bool = False) -> None:
+        """Reset every unit ``< unit`` and move ``base`` there.
+
+        ``clean``: the caller already reset every live cell below ``unit``
+        (:meth:`reset_cells` after emitting them), so only ``base`` moves.
+        """
+        if not clean:
+            for u in range(self.base, min(unit, self.top)):
+                self.reset(u)
         self.base = max(self.base, unit)
         self.top = max(self.top, self.base)
 
