@@ -388,3 +388,16 @@ def test_meld_rejects_mismatched_inputs():
     b = oop.from_arrow(pa.table({"ts": [1], "v": [1.0]}), time="ts", name="b")
     with pytest.raises(oop.SchemaMismatchError, match="input 1 \\(stream 'b'\\)"):
         a.meld(b).run()
+
+
+@given(st.data())
+def test_dupelim_result_independent_of_arrival_order(data):
+    """Two different arrival orders of the same tuples: the same distinct rows come out."""
+    t = data.draw(disordered_tables(n_keys=2, max_gap=1, max_delay=None))
+    perm = data.draw(st.permutations(range(t.num_rows)))
+    t2 = t.take(pa.array(perm, pa.int64()))
+    outs = []
+    for tab in (t, t2):
+        items = data.draw(exact_punctuation_feed(data.draw(batch_splits(tab))))
+        outs.append(_src(items, tab).dupelim().collect())
+    assert Counter(rows(outs[0])) == Counter(rows(outs[1])) == Counter(set(rows(t)))
