@@ -392,3 +392,32 @@ def test_auto_method_follows_the_cost_model():
     assert choose_method(Sliding(10, 9), [agg.max("v")], 0.01, 1)[0] == "wid"
     assert choose_method(Tumbling(10), [agg.count()], 100.0, 1)[0] == "wid"
     assert choose_method(Landmark(10), [agg.count()], 0.0, 1)[0] == "paned"
+
+
+@pytest.mark.parametrize("kind", [Tumbling(7), Sliding(10, 3), RowSliding(6, 2)], ids=repr)
+@settings(max_examples=15)
+@given(data=st.data())
+def test_hash_layout_equals_the_oracle(kind, data):
+    t, items = data.draw(feeds())
+    aggs = BOUNDED + [agg.median("val")]
+    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=t.schema)
+    op = window_operator(kind, aggs, by="key", method="wid", layout="hash")
+    res = s.via(op).run()
+    assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+    if t.num_rows:
+        assert op.plan_info["layout"].startswith("hash")
+
+
+def test_auto_layout_picks_hash_for_sparse_keys_and_dense_otherwise():
+    rng = np.random.default_rng(0)
+    n = 20_000
+    ts = np.sort(rng.integers(0, 100_000, n))
+    for keys, expect in ((rng.integers(0, 1_000_000, n), "hash"), (rng.integers(0, 50, n), "dense")):
+        t = pa.table({"ts": ts, "key": keys, "val": rng.integers(0, 9, n)})
+        op = window_operator(Tumbling(100), [agg.count(), agg.sum("val")], by="key", method="wid")
+        res = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(0),
+                             batch_size=4096).via(op).run()
+        assert op.plan_info["layout"].startswith(expect)
+        assert_same_rows(res.table, window_oracle(t, Tumbling(100), [agg.count(), agg.sum("val")],
+                                                  by="key", time="ts"))
+        op._check()

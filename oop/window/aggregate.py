@@ -106,8 +106,12 @@ class WindowAggregate(Operator):
         allowed_lateness: int | str = 0,
         emit_wid: bool = False,
         name: str = "window",
+        layout: str = "auto",
     ) -> None:
         super().__init__(name)
+        if layout not in ("auto", "dense", "hash"):
+            raise ConfigError(f"{name}: layout={layout!r}; use 'auto', 'dense' or 'hash'")
+        self.layout_config = layout
         if not isinstance(kind, WindowKind):
             raise ConfigError(f"{name}: {kind!r} is not a window kind; use oop.window.Tumbling(...) etc.")
         if method not in _METHODS:
@@ -215,6 +219,32 @@ class WindowAggregate(Operator):
         else:
             self.units = None
 
+    def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
+        """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
+
+        Auto rule, from the first batch: hash when there are >= 1024 keys and a
+        window/pane holds on average < 5% of them (the dense layout would be
+        > 95% empty cells). Hash is for WID only (panes combine dense vectors)
+        and not with late='update' (revisions read per-window rows).
+        """
+        can_hash = self.units is None and self.late is not LatePolicy.UPDATE
+        if self.layout_config == "hash":
+            if not can_hash:
+                raise ConfigError(f"{self.name}: layout='hash' needs method='wid' and a late policy "
+                                  "other than 'update'")
+            layout = "hash"
+        elif self.layout_config == "dense" or not can_hash or self.enc.n_codes < 1024:
+            layout = "dense"
+        else:
+            u = units - units.min()
+            pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
+            n_units = np.unique(u).shape[0]
+            density = pairs / (n_units * self.enc.n_codes)
+            layout = "hash" if density < 0.05 else "dense"
+            self.plan_info["key_density"] = float(density)
+        self.plan_info["layout"] = "hash (unit, code) cells" if layout == "hash" else "dense ring x codes"
+        return layout
+
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max() - times.min() + 1) if times.size else 1.0
         rate = times.size / span
@@ -268,8 +298,14 @@ class WindowAggregate(Operator):
             ulo, uhi = self.units.pane_range(times)
             lo = hi = None
         if self.ring is None:
-            self.ring = Ring(self.lanes, base=int(ulo.min()), rows=int((uhi - ulo).max()) * 2 + 2,
-                             codes=max(self.enc.n_codes, 64))
+            if self._choose_layout(codes, ulo) == "hash":
+                from oop.window.hashstore import HashCells
+
+                self.ring = HashCells(self.lanes, base=int(ulo.min()))
+            else:
+                self.ring = Ring(self.lanes, base=int(ulo.min()),
+                                 rows=int((uhi - ulo).max()) * 2 + 2,
+                                 codes=max(self.enc.n_codes, 64))
         else:
             low = int(ulo.min())
             if low < self.ring.base:
@@ -590,7 +626,12 @@ class WindowAggregate(Operator):
         self.bucket.restore(state["bucket"])
         self.enc.restore(state["enc"])
         if state["ring"] is not None:
-            self.ring = Ring(self.lanes)
+            if "cell_u" in state["ring"]:
+                from oop.window.hashstore import HashCells
+
+                self.ring = HashCells(self.lanes)
+            else:
+                self.ring = Ring(self.lanes)
             self.ring.restore(state["ring"])
         for k, v in state["ms"].items():
             self.holistic[k].restore(v)

@@ -33,8 +33,14 @@ def window_operator(
     allowed_lateness: int | str = 0,
     emit_wid: bool = False,
     name: str = "window",
+    layout: str = "auto",
 ) -> Operator:
-    """The operator computing the window query (see the module docstring)."""
+    """The operator computing the window query (see the module docstring).
+
+    ``layout`` (time and row windows): ``"dense"`` ring x codes, ``"hash"``
+    cells (WID only), or ``"auto"`` (decided on the first batch from the key
+    density, :meth:`WindowAggregate._choose_layout`).
+    """
     kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name)
     if isinstance(kind, PartitionedRows):
         from oop.window.partitioned import PartitionedRowsAggregate
@@ -47,7 +53,7 @@ def window_operator(
     if method == "paned":
         from oop.window.paned import PanedWID
 
-        return PanedWID(kind, aggs, **kw)  # type: ignore[arg-type]
+        return PanedWID(kind, aggs, layout=layout, **kw)  # type: ignore[arg-type]
     from oop.window.aggregate import WindowAggregate
 
-    return WindowAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+    return WindowAggregate(kind, aggs, method=method, layout=layout, **kw)  # type: ignore[arg-type]

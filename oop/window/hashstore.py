@@ -1,0 +1,224 @@
+"""Sparse layout of WID partial aggregates: an open-addressing hash table of (unit, code) cells.
+
+The dense ring (:class:`~oop.window.store.Ring`) spends ``R x C`` cells per
+lane whether or not a group is live in a window. When most groups are absent
+from most windows (many keys, each rare), :class:`HashCells` keeps only the
+live cells: a numba hash table (linear probing, power-of-two capacity, load
+<= 1/2) maps ``(unit, code)`` to a dense cell index, and every lane is a
+flat array indexed by cell. The lane kernels of :mod:`oop.window.kernels`
+are reused unchanged: called with ``codes = cell indices``, ``lo = 0``,
+``hi = 1`` and ``mask = 0`` they address ``acc[cell]``.
+
+Per batch: one probe per (row, unit) pair (sliding WID expands rows to
+their ``range/slide`` units first). Emission selects the cells of the
+emitted units (vectorized over the live cells); purging compacts the live
+cells and rebuilds the table (O(live cells) per punctuation, compiled).
+Memory: O(live cells x lanes). Used for WID only (Paned-WID combines panes
+as dense per-code vectors).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numba as nb
+import numpy as np
+
+from oop.window import kernels as K
+from oop.window.store import ColumnValues, LaneInfo, Ring
+
+__all__ = ["HashCells"]
+
+_I64MAX = np.iinfo(np.int64).max
+_I64MIN = np.iinfo(np.int64).min
+
+
+@nb.njit(cache=True)
+def _h(u, c):
+    h = np.uint64(u) * np.uint64(0x9E3779B97F4A7C15) ^ (np.uint64(c) + np.uint64(0x632BE59BD9B4E019))
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@nb.njit(cache=True)
+def _probe(units, codes, table, cell_u, cell_c, n_cells, insert, out):
+    """Cell index of every (units[i], codes[i]); inserts new cells when ``insert`` (else -1)."""
+    mask = np.uint64(table.shape[0] - 1)
+    for i in range(units.shape[0]):
+        u = units[i]
+        c = codes[i]
+        h = _h(u, c) & mask
+        while True:
+            k = table[h]
+            if k == -1:
+                if insert:
+                    table[h] = n_cells
+                    cell_u[n_cells] = u
+                    cell_c[n_cells] = c
+                    out[i] = n_cells
+                    n_cells += 1
+                else:
+                    out[i] = -1
+                break
+            if cell_u[k] == u and cell_c[k] == c:
+                out[i] = k
+                break
+            h = (h + np.uint64(1)) & mask
+    return n_cells
+
+
+@nb.njit(cache=True)
+def _rebuild(table, cell_u, cell_c, n_cells):
+    mask = np.uint64(table.shape[0] - 1)
+    for k in range(n_cells):
+        h = _h(cell_u[k], cell_c[k]) & mask
+        while table[h] != -1:
+            h = (h + np.uint64(1)) & mask
+        table[h] = k
+
+
+class HashCells(Ring):
+    """Live (unit, code) cells in a hash table; the Ring interface the WID operator uses."""
+
+    def __init__(self, lanes: Sequence[LaneInfo], base: int = 0, cap: int = 1024) -> None:
+        super().__init__(lanes, base=base, rows=2, codes=1)
+        self.cap = cap
+        self.n_cells = 0
+        self.cell_u = np.empty(cap, np.int64)
+        self.cell_c = np.empty(cap, np.int64)
+        self.table = np.full(2 * cap, -1, np.int64)
+        for li in self.lanes:
+            self.arr[li.key] = np.full(cap, li.identity(), li.dtype)
+            if li.key in self.tarr:
+                self.tarr[li.key] = np.full(cap, _I64MAX if li.lane.op == "first" else _I64MIN,
+                                            np.int64)
+
+    @property
+    def mask(self) -> int:  # kernels address acc[cell] with mask 0
+        return 0
+
+    def nbytes(self) -> int:
+        return self.cap * 8 * (2 + len(self.arr) + len(self.tarr)) + self.table.nbytes
+
+    def _grow(self, need: int) -> None:
+        if need <= self.cap:
+            return
+        cap = max(need, 2 * self.cap)
+        for name in ("cell_u", "cell_c"):
+            a = np.empty(cap, np.int64)
+            a[: self.n_cells] = getattr(self, name)[: self.n_cells]
+            setattr(self, name, a)
+        for li in self.lanes:
+            a = np.full(cap, li.identity(), li.dtype)
+            a[: self.n_cells] = self.arr[li.key][: self.n_cells]
+            self.arr[li.key] = a
+            if li.key in self.tarr:
+                t = np.full(cap, _I64MAX if li.lane.op == "first" else _I64MIN, np.int64)
+                t[: self.n_cells] = self.tarr[li.key][: self.n_cells]
+                self.tarr[li.key] = t
+        self.cap = cap
+        size = 1 << int(np.ceil(np.log2(2 * cap)))
+        self.table = np.full(size, -1, np.int64)
+        _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
+
+    def lower_base(self, low: int) -> None:
+        self.base = min(self.base, low)
+
+    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+               cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
+               single: bool = False) -> None:
+        """Fold a batch in: expand rows to (unit, code) pairs, probe cells, run the lane kernels."""
+        n = codes.shape[0]
+        if n == 0:
+            return
+        if single:
+            units, idx = lo, None
+        else:
+            span = hi - lo
+            idx = np.repeat(np.arange(n), span)
+            units = lo[idx] + (np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span))
+            codes = codes[idx]
+            times = times[idx]
+            cols = {c: ColumnValues(v.values[idx], v.valid[idx] if v.valid.shape[0] else v.valid)
+                    for c, v in cols.items()}
+        self.top = max(self.top, int(units.max()) + 1)
+        self._grow(self.n_cells + units.shape[0])
+        slots = np.empty(units.shape[0], np.int64)
+        self.n_cells = _probe(units, codes, self.table, self.cell_u, self.cell_c, self.n_cells,
+                              True, slots)
+        zeros = np.zeros(slots.shape[0], np.int64)
+        super().update(slots, zeros, zeros + 1, cols, times, n_codes=0, single=True)
+
+    def reserve(self, top: int, n_codes: int) -> None:  # capacity is managed by _grow
+        return
+
+    def block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        k = self.n_cells
+        cu, cc = self.cell_u[:k], self.cell_c[:k]
+        sel = np.flatnonzero(np.isin(cu, np.asarray(list(units), np.int64))
+                             & (self.arr[("rows", None)][:k] > 0))
+        order = np.lexsort((cc[sel], cu[sel]))
+        sel = sel[order]
+        lanes = {key: self.arr[self._alias(key)][sel] for key in self.arr}
+        for key, a in self.tarr.items():
+            lanes[("t:" + key[0], key[1])] = a[sel]
+        return cu[sel], cc[sel], lanes
+
+    def slots(self, units: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        out = np.empty(units.shape[0], np.int64)
+        _probe(np.asarray(units, np.int64), np.asarray(codes, np.int64), self.table, self.cell_u,
+               self.cell_c, self.n_cells, False, out)
+        return out
+
+    def view(self, key: tuple[str, str | None], unit: int, time: bool = False) -> np.ndarray:
+        raise NotImplementedError("HashCells has no per-unit rows; use block()")
+
+    def reset(self, unit: int) -> None:
+        self.purge_below(unit + 1) if unit < self.base + 1 else None
+
+    def purge_below(self, unit: int, clean: bool = False) -> None:
+        """Drop every cell of a unit ``< unit`` and compact the table. O(live cells)."""
+        self.base = max(self.base, unit)
+        self.top = max(self.top, self.base)
+        k = self.n_cells
+        keep = np.flatnonzero(self.cell_u[:k] >= unit)
+        if keep.shape[0] == k:
+            return
+        m = keep.shape[0]
+        self.live -= int(np.count_nonzero(self.arr[("rows", None)][:k])) - \
+            int(np.count_nonzero(self.arr[("rows", None)][keep]))
+        self.cell_u[:m] = self.cell_u[keep]
+        self.cell_c[:m] = self.cell_c[keep]
+        for li in self.lanes:
+            a = self.arr[li.key]
+            a[:m] = a[keep]
+            a[m:k] = li.identity()
+            if li.key in self.tarr:
+                t = self.tarr[li.key]
+                t[:m] = t[keep]
+                t[m:k] = _I64MAX if li.lane.op == "first" else _I64MIN
+        self.n_cells = m
+        self.table[:] = -1
+        _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
+
+    def snapshot(self) -> dict[str, Any]:
+        s = super().snapshot()
+        s.update(cap=self.cap, n_cells=self.n_cells, cell_u=self.cell_u.copy(),
+                 cell_c=self.cell_c.copy(), table=self.table.copy())
+        return s
+
+    def restore(self, s: dict[str, Any]) -> None:
+        super().restore(s)
+        self.cap, self.n_cells = s["cap"], s["n_cells"]
+        self.cell_u, self.cell_c, self.table = s["cell_u"].copy(), s["cell_c"].copy(), s["table"].copy()
+
+    def _check(self) -> None:
+        k = self.n_cells
+        rows = self.arr[("rows", None)]
+        assert int(np.count_nonzero(rows[:k])) == self.live
+        assert not rows[k:].any(), "cells beyond n_cells hold data"
+        assert int((self.table >= 0).sum()) == k
+        if k:
+            assert (self.slots(self.cell_u[:k], self.cell_c[:k]) == np.arange(k)).all()
