@@ -40,6 +40,15 @@ from oop.stream.elements import (
     Punctuation,
 )
 from oop.stream.late import LatePolicy
+from oop.window import (
+    Landmark,
+    PartitionedRows,
+    RowSliding,
+    SlideByTuple,
+    Sliding,
+    Tumbling,
+    agg,
+)
 
 __version__ = "0.1.0"
 
@@ -69,6 +78,13 @@ __all__ = [
     "Apply",
     "DupElim",
     "Meld",
+    "Tumbling",
+    "Sliding",
+    "Landmark",
+    "RowSliding",
+    "PartitionedRows",
+    "SlideByTuple",
+    "agg",
     "OopError",
     "ConfigError",
     "EmptyInputError",
