@@ -650,6 +650,7 @@ class BufferingWindow(Operator):
         return []
 
     def flush(self) -> list[Element]:
+        self._record_accuracy()
         self.bound = INT64_MAX - 1
         if not len(self.buf_t):
             return []
@@ -665,6 +666,11 @@ class BufferingWindow(Operator):
         return list(out)
 
     # ---- state -------------------------------------------------------------------
+    def _record_accuracy(self) -> None:
+        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
+        n = self.metrics.tuples_in
+        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
+
     def state_size(self) -> StateSize:
         n = len(self.buf_t)
         per = 16 + 8 * len(self.buf_vals)

@@ -182,8 +182,14 @@ class Merge(Operator):
         return out + self._punct()
 
     def flush(self) -> list[Element]:
+        self._record_accuracy()
         self.frontier = [INT64_MAX] * self.n_inputs
         return self._release()
+
+    def _record_accuracy(self) -> None:
+        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
+        n = self.metrics.tuples_in
+        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
 
     def state_size(self) -> StateSize:
         return StateSize(self.held, self.held_bytes)

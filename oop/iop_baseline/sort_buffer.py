@@ -361,12 +361,18 @@ class SortBuffer(Operator):
         return out + self._punct(v)
 
     def flush(self) -> list[Element]:
+        self._record_accuracy()
         assert self.pool is not None
         out: list[Element] = list(take_batches(self.pool.table, np.arange(len(self.pool))))
         self.pool.replace(self.pool.table, np.zeros(0, np.int64), np.zeros(0, np.int64))
         return out
 
     # ---- state ---------------------------------------------------------------
+    def _record_accuracy(self) -> None:
+        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
+        n = self.metrics.tuples_in
+        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
+
     def state_size(self) -> StateSize:
         if self.pool is None:
             return StateSize()
