@@ -185,7 +185,7 @@ class AdaptLogic:
             cols[c] = self.value_dtypes[c]
             cols[c + "?"] = np.dtype(np.bool_)
         self.buffer = LazyBuffer(cfg.n_bins, cols)
-        self.eager = EagerStore(self.aggs)
+        self.eager = EagerStore(self.aggs, count_tupcnt=self.mode_name == "adaptive")
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
         self.wed = WindowExtentDuration(self.kind.r)
         self.offsets = SourceOffsets(self.S)
@@ -197,7 +197,9 @@ class AdaptLogic:
         self.n_groups = 0
         self.mode = np.zeros(0, np.int8)
         self.wv = np.zeros((0, self.S), np.int32)
-        self.npart = np.zeros(0, np.int32)
+        # partials per group: at most the windows open at once (int16 unless RANGE/SLIDE is huge)
+        self._npart_t = np.int16 if self.kind.r // self.kind.s < 8_000 else np.int32
+        self.npart = np.zeros(0, self._npart_t)
         self.n_live = 0
         # counters
         self.tuples_in = 0
@@ -221,7 +223,7 @@ class AdaptLogic:
         if self.eager.n_partials:
             return self.eager.nbytes / self.eager.n_partials
         item = {c: t.itemsize for c, t in self.value_dtypes.items()}
-        return 8 + 8 * self.S + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
+        return 8 + 4 * self.S + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
 
     @property
     def tup(self) -> int:
@@ -252,7 +254,7 @@ class AdaptLogic:
         mode[: self.cap] = self.mode
         wv = np.zeros((cap, self.S), np.int32)
         wv[: self.cap] = self.wv
-        npart = np.zeros(cap, np.int32)
+        npart = np.zeros(cap, self._npart_t)
         npart[: self.cap] = self.npart
         self.mode, self.wv, self.npart, self.cap = mode, wv, npart, cap
         self.n_groups = n
@@ -393,7 +395,7 @@ class AdaptLogic:
         src = ch["src"][rows] if self.S > 1 else np.zeros(len(rows), np.int64)
         onehot = np.zeros((len(rows), self.S), np.int64)
         onehot[np.arange(len(rows)), src] = is_last
-        tupcnt = np.add.reduceat(onehot, starts, axis=0)
+        tupcnt = np.add.reduceat(onehot, starts, axis=0).astype(np.int32)
         seg_w, seg_g = ws[starts], g[starts]
         wb = np.flatnonzero(np.diff(seg_w)) + 1
         bounds = np.concatenate([[0], wb, [len(starts)]]).tolist()
@@ -546,11 +548,10 @@ class AdaptLogic:
             npart[blk.gids] += 1
         assert (expect[:g] == self.wv[:g]).all(), "winVol disagrees with the held tuples"
         assert (npart[:g] == self.npart[:g]).all(), "npart disagrees with the store"
-        if self.mode_name != "adaptive" or True:
-            # eager groups never have tuples in B
-            for b in self.buffer.bins:
-                for ch in b:
-                    assert (self.mode[ch["gid"]] == LAZY).all(), "an eager group has tuples in B"
+        # eager groups never have tuples in B
+        for b in self.buffer.bins:
+            for ch in b:
+                assert (self.mode[ch["gid"]] == LAZY).all(), "an eager group has tuples in B"
         if self.mode_name == "lazy":
             assert self.eager.n_partials == 0
         for w in self.open_wids:

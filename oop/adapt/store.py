@@ -81,7 +81,7 @@ def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, n
     gids = np.empty(n, np.int64)
     gids[pos_a] = a.gids
     gids[pos_b] = nb_gids
-    tup = np.empty((n, a.tupcnt.shape[1]), np.int64)
+    tup = np.empty((n, a.tupcnt.shape[1]), a.tupcnt.dtype)
     tup[pos_a] = a.tupcnt
     tup[pos_b] = b.tupcnt[sel]
     states = [state_interleave(sa, pos_a, state_take(sb, sel), pos_b, n)
@@ -92,8 +92,10 @@ def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, n
 class EagerStore:
     """Window id -> :class:`Block`. Tracks partial count and bytes incrementally."""
 
-    def __init__(self, aggs: Sequence[BlockAgg]) -> None:
+    def __init__(self, aggs: Sequence[BlockAgg], count_tupcnt: bool = True) -> None:
         self.aggs = list(aggs)
+        #: False when nothing monitors winVol (forced eager = WID): tupcnt is then not state
+        self.count_tupcnt = count_tupcnt
         self.blocks: dict[int, Block] = {}
         self.n_partials = 0
         self.nbytes = 0
@@ -105,18 +107,21 @@ class EagerStore:
             merged, new = block, block.gids
             old_bytes = 0
         else:
-            old_bytes = old.nbytes
+            old_bytes = self._bytes(old)
             merged, new = merge_blocks(self.aggs, old, block)
         self.blocks[wid] = merged
         self.n_partials += len(new)
-        self.nbytes += merged.nbytes - old_bytes
+        self.nbytes += self._bytes(merged) - old_bytes
         return new
+
+    def _bytes(self, b: Block) -> int:
+        return b.nbytes if self.count_tupcnt else b.nbytes - int(b.tupcnt.nbytes)
 
     def pop(self, wid: int) -> Block | None:
         b = self.blocks.pop(wid, None)
         if b is not None:
             self.n_partials -= len(b)
-            self.nbytes -= b.nbytes
+            self.nbytes -= self._bytes(b)
         return b
 
     def snapshot(self) -> Any:
@@ -125,7 +130,7 @@ class EagerStore:
     def restore(self, state: Any) -> None:
         self.blocks = {w: b.copy() for w, b in state.items()}
         self.n_partials = sum(len(b) for b in self.blocks.values())
-        self.nbytes = sum(b.nbytes for b in self.blocks.values())
+        self.nbytes = sum(self._bytes(b) for b in self.blocks.values())
 
     def _check(self) -> None:
         n = 0
@@ -136,4 +141,4 @@ class EagerStore:
                 assert all(len(x) == len(b) for x in s), f"block {w}: misaligned state"
             n += len(b)
         assert n == self.n_partials, (n, self.n_partials)
-        assert self.nbytes == sum(b.nbytes for b in self.blocks.values())
+        assert self.nbytes == sum(self._bytes(b) for b in self.blocks.values())
