@@ -9,12 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 import oop
-from oop.iop_baseline import BufferingWindow, Merge, Reorder, SortBuffer
-from oop.iop_baseline.buffering_window import Slack
+from oop.iop_baseline import Merge, Reorder, SortBuffer
 from oop.iop_baseline.gigascope import FlushPolicy, GigascopeHighLevel, GigascopeLowLevel
 from oop.operators.base import StreamInfo
 from oop.query import WindowQuery
