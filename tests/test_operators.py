@@ -149,10 +149,10 @@ def test_apply_bad_results_are_clear_errors():
 
 
 # ---- DupElim --------------------------------------------------------------------------------
-@given(feeds(n_keys=3, max_gap=1), st.sampled_from([None, ["ts", "key"]]))
-def test_dupelim_reference_oracle_state_and_accounting(feed, keys):
-    t, items = feed
-    op = DupElim(keys)
+@given(st.data(), st.sampled_from([None, ["ts", "key"]]), st.sampled_from(["auto", "arrow"]))
+def test_dupelim_reference_oracle_state_and_accounting(data, keys, kernel):
+    t, items = data.draw(feeds(n_keys=3, max_gap=1, string_keys=data.draw(st.booleans())))
+    op = DupElim(keys, kernel=kernel)
     res = _src(items, t).via(op).run()
     kcols = keys or ["ts", "key", "val"]
     ref_rows, ref_p, _ = dupelim_reference(items, kcols, "ts")
@@ -199,11 +199,17 @@ def test_dupelim_purges_on_punctuation_and_checks_invariants():
     assert op.metrics.counters["duplicates"] == 2
 
 
-def test_dupelim_nulls_compare_equal_and_key_rule():
-    b = pa.record_batch({"ts": [1, 1, 1], "k": pa.array([None, None, 2], pa.int64())})
-    op = DupElim()
+@pytest.mark.parametrize("kernel", ["auto", "arrow"])
+@pytest.mark.parametrize("ktype", [pa.int64(), pa.uint8(), pa.string()])
+def test_dupelim_nulls_compare_equal_and_key_rule(kernel, ktype):
+    vals = [None, None, "2"] if ktype == pa.string() else [None, None, 2]
+    b = pa.record_batch({"ts": [1, 1, 1], "k": pa.array(vals, ktype)})
+    op = DupElim(kernel=kernel)
     op.open([StreamInfo("s", b.schema, {"ts": "ms"}, "ts")])
-    assert op.on_batch(b)[0].column("k").to_pylist() == [None, 2]
+    assert op.on_batch(b)[0].column("k").to_pylist() == [None, vals[2]]
+    b2 = pa.record_batch({"ts": [1, 1], "k": pa.array([vals[2], None], ktype)})
+    assert op.on_batch(b2) == []
+    op._check()
     t = pa.table({"ts": [1], "k": [1]})
     with pytest.raises(oop.ConfigError, match="does not include its progressing attribute 'ts'"):
         oop.from_arrow(t, time="ts").dupelim(["k"]).run()
@@ -401,3 +407,31 @@ def test_dupelim_result_independent_of_arrival_order(data):
         items = data.draw(exact_punctuation_feed(data.draw(batch_splits(tab))))
         outs.append(_src(items, tab).dupelim().collect())
     assert Counter(rows(outs[0])) == Counter(rows(outs[1])) == Counter(set(rows(t)))
+
+
+@pytest.mark.parametrize("kernel", ["auto", "arrow"])
+def test_dupelim_large_state_growth_and_purge_vs_reference(kernel):
+    """Thousands of keys: the hash set grows and rehashes many times; purges compact it."""
+    rng = np.random.default_rng(3)
+    n = 20_000
+    ts = np.arange(n, dtype=np.int64) // 4 + rng.integers(0, 50, n)
+    t = pa.table({"ts": pa.array(ts, pa.timestamp("ms")), "key": rng.integers(0, 30, n),
+                  "val": rng.integers(0, 2, n)})
+    items = []
+    batches = t.to_batches(max_chunksize=1500)
+    for i, b in enumerate(batches):
+        items.append(b)
+        if i % 3 == 2:
+            rest = [x.column(0).cast(pa.int64()).to_numpy() for x in batches[i + 1:]]
+            if rest:
+                items.append(Punctuation("ts", int(min(r.min() for r in rest))))
+    op = DupElim(kernel=kernel)
+    res = oop.from_batches(items, time="ts", punctuation=oop.External()).via(op).run()
+    ref_items = [x if isinstance(x, Punctuation) else
+                 x.set_column(0, "ts", x.column(0).cast(pa.int64())) for x in items]
+    ref_rows, _, _ = dupelim_reference(ref_items, ["ts", "key", "val"], "ts")
+    got = res.table.set_column(0, "ts", res.table.column(0).cast(pa.int64()))
+    assert got.to_pylist() == ref_rows
+    m = res.metrics["dupelim"]
+    assert m.tuples_in == m.tuples_out + m.counters["duplicates"] and m.counters["duplicates"] > 0
+    assert 0 < m.peak_state_items < n

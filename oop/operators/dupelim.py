@@ -9,10 +9,14 @@ key columns compare equal to each other (as in ``DISTINCT``).
 State: the set of keys seen whose progressing attribute is still open, each
 with its time (the time column is part of the key).
 
-On a batch: one Arrow hash group-by over ``seen keys + batch keys`` finds, per
-key, the first row of the batch that carries it and whether it was seen
-before; new rows are emitted at once (in arrival order) and their keys added
-to the state. Duplicates are counted in ``metrics.counters["duplicates"]``.
+On a batch: new rows are emitted at once (in arrival order) and their keys
+added to the state; duplicates are counted in
+``metrics.counters["duplicates"]``. Two kernels do this:
+
+* integer/timestamp keys (the common case): a numba open-addressing hash set
+  of key rows (``_dupelim_kernel``), O(batch) per batch;
+* any other key types (strings ...), or ``kernel="arrow"``: one Arrow hash
+  group-by over ``seen keys + batch keys``, O(state + batch) per batch.
 
 On a punctuation ``P(ts, v)``: a key with ``ts < v`` can never arrive again
 (every later tuple has ``ts >= v``), so it is purged; the punctuation is
@@ -25,9 +29,9 @@ accepts state that is never purged.
 
 Accounting: ``tuples_in == tuples_out + duplicates``; state items = seen keys.
 
-Cost: O(state + batch) per batch (one hash group-by), O(state) per
-punctuation (one filter). The tuple-at-a-time reference is
-:func:`dupelim_reference`.
+Cost: O(batch) (integer keys) or O(state + batch) (other keys) per batch,
+O(state) per punctuation (a compaction or one filter). The tuple-at-a-time
+reference is :func:`dupelim_reference`.
 
 >>> import pyarrow as pa, oop
 >>> t = pa.table({"ts": [1, 1, 2, 1], "k": [7, 7, 7, 8]})
@@ -45,6 +49,7 @@ import pyarrow.compute as pc
 
 from oop.errors import ConfigError
 from oop.metrics import StateSize
+from oop.operators._dupelim_kernel import insert_new, new_slots, purge_below, rebuild
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 
@@ -57,9 +62,19 @@ class DupElim(Operator):
     """Drop duplicates on ``columns`` (default: all); state purged by punctuation."""
 
     def __init__(
-        self, columns: Sequence[str] | None = None, name: str = "dupelim", unbounded: bool = False
+        self,
+        columns: Sequence[str] | None = None,
+        name: str = "dupelim",
+        unbounded: bool = False,
+        kernel: str = "auto",
     ) -> None:
         super().__init__(name)
+        if kernel not in ("auto", "arrow"):
+            raise ConfigError(
+                f"{self.name}: kernel must be 'auto' (numba for integer keys) or 'arrow', "
+                f"got {kernel!r}"
+            )
+        self.kernel = kernel
         if isinstance(columns, str):
             columns = [columns]
         if columns is not None and not list(columns):
@@ -72,6 +87,11 @@ class DupElim(Operator):
         self._items = 0
         self._bytes = 0
         self.purged_to = INT64_MIN
+        # integer-key kernel state (used when every key column is integer/timestamp)
+        self.int_path = False
+        self.store = np.zeros((0, 0), dtype=np.int64)
+        self.m = 0
+        self.slots = new_slots(0)
 
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         info = inputs[0]
@@ -89,7 +109,49 @@ class DupElim(Operator):
             )
         self.keys = keys
         self.seen = pa.schema([info.schema.field(k) for k in keys]).empty_table()
+        types = [info.schema.field(k).type for k in keys]
+        self.int_path = self.kernel == "auto" and len(keys) <= 62 and all(
+            pa.types.is_integer(t) or pa.types.is_timestamp(t) for t in types)
+        if self.int_path:
+            self.store = np.zeros((0, len(keys) + 1), dtype=np.int64)
         return info.with_schema(info.schema, name=self.name)
+
+    # ---- the integer-key kernel path ----------------------------------------------
+    def key_matrix(self, batch: pa.RecordBatch) -> np.ndarray:
+        """Key columns as an int64 matrix ``(n, k + 1)``; the last column holds null bits."""
+        n = batch.num_rows
+        mat = np.zeros((n, len(self.keys) + 1), dtype=np.int64)
+        for c, k in enumerate(self.keys):
+            arr = batch.column(k)
+            if pa.types.is_timestamp(arr.type):
+                arr = arr.view(pa.int64())
+            elif not pa.types.is_int64(arr.type):
+                arr = arr.cast(pa.int64(), safe=False)
+            if arr.null_count:
+                mat[:, -1] |= np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False),
+                                         dtype=np.int64) << c
+                arr = arr.fill_null(0)
+            mat[:, c] = arr.to_numpy(zero_copy_only=False)
+        return mat
+
+    def _ensure_capacity(self, extra: int) -> None:
+        need = self.m + extra
+        if self.store.shape[0] < need:
+            grown = np.zeros((max(need, 2 * self.store.shape[0], 64), self.store.shape[1]),
+                             dtype=np.int64)
+            grown[: self.m] = self.store[: self.m]
+            self.store = grown
+        if self.slots.shape[0] < 2 * need:
+            self.slots = new_slots(max(need, self.slots.shape[0]))
+            rebuild(self.store, self.m, self.slots)
+
+    def _int_new_rows(self, batch: pa.RecordBatch) -> np.ndarray:
+        mat = self.key_matrix(batch)
+        self._ensure_capacity(len(mat))
+        mask, self.m = insert_new(mat, self.store, self.m, self.slots)
+        self._items = self.m
+        self._bytes = self.m * self.store.shape[1] * 8
+        return np.nonzero(mask)[0]
 
     # ---- data ------------------------------------------------------------------
     def new_rows(self, batch: pa.RecordBatch) -> np.ndarray:
@@ -111,11 +173,13 @@ class DupElim(Operator):
         assert self.seen is not None
         if batch.num_rows == 0:
             return []
-        idx = self.new_rows(batch)
+        idx = self._int_new_rows(batch) if self.int_path else self.new_rows(batch)
         self.metrics.count("duplicates", batch.num_rows - len(idx))
         if not len(idx):
             return []
         out = batch if len(idx) == batch.num_rows else batch.take(pa.array(idx))
+        if self.int_path:
+            return [out]
         new_keys = pa.Table.from_batches([out.select(self.keys)]).cast(self.seen.schema)
         self.seen = pa.concat_tables([self.seen, new_keys])
         self._items += new_keys.num_rows
@@ -128,7 +192,13 @@ class DupElim(Operator):
         if (isinstance(punctuation, Punctuation) and punctuation.attr == self.time
                 and self.time in self.keys and punctuation.value > self.purged_to):
             self.purged_to = punctuation.value
-            if self._items:
+            if self.int_path:
+                if self.m:
+                    self.m = purge_below(self.store, self.m, self.slots,
+                                         self.keys.index(self.time), int(punctuation.value))
+                    self._items = self.m
+                    self._bytes = self.m * self.store.shape[1] * 8
+            elif self._items:
                 col = self.seen.column(self.time)
                 if pa.types.is_timestamp(col.type):
                     col = col.cast(pa.int64())
@@ -141,6 +211,8 @@ class DupElim(Operator):
     def flush(self) -> list[Element]:
         assert self.seen is not None
         self.seen = self.seen.schema.empty_table()
+        self.m = 0
+        self.slots[:] = -1
         self._items = self._bytes = 0
         return []
 
@@ -149,18 +221,37 @@ class DupElim(Operator):
         return StateSize(self._items, self._bytes)
 
     def snapshot(self) -> Any:
-        return {**super().snapshot(), "seen": self.seen, "purged_to": self.purged_to}
+        return {**super().snapshot(), "seen": self.seen, "purged_to": self.purged_to,
+                "store": self.store[: self.m].copy()}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
         self.seen = state["seen"]
         self.purged_to = state["purged_to"]
         assert self.seen is not None
-        self._items = self.seen.num_rows
-        self._bytes = self.seen.nbytes
+        if self.int_path:
+            self.store = state["store"].copy()
+            if not len(self.store):
+                self.store = np.zeros((0, len(self.keys) + 1), dtype=np.int64)
+            self.m = len(state["store"])
+            self.slots = new_slots(self.m)
+            rebuild(self.store, self.m, self.slots)
+            self._items = self.m
+            self._bytes = self.m * self.store.shape[1] * 8
+        else:
+            self._items = self.seen.num_rows
+            self._bytes = self.seen.nbytes
 
     def _check(self) -> None:
         assert self.seen is not None
+        if self.int_path:
+            held = self.store[: self.m]
+            assert self._items == self.m
+            assert int((self.slots >= 0).sum()) == self.m, "slot table out of sync with the store"
+            assert len(np.unique(held, axis=0)) == self.m, "the state holds a key twice"
+            if self.m and self.time in self.keys and self.purged_to != INT64_MIN:
+                assert held[:, self.keys.index(self.time)].min() >= self.purged_to
+            return
         assert self._items == self.seen.num_rows
         if self._items and self.time in self.keys and self.purged_to != INT64_MIN:
             col = self.seen.column(self.time)
