@@ -421,3 +421,37 @@ def test_auto_layout_picks_hash_for_sparse_keys_and_dense_otherwise():
         assert_same_rows(res.table, window_oracle(t, Tumbling(100), [agg.count(), agg.sum("val")],
                                                   by="key", time="ts"))
         op._check()
+
+
+def test_numba_udaf_runs_compiled_and_matches_the_oracle():
+    import numba as nb
+
+    @nb.njit
+    def init():
+        return (0.0, 0.0)
+
+    @nb.njit
+    def update(s, v):
+        return (s[0] + v, s[1] + 1.0)
+
+    @nb.njit
+    def merge(a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+    @nb.njit
+    def finalize(s):
+        return s[0] / s[1]
+
+    mean2 = agg.udaf("mymean", init, update, merge, finalize, column="val")
+    rng = np.random.default_rng(5)
+    n = 300
+    t = pa.table({"ts": np.arange(n) * 3 + rng.integers(0, 10, n), "key": rng.integers(0, 4, n),
+                  "val": rng.integers(-9, 9, n)})
+    for method in ("wid", "paned"):
+        out = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(10),
+                             batch_size=32).window(Sliding(30, 10), [mean2, agg.mean("val")],
+                                                   by="key", method=method).collect()
+        assert_same_rows(out, window_oracle(t, Sliding(30, 10), [mean2, agg.mean("val")],
+                                            by="key", time="ts"))
+        assert all(_close(a, b) for a, b in zip(out.column("mymean_val").to_pylist(),
+                                                out.column("mean_val").to_pylist()))

@@ -388,9 +388,9 @@ def udaf(
 
     ``init() -> state``, ``update(state, value) -> state``,
     ``merge(a, b) -> state``, ``finalize(state) -> value``; ``revert`` is
-    optional. When all four are numba ``@njit`` functions over float states
-    the per-value loop is compiled; plain Python functions run per value
-    (documented cost: one Python call per value per pane). Values are the
+    optional. When ``init``, ``update`` and ``finalize`` are numba ``@njit``
+    functions the whole fold runs compiled (see :mod:`oop.window.udaf`);
+    plain Python functions run per value (one Python call per value per pane). Values are the
     column's non-null values as float64. UDAFs are treated as holistic
     (state per pane = the pane's values).
 
