@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         ("bare numpy pass", timed(lambda: bare_pass(batches), args.repeat), None, n),
         ("oop pass-through", timed(run(oop_pass, "pass"), args.repeat), "bare numpy pass", n),
         ("bare numpy select 50%", timed(lambda: bare_select(batches), args.repeat), None, n),
-        ("oop select 50%", timed(run(oop_select, "select"), args.repeat), "bare numpy select 50%", n),
+        ("oop select 50%", timed(run(oop_select, "select"), args.repeat),
+         "bare numpy select 50%", n),
         ("oop 4-input meld", timed(run(oop_meld, "meld"), args.repeat), "bare numpy pass", n),
     ]
     best = {name: min(ts) for name, ts, _, _ in rows}

@@ -37,7 +37,8 @@ Example (inside a test)::
         assert same_bag(res.table, t)
 
 >>> import pyarrow as pa, oop
->>> feed = [pa.record_batch({"ts": [3, 1]}), oop.Punctuation("ts", 2), pa.record_batch({"ts": [1, 5]})]
+>>> feed = [pa.record_batch({"ts": [3, 1]}), oop.Punctuation("ts", 2),
+...         pa.record_batch({"ts": [1, 5]})]
 >>> ref = reference_replay(feed)
 >>> [r["ts"] for r in ref.rows], [r["ts"] for r in ref.late], ref.punctuations
 ([3, 1, 5], [1], [(2, 2)])

@@ -57,7 +57,9 @@ def _equal(a: np.ndarray, i: int, b: np.ndarray, j: int) -> bool:
 
 
 @njit(cache=True)
-def insert_new(keys: np.ndarray, store: np.ndarray, m: int, slots: np.ndarray) -> tuple[np.ndarray, int]:
+def insert_new(
+    keys: np.ndarray, store: np.ndarray, m: int, slots: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Mark the rows of ``keys`` whose key is new and add them to the set.
 
     ``store`` must have room for ``m + len(keys)`` rows and ``slots`` at

@@ -154,7 +154,9 @@ class Apply(Operator):
         return out
 
     # ---- evaluation ----------------------------------------------------------
-    def _compute(self, batch: pa.RecordBatch, stream: str, plan_time: bool = False) -> dict[str, pa.Array]:
+    def _compute(
+        self, batch: pa.RecordBatch, stream: str, plan_time: bool = False
+    ) -> dict[str, pa.Array]:
         n = batch.num_rows
         out: dict[str, pa.Array] = {}
         if self._exprs:

@@ -23,7 +23,13 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import ConfigError, EmptyInputError, NullTimeError, PunctuationOrderError, SchemaMismatchError
+from oop.errors import (
+    ConfigError,
+    EmptyInputError,
+    NullTimeError,
+    PunctuationOrderError,
+    SchemaMismatchError,
+)
 from oop.operators.base import Operator, StreamInfo
 from oop.progress.watermark import HighWatermark, LowWatermark, time_bounds
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
@@ -165,8 +171,9 @@ class Source(Operator):
         assert self.output is not None and self.generator is not None
         if not batch.schema.equals(self.output.schema, check_metadata=False):
             raise SchemaMismatchError(
-                f"source {self.name!r}: batch {self.position} has schema ({_one_line(batch.schema)}) "
-                f"but the stream's schema is ({_one_line(self.output.schema)}); give every batch the same schema "
+                f"source {self.name!r}: batch {self.position} has schema "
+                f"({_one_line(batch.schema)}) but the stream's schema is "
+                f"({_one_line(self.output.schema)}); give every batch the same schema "
                 "(cast it) or split the feed into separate sources"
             )
         self.metrics.tuples_in += batch.num_rows  # sources count their own input

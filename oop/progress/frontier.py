@@ -100,7 +100,9 @@ class JointFrontier:
         self.latest: list[tuple[int, ...] | None] = [None] * n
         self.emitted: tuple[int, ...] | None = None
 
-    def update(self, port: int, bounds: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...] | None:
+    def update(
+        self, port: int, bounds: tuple[tuple[str, int], ...]
+    ) -> tuple[tuple[str, int], ...] | None:
         """Record input ``port``'s joint bounds; return the combined bounds if they grew."""
         attrs = tuple(a for a, _ in bounds)
         if attrs != self.attrs:
@@ -120,7 +122,8 @@ class JointFrontier:
         """Component-wise min of the latest bounds, or None while some input knows nothing."""
         if any(b is None for b in self.latest):
             return None
-        return tuple(min(b[i] for b in self.latest) for i in range(len(self.attrs)))  # type: ignore[index]
+        known = [b for b in self.latest if b is not None]
+        return tuple(min(b[i] for b in known) for i in range(len(self.attrs)))
 
     def _grown(self) -> tuple[tuple[str, int], ...] | None:
         c = self.combined()

@@ -1,4 +1,4 @@
-"""Punctuation generators (004 §8.1, DESIGN §2): derive low-watermarks from what is known of a feed.
+"""Punctuation generators (004 §8.1, DESIGN §2): low-watermarks from what is known of a feed.
 
 =====================  ==========================================================
 ``Ordered()``          feed sorted on time: punctuate the last value
