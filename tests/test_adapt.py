@@ -285,3 +285,23 @@ def test_equals_wid_operator_and_window_oracle(feed, kind, th, agg_idx):
     got = result_cells(ada.table, aggs)
     assert_same_cells(got, result_cells(wid.table, aggs))
     assert_same_cells(got, result_cells(window_oracle(t, kind, aggs, by="key"), aggs))
+
+
+@settings(max_examples=30)
+@given(feeds(max_rows=60, n_keys=4), kinds, thresholds,
+       st.lists(st.sampled_from(range(len(ALL_AGGS))), min_size=1, max_size=3, unique=True))
+def test_pane_variant_equals_oracle(feed, kind, th, agg_idx):
+    """Pane-enhanced AdaptWID (eager/lazy per pane, lazy super-aggregate) == oracle."""
+    from oop.adapt import PanedAdaptWID
+
+    t, items = feed
+    aggs = [ALL_AGGS[i] for i in agg_idx]
+    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=t.schema)
+    op = PanedAdaptWID(kind, aggs, by="key", thresholds=th, n_bins=2)
+    res = s.via(op).run()
+    op._check()
+    assert_same_cells(result_cells(res.table, aggs), oracle(t.to_pylist(), kind, aggs))
+    assert not op.panes and op.pane_bytes == 0
+    ends = res.table.column("window_end").to_pylist()
+    for rows_before, p in res.punctuations:
+        assert all(e > p.value for e in ends[rows_before:])

@@ -12,5 +12,6 @@
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.logic import AdaptConfig, AdaptLogic
 from oop.adapt.operator import AdaptWID
+from oop.adapt.panes import PanedAdaptWID
 
-__all__ = ["AdaptWID", "AdaptConfig", "AdaptLogic", "Thresholds", "MemoryCostModel"]
+__all__ = ["AdaptWID", "PanedAdaptWID", "AdaptConfig", "AdaptLogic", "Thresholds", "MemoryCostModel"]

@@ -122,6 +122,7 @@ class AdaptWID(Operator):
         cols = list(self.by) + [a.column for a in self.aggs if a.column]
         require_columns(first, cols, self.name)
         kind = self.kind_spec.resolve(self._unit)
+        self.window_kind = kind
         self.cfg = AdaptConfig(kind, self.aggs, n_sources=self.n_inputs,  # type: ignore[arg-type]
                                thresholds=self.thresholds, n_bins=self.n_bins)
         dtypes = {}
@@ -211,7 +212,7 @@ class AdaptWID(Operator):
             return None
         gids = np.concatenate([b.gids for _, b in closed])
         wids = np.concatenate([np.full(len(b), w, np.int64) for w, b in closed])
-        start, end = self.logic.kind.extents(wids)
+        start, end = self.window_kind.extents(wids)
         schema = self.output.schema
         cols: list[pa.Array] = list(self.keys.keys(gids))
         ts_type = schema.field("window_start").type
