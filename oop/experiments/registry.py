@@ -34,7 +34,8 @@ class Registry:
     broken: dict[str, str] = field(default_factory=dict)
 
     def names(self) -> list[str]:
-        return sorted(self.experiments, key=_natural)
+        """Figure reproductions first (``fig*``, in natural order), then the other studies."""
+        return sorted(self.experiments, key=lambda n: (not n.startswith("fig"), _natural(n)))
 
     def resolve(self, names: list[str]) -> list[str]:
         """Expand ``all``; reject unknown names with the list of known ones."""
