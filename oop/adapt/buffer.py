@@ -78,13 +78,14 @@ class LazyBuffer:
         b = cols["gid"] % self.n_bins
         order = np.argsort(b, kind="stable")
         bs = b[order]
+        srt = {c: cols[c][order] for c in self.names}  # one gather per column, then views
         cuts = np.flatnonzero(np.diff(bs)) + 1
         starts = np.concatenate([[0], cuts])
         ends = np.concatenate([cuts, [n]])
         for s, e in zip(starts.tolist(), ends.tolist()):
-            idx = order[s:e]
-            self.bins[int(bs[s])].append({c: cols[c][idx] for c in self.names})
-            self.bin_rows[int(bs[s])] += e - s
+            k = int(bs[s])
+            self.bins[k].append({c: srt[c][s:e] for c in self.names})
+            self.bin_rows[k] += e - s
         self.n_rows += n
 
     def compact(self, b: int) -> Chunk:

@@ -145,4 +145,7 @@ class MemoryCostModel:
         vs = np.asarray(vol_src, np.float64)
         if vs.ndim == 1:
             vs = vs[:, None]
-        return vs @ np.asarray(offsets, np.float64)
+        off = np.asarray(offsets, np.float64)
+        if not off.any():  # one source, or synchronized sources: no skew term
+            return np.zeros(vs.shape[0])
+        return vs @ off

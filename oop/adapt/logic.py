@@ -115,7 +115,7 @@ class AdaptConfig:
     aggs: tuple[Agg, ...]
     n_sources: int = 1
     thresholds: Thresholds = field(default_factory=Thresholds)
-    n_bins: int = 16
+    n_bins: int = 8
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, Sliding):
@@ -306,13 +306,15 @@ class AdaptLogic:
         # winVol per (group, source)
         flat = gids * self.S + src
         u, c = np.unique(flat, return_counts=True)
+        ug = u // self.S if self.S > 1 else u
+        if self.S > 1:
+            ug = np.unique(ug)
+        # groups that come alive (no tuples and no partials before this batch)
+        self.n_live += int(np.count_nonzero(~self.wv[ug].any(axis=1) & (self.npart[ug] == 0)))
         wv_flat = self.wv.reshape(-1)
         wv_flat[u] += c.astype(np.int32)
         self._start_extents(lo, hi)
         # lazy -> eager on tuple arrival
-        ug = u // self.S if self.S > 1 else u
-        if self.S > 1:
-            ug = np.unique(ug)
         lazy_touched = ug[self.mode[ug] == LAZY]
         if self.mode_name == "eager":
             sw = lazy_touched
@@ -346,7 +348,6 @@ class AdaptLogic:
             ch = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts])
                                                    for k in chunk}
             self._to_eager(ch)
-        self._count_live()
         self._track_peak()
         return n_late
 
@@ -355,11 +356,11 @@ class AdaptLogic:
         top = np.full(len(ulo), INT64_MIN, np.int64)
         np.maximum.at(top, inv, hi)
         _, ws = expand(ulo, top)
-        ws = np.unique(ws)
-        if len(self.open_wids):
-            ws = ws[~np.isin(ws, np.fromiter(self.open_wids, np.int64, len(self.open_wids)))]
-        if len(ws) == 0:
+        opened = self.open_wids
+        fresh = [w for w in np.unique(ws).tolist() if w not in opened]  # per window, not tuple
+        if not fresh:
             return
+        ws = np.asarray(fresh, np.int64)
         starts, _ = self.kind.extents(ws)
         for w, s in zip(ws.tolist(), starts.tolist()):
             self.wed.start(w, self.lwm.value, fallback=s)
@@ -534,6 +535,8 @@ class AdaptLogic:
         self.buffer._check()
         g = self.n_groups
         assert (self.wv[:g] >= 0).all(), "negative winVol"
+        live = int(np.count_nonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)))
+        assert live == self.n_live, (live, self.n_live)
         # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
         expect = np.zeros((max(g, 1), self.S), np.int64)
         npart = np.zeros(max(g, 1), np.int64)

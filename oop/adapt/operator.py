@@ -84,7 +84,7 @@ class AdaptWID(Operator):
         by: Sequence[str] | str = (),
         n_inputs: int = 1,
         thresholds: Thresholds | str | None = None,
-        n_bins: int = 16,
+        n_bins: int = 8,
         name: str = "adaptwid",
     ) -> None:
         super().__init__(name)
