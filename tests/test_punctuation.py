@@ -292,3 +292,14 @@ def test_generators_snapshot_restore_roundtrip():
         g2.restore(g.snapshot())
         b2 = pa.record_batch({"ts": [12, 2], "m": pa.array([None, None], pa.int64())})
         assert g.on_batch(b2, np.array([12, 2])) == g2.on_batch(b2, np.array([12, 2]))
+
+
+@given(st.lists(st.lists(st.integers(-100, 100), min_size=1, max_size=6), max_size=10),
+       st.sampled_from([Ordered(), BoundedDelay(3), Idle(BoundedDelay(2), 4),
+                        Granular(Ordered(), 5), BoundedTuples(2), Adaptive(0.2, window=8)]))
+def test_on_batch_stats_equals_on_batch(batches, cfg):
+    """The source's fast path (min/max already known) gives the same bounds as on_batch."""
+    a, b = cfg.build(SPEC), cfg.build(SPEC)
+    for x in batches:
+        t = np.asarray(x, dtype=np.int64)
+        assert a.on_batch(None, t) == b.on_batch_stats(None, t, int(t.min()), int(t.max()))

@@ -186,7 +186,8 @@ class Source(Operator):
         if extra is not None and extra > bound:
             bound = extra
         lo, hi = time_bounds(times) if len(times) else (bound, INT64_MIN)
-        if lo >= bound:
+        fast = lo >= bound
+        if fast:
             # fast path (one fused min/max pass): nothing in the batch is late
             on_time = batch
             if hi > self.hwm.value:
@@ -203,7 +204,11 @@ class Source(Operator):
                 self.hwm.observe(times)
         if on_time.num_rows:
             out.append(on_time)
-        out.extend(self._punctuate(self.generator.on_batch(on_time, times)))
+        if fast and len(times):
+            v = self.generator.on_batch_stats(on_time, times, lo, hi)
+        else:
+            v = self.generator.on_batch(on_time, times)
+        out.extend(self._punctuate(v))
         gauges = self.generator.gauges()
         if gauges:
             self.metrics.gauges.update(gauges)

@@ -8,6 +8,9 @@ logic (a :class:`PunctuationGenerator`) for one source:
 * :meth:`PunctuationGenerator.on_batch` sees each on-time batch (after late
   rows were split off) with its int64 times, and returns a new bound ``v``
   (meaning: every later tuple has ``time >= v``) or None.
+* :meth:`PunctuationGenerator.on_batch_stats` is the same call with the
+  batch's min and max time already computed by the source (one fused pass);
+  generators that only need the max override it.
 * :meth:`PunctuationGenerator.on_late` sees the times of the rows the source
   found late (before they are dropped or routed); estimators use it.
 * :meth:`PunctuationGenerator.on_idle` is called by the executor between
@@ -45,6 +48,17 @@ class PunctuationGenerator(ABC):
     @abstractmethod
     def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
         """A batch of on-time tuples arrived; return a new low-watermark bound or None."""
+
+    def on_batch_stats(
+        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+    ) -> int | None:
+        """:meth:`on_batch` when the source already knows ``min(times)`` and ``max(times)``.
+
+        Generators that only need the max (ordered, bounded delay) override it
+        to skip a pass over the batch; the default calls :meth:`on_batch`.
+        Only called with a non-empty ``times``.
+        """
+        return self.on_batch(batch, times)
 
     def on_late(self, times: np.ndarray) -> None:
         """The source found rows with these times late (they never reach :meth:`on_batch`)."""

@@ -37,6 +37,13 @@ class BoundedDelayLogic(PunctuationGenerator):
         self.hwm = max(self.hwm, int(times.max()))
         return self.hwm - self.delay
 
+    def on_batch_stats(
+        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+    ) -> int | None:
+        if hi > self.hwm:
+            self.hwm = hi
+        return self.hwm - self.delay
+
 
 @dataclass(frozen=True)
 class BoundedDelay(GeneratorConfig):

@@ -62,6 +62,11 @@ class GranularLogic(PunctuationGenerator):
     def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
         return self._round(self.inner.on_batch(batch, times))
 
+    def on_batch_stats(
+        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+    ) -> int | None:
+        return self._round(self.inner.on_batch_stats(batch, times, lo, hi))
+
     def on_late(self, times: np.ndarray) -> None:
         self.inner.on_late(times)
 

@@ -59,6 +59,14 @@ class IdleLogic(PunctuationGenerator):
             self.last = v
         return v
 
+    def on_batch_stats(
+        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+    ) -> int | None:
+        v = self.inner.on_batch_stats(batch, times, lo, hi)
+        if v is not None and v > self.last:
+            self.last = v
+        return v
+
     def on_late(self, times: np.ndarray) -> None:
         self.inner.on_late(times)
 

@@ -23,6 +23,11 @@ class OrderedLogic(PunctuationGenerator):
     def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
         return int(times.max()) if len(times) else None
 
+    def on_batch_stats(
+        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+    ) -> int | None:
+        return hi
+
 
 @dataclass(frozen=True)
 class Ordered(GeneratorConfig):
