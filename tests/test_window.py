@@ -455,3 +455,20 @@ def test_numba_udaf_runs_compiled_and_matches_the_oracle():
                                             by="key", time="ts"))
         assert all(_close(a, b) for a, b in zip(out.column("mymean_val").to_pylist(),
                                                 out.column("mean_val").to_pylist()))
+
+
+@pytest.mark.parametrize("kind", [Tumbling(7), Sliding(10, 3), Landmark(8), SlideByTuple(6, 2),
+                                  PartitionedRows(4, 2)], ids=repr)
+@settings(max_examples=12)
+@given(data=st.data())
+def test_null_values_are_ignored_like_sql(kind, data):
+    """Value aggregates skip nulls (count() counts rows); nulls may first appear mid-stream."""
+    t = data.draw(disordered_tables(max_rows=40, max_delay=5))
+    nulls = data.draw(st.lists(st.booleans(), min_size=t.num_rows, max_size=t.num_rows))
+    vals = [None if z else v for z, v in zip(nulls, t.column("val").to_pylist())]
+    t = t.set_column(2, "val", pa.array(vals, pa.int64()))
+    items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
+    method = data.draw(st.sampled_from(methods_for(kind)))
+    aggs = aggs_for(kind)
+    res = run(items, t.schema, kind, aggs, method)
+    assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))

@@ -55,6 +55,7 @@ from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.bucket import BucketLogic
+from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, Tumbling, WindowKind
 from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, column_values,
@@ -297,17 +298,16 @@ class WindowAggregate(Operator):
         else:  # panes: the window ids are only needed to re-emit revised windows
             ulo, uhi = self.units.pane_range(times)
             lo = hi = None
+        low = int(minmax(ulo)[0])
         if self.ring is None:
             if self._choose_layout(codes, ulo) == "hash":
                 from oop.window.hashstore import HashCells
 
-                self.ring = HashCells(self.lanes, base=int(ulo.min()))
+                self.ring = HashCells(self.lanes, base=low)
             else:
-                self.ring = Ring(self.lanes, base=int(ulo.min()),
-                                 rows=int((uhi - ulo).max()) * 2 + 2,
+                self.ring = Ring(self.lanes, base=low, rows=int((uhi - ulo).max()) * 2 + 2,
                                  codes=max(self.enc.n_codes, 64))
         else:
-            low = int(ulo.min())
             if low < self.ring.base:
                 self.ring.lower_base(low)
         cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}

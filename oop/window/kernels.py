@@ -178,6 +178,42 @@ def rank_in_partition(codes, counters):
     return out
 
 
+@nb.njit(cache=True)
+def scan_rows(rows, C, rr, n):
+    """(row index into ``rr``, code) of every non-zero cell of ring rows ``rr`` (first ``n`` codes)."""
+    total = 0
+    for k in range(rr.shape[0]):
+        base = rr[k] * C
+        for c in range(n):
+            if rows[base + c] != 0:
+                total += 1
+    wi = np.empty(total, np.int64)
+    codes = np.empty(total, np.int64)
+    m = 0
+    for k in range(rr.shape[0]):
+        base = rr[k] * C
+        for c in range(n):
+            if rows[base + c] != 0:
+                wi[m] = k
+                codes[m] = c
+                m += 1
+    return wi, codes
+
+
+@nb.njit(cache=True)
+def minmax(a):
+    """(min, max) of a non-empty int64 array in one pass."""
+    lo = a[0]
+    hi = a[0]
+    for i in range(1, a.shape[0]):
+        x = a[i]
+        if x < lo:
+            lo = x
+        elif x > hi:
+            hi = x
+    return lo, hi
+
+
 def update_ref(op: str, cells: dict, codes, lo, hi, vals=None, times=None, valid=None) -> dict:
     """Tuple-at-a-time reference of every ``upd_*`` kernel over a dict {(unit, code): value}.
 

@@ -107,19 +107,25 @@ def _rehash(codekeys, n_codes, slots):
 
 
 @nb.njit(cache=True)
-def _encode_direct(vals, lut, n_codes, out, new_rows):
-    n_new = 0
+def _encode_direct(vals, lut, n_codes, out, ints):
+    """LUT lookup/insert; stops at the first value outside the LUT.
+
+    Returns (n_codes, i_stop) with ``i_stop == len(vals)`` when done; new
+    codes record their key value in ``ints`` (capacity >= n_codes + len).
+    """
+    size = lut.shape[0]
     for i in range(vals.shape[0]):
         v = vals[i]
+        if v < 0 or v >= size:
+            return n_codes, i
         c = lut[v]
         if c == -1:
             c = n_codes
             lut[v] = c
+            ints[c] = v
             n_codes += 1
-            new_rows[n_new] = i
-            n_new += 1
         out[i] = c
-    return n_codes, n_new
+    return n_codes, vals.shape[0]
 
 
 def _is_int_like(t: pa.DataType) -> bool:
@@ -185,24 +191,31 @@ class KeyEncoder:
         new_rows = np.empty(n, np.int64)
         if self._direct:
             a = arrs[0]
-            if pa.types.is_integer(a.type) and not a.null_count:
+            if pa.types.is_integer(a.type) and not a.null_count and (self._lut is not None or not self.n_codes):
                 v = np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
-                if n and (v.min() >= 0) and v.max() < _DIRECT_LIMIT:
-                    need = int(v.max()) + 1
-                    if self._lut is None:
-                        if self.n_codes:  # hash path already in use: stay on it
-                            self._direct = False
-                        else:
-                            self._lut = np.full(max(need, 1024), _EMPTY, np.int64)
-                    if self._lut is not None:
-                        if need > self._lut.shape[0]:
-                            grown = np.full(max(need, 2 * self._lut.shape[0]), _EMPTY, np.int64)
-                            grown[: self._lut.shape[0]] = self._lut
-                            self._lut = grown
-                        self.n_codes, n_new = _encode_direct(v, self._lut, self.n_codes, out,
-                                                             new_rows)
-                        self._add_int_values(v[new_rows[:n_new]])  # key rows kept as ints
+                if self._lut is None:
+                    self._lut = np.full(1024, _EMPTY, np.int64)
+                assert self._ints is not None
+                start = 0
+                while n:
+                    if self._ints.shape[0] < self.n_codes + n:
+                        grown = np.empty(max(self.n_codes + n, 2 * self._ints.shape[0]), np.int64)
+                        grown[: self.n_codes] = self._ints[: self.n_codes]
+                        self._ints = grown
+                    self.n_codes, stop = _encode_direct(v[start:], self._lut, self.n_codes,
+                                                        out[start:], self._ints)
+                    start += stop
+                    if start >= n:
                         return out
+                    bad = int(v[start])
+                    if bad < 0 or bad >= _DIRECT_LIMIT:
+                        break  # leave the direct path for this and every later batch
+                    grown_lut = np.full(max(bad + 1, 2 * self._lut.shape[0]), _EMPTY, np.int64)
+                    grown_lut[: self._lut.shape[0]] = self._lut
+                    self._lut = grown_lut
+                if not n:
+                    return out
+                # partially encoded: re-encode the whole batch through the hash table below
             if n:
                 self._leave_direct()
         comps = [self._component(j, a) for j, a in enumerate(arrs)]
@@ -218,17 +231,6 @@ class KeyEncoder:
                                            new_rows)
         self._add_keys(batch, new_rows[:n_new])
         return out
-
-    def _add_int_values(self, vals: np.ndarray) -> None:
-        """Direct path: keep key values by code in numpy too (fast :meth:`keys`)."""
-        if self._ints is None:
-            return
-        need = self.n_codes
-        if need > self._ints.shape[0]:
-            grown = np.empty(max(need, 2 * self._ints.shape[0]), np.int64)
-            grown[: self._ints.shape[0]] = self._ints
-            self._ints = grown
-        self._ints[need - vals.shape[0]: need] = vals
 
     def _leave_direct(self) -> None:
         """Move codes found by the direct path into the hash table (once)."""

@@ -143,25 +143,40 @@ class PaneCombiner:
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values) of window ``w`` combined from its panes."""
+        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        if len(real) != len(self.lanes):  # inactive nn lanes read the rows lane
+            res = self._window_cells(ring, w, n, differential_ok, real)
+            if res is not None:
+                for li in self.lanes:
+                    if li.key != ring._alias(li.key):
+                        res[1][li.key] = res[1][("rows", None)]
+            return res
+        return self._window_cells(ring, w, n, differential_ok, self.lanes)
+
+    def _window_cells(self, ring: Ring, w: int, n: int, differential_ok: bool,
+                      lanes_: list[LaneInfo]) -> tuple[np.ndarray, dict] | None:
         plo, phi = self.window_panes(w)
         out: dict[tuple[str, str | None], np.ndarray] = {}
         outt: dict[tuple[str, str | None], np.ndarray] = {}
         if self.landmark:
             self._grow(n)
             if not self.running:
-                for li in self.lanes:
+                for li in lanes_:
                     self.running[li.key], t = self._fresh(ring, li, 0, 0, n)
                     if t is not None:
                         self.running_t[li.key] = t
+            for li in lanes_:  # an nn lane activated later: it equalled rows until then
+                if li.key not in self.running:
+                    self.running[li.key] = self.running[("rows", None)].copy()
             lo = max(self.run_hi, plo)
-            for li in self.lanes:
+            for li in lanes_:
                 self._fresh(ring, li, lo, phi, n, self.running[li.key][:n],
                             self.running_t.get(li.key, np.zeros(0, np.int64))[:n] if li.key in self.running_t else None)
             self.run_hi = max(self.run_hi, phi)
             out = {k: v[:n] for k, v in self.running.items()}
             outt = {k: v[:n] for k, v in self.running_t.items()}
         else:
-            diff = [li for li in self.lanes if li.lane.op in _SUM_OPS] if differential_ok else []
+            diff = [li for li in lanes_ if li.lane.op in _SUM_OPS] if differential_ok else []
             if diff:
                 self._grow(n)
                 incremental = (self.run_w == w - 1 and self.since < self.P
@@ -182,7 +197,7 @@ class PaneCombiner:
                 self.run_w = w
                 for li in diff:
                     out[li.key] = self.running[li.key][:n]
-            for li in self.lanes:
+            for li in lanes_:
                 if li.key not in out:
                     acc, acct = self._fresh(ring, li, plo, phi, n)
                     out[li.key] = acc

@@ -135,7 +135,9 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
     kind = _numeric_kind(t)
     if kind == "float" or as_float:
         a = arr if pa.types.is_float64(t) else pc.cast(arr, pa.float64())
-        v = np.asarray(a.fill_null(0.0).to_numpy(zero_copy_only=False), np.float64)
+        if a.null_count:
+            a = a.fill_null(0.0)
+        v = np.asarray(a.to_numpy(zero_copy_only=False), np.float64)
     else:
         if pa.types.is_boolean(t):
             a = pc.cast(arr, pa.int64())
@@ -145,7 +147,9 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
             a = arr.view(pa.int64())
         else:
             a = pc.cast(arr.view(pa.int32()), pa.int64())
-        v = np.asarray(a.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+        if a.null_count:
+            a = a.fill_null(0)
+        v = np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
     return ColumnValues(v, valid)
 
 
@@ -200,8 +204,7 @@ class Ring:
         """
         u = np.asarray([x for x in units if self.base <= x < self.top], np.int64)
         rr = u & self.mask
-        rows2d = self.arr[("rows", None)].reshape(self.R, self.C)
-        wi, codes = np.nonzero(rows2d[rr, :n])
+        wi, codes = K.scan_rows(self.arr[("rows", None)], self.C, rr, n)
         cr = rr[wi]
         lanes = {k: self.arr[self._alias(k)].reshape(self.R, self.C)[cr, codes] for k in self.arr}
         for k in self.tarr:
@@ -258,7 +261,7 @@ class Ring:
         if self.fixed:
             self.reserve(self.top, n_codes)
         else:
-            top = int(lo.max()) + 1 if single else int(hi.max())
+            top = int(K.minmax(lo)[1]) + 1 if single else int(K.minmax(hi)[1])
             self.reserve(top, n_codes)
             self.top = max(self.top, top)
         C, mask = self.C, self.mask

@@ -13,7 +13,8 @@ are first-class arguments): each group's window values are folded with
 are all at hand (by the algebra, folding A ∪ B equals merging the folds).
 
 Either way values are visited in sorted order, so the result does not
-depend on arrival order.
+depend on arrival order. Null values are skipped; a group whose values in a
+window are all null gets ``finalize(init())``.
 """
 
 from __future__ import annotations
@@ -59,12 +60,9 @@ def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> 
         res = np.full(gcodes.shape[0], np.nan)
         if gcodes.shape[0]:
             _fold_compiled(fns.init, fns.update, fns.finalize, v, n, b[:-1], b[1:], res)
-        out = np.full(codes.shape[0], np.nan)
-        pos = np.searchsorted(codes, gcodes)
-        out[pos] = res
-        present = np.zeros(codes.shape[0], bool)
-        present[pos] = True
-        return pa.array(out, mask=~present)
+        out = np.full(codes.shape[0], float(fns.finalize(fns.init())))  # groups with no values
+        out[np.searchsorted(codes, gcodes)] = res
+        return pa.array(out)
     if units is None:
         pane_ranges = [(w, w + 1)]
     else:
@@ -84,5 +82,6 @@ def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> 
                     st = fns.update(st, float(v[j]))
             code = int(c[s])
             states[code] = fns.merge(states[code], st) if code in states else st
-    out = [fns.finalize(states[int(c)]) if int(c) in states else None for c in codes]
+    empty = fns.finalize(fns.init())  # a group whose values in the window are all null
+    out = [fns.finalize(states[int(c)]) if int(c) in states else empty for c in codes]
     return pa.array(out, pa.float64())
