@@ -80,14 +80,18 @@ def sharded_window(
     late: str = "drop",
     batch_size: int = DEFAULT_BATCH_SIZE,
     method: str = "auto",
+    spread_input: bool = True,
 ) -> ShardedResult:
     """The window query sharded over ``shards`` Spark tasks; returns the melded result.
 
     count/sum/min/max run local-then-global; other aggregates run keyed
-    (and need ``by``).
+    (and need ``by``). With ``spread_input=False`` the DataFrame's own
+    partitions (e.g. Parquet file splits) are the source shards -- no shuffle
+    of raw rows before the local aggregation; ``shards`` then only sizes the
+    global stage.
     """
     src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
-                shards=shards, late=late, batch_size=batch_size)
+                shards=shards if spread_input else None, late=late, batch_size=batch_size)
     if all(a.fn in SUPER for a in aggs):
         out = local_global_window(src, kind, aggs, by, shards, method)
     elif by:
