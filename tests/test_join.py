@@ -404,3 +404,26 @@ def test_scenario_tumbling_window_boundaries():
     out = op.on_punctuation(Punctuation("ts", 23), 0)
     assert out == [Punctuation("ts", 20), Punctuation("ts_right", 20)]
     op._check()
+
+
+@settings(max_examples=10)
+@given(case=join_case(), stop=st.integers(1, 6), workers=st.sampled_from([1, 2]))
+def test_checkpoint_resume_through_the_executor(case, stop, workers):
+    """Stop a join plan after some rounds, resume in a fresh plan: same rows as one run."""
+    kind, L, R, _, pred = case
+    if L.num_rows == 0 or R.num_rows == 0:
+        return
+    kw = dict(band=(pred.range0, pred.range1)) if pred.kind == "band" else dict(tumbling=pred.size)
+
+    def plan():
+        mk = lambda t, n: oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(100),
+                                         batch_size=4, name=n)
+        return mk(L, "L").join(mk(R, "R"), on=[a for a, _ in _on(kind)], how="full",
+                               workers=workers, **kw)
+
+    whole = plan().run().table
+    first = plan().run(stop_after_rounds=stop)
+    if first.checkpoint is None:
+        return
+    resumed = plan().run(resume_from=first.checkpoint).table
+    assert rows_counter(resumed) == rows_counter(whole)

@@ -242,9 +242,9 @@ class OAJoin(Operator):
                 continue
             st = self.states[w][o]
             need_joined = not self.left_only or not self.exact or cfg.residual is not None
-            order, orows = st.take(ei)
-            pi, ei = pi[order], ei[order]
             if need_joined:
+                order, orows = st.take(ei)
+                pi, ei = pi[order], ei[order]
                 prows = batch.take(pa.array(pi))
                 joined = self._joined(prows, orows) if i == 0 else self._joined(orows, prows)
                 mask = self._verify(joined)
