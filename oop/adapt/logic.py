@@ -61,7 +61,7 @@ from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
-from oop.progress.measures import SourceOffsets, WindowExtentDuration
+from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
 from oop.progress.watermark import LowWatermark
 from oop.stream.elements import INT64_MIN
 from oop.window.aggregates import Agg
@@ -189,6 +189,7 @@ class AdaptLogic:
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
         self.wed = WindowExtentDuration(self.kind.r)
         self.offsets = SourceOffsets(self.S)
+        self.volume = StreamVolume(self.kind.r)  # the whole stream's active tuples / RANGE
         self.lwm = LowWatermark("wid-time", stream="adaptwid")
         self.first_open = INT64_MIN  # every window w < first_open is complete
         self.open_wids: SortedSet = SortedSet()
@@ -263,7 +264,7 @@ class AdaptLogic:
         th = self.cfg.thresholds
         if th.absolute:
             return np.ones(len(gs))
-        vol_src = self.wv[gs].astype(np.float64) / self.kind.r
+        vol_src = self.volume.of(self.wv[gs])  # per group and source: winVol[g, K] / RANGE
         return self.model.threshold(self.aggr, self.tup, self.wed.value, vol_src,
                                     self.offsets.offsets())
 
@@ -313,6 +314,7 @@ class AdaptLogic:
         self.n_live += int(np.count_nonzero(~self.wv[ug].any(axis=1) & (self.npart[ug] == 0)))
         wv_flat = self.wv.reshape(-1)
         wv_flat[u] += c.astype(np.int32)
+        self.volume.add(len(gids))
         self._start_extents(lo, hi)
         # lazy -> eager on tuple arrival
         lazy_touched = ug[self.mode[ug] == LAZY]
@@ -423,6 +425,7 @@ class AdaptLogic:
             lb = lazy_blocks.pop(w, None)
             if eb is not None and len(eb):
                 self.wv[eb.gids] -= eb.tupcnt.astype(np.int32)
+                self.volume.expire(int(eb.tupcnt.sum()))
                 self.npart[eb.gids] -= 1
             if eb is None:
                 merged = lb
@@ -469,6 +472,7 @@ class AdaptLogic:
                 flat = gone["gid"] * self.S + (gone["src"] if self.S > 1 else 0)
                 u, c = np.unique(flat, return_counts=True)
                 self.wv.reshape(-1)[u] -= c.astype(np.int32)
+                self.volume.expire(len(flat))
         if not pieces:
             return {}
         names = list(pieces[0])
@@ -505,7 +509,7 @@ class AdaptLogic:
         return copy.deepcopy({
             "eager": self.eager.snapshot(), "buffer": self.buffer.snapshot(),
             "wed": self.wed.snapshot(), "offsets": self.offsets.snapshot(),
-            "lwm": self.lwm.value, "first_open": self.first_open,
+            "lwm": self.lwm.value, "first_open": self.first_open, "active": self.volume.active,
             "open_wids": list(self.open_wids), "n_groups": self.n_groups,
             "mode": self.mode[:g], "wv": self.wv[:g], "npart": self.npart[:g],
             "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
@@ -519,6 +523,7 @@ class AdaptLogic:
         self.wed.restore(s["wed"])
         self.offsets.restore(s["offsets"])
         self.lwm.value = s["lwm"]
+        self.volume.active = s["active"]
         self.first_open = s["first_open"]
         self.open_wids = SortedSet(s["open_wids"])
         self.mode, self.wv, self.npart = s["mode"], s["wv"], s["npart"]
@@ -550,6 +555,7 @@ class AdaptLogic:
             expect[blk.gids] += blk.tupcnt
             npart[blk.gids] += 1
         assert (expect[:g] == self.wv[:g]).all(), "winVol disagrees with the held tuples"
+        assert self.volume.active == int(self.wv[:g].sum()), "stream volume != sum of winVol"
         assert (npart[:g] == self.npart[:g]).all(), "npart disagrees with the store"
         # eager groups never have tuples in B
         for b in self.buffer.bins:

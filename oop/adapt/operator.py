@@ -243,6 +243,7 @@ class AdaptWID(Operator):
             "aggr_bytes": lg.aggr,
             "tup_bytes": lg.tup,
             "wed": lg.wed.value,
+            "stream_volume": lg.volume.value,
             "offsets": lg.offsets.offsets().tolist(),
             "timeline": lg.timeline.as_dict(),
         }
