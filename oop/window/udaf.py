@@ -60,8 +60,11 @@ def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> 
         res = np.full(gcodes.shape[0], np.nan)
         if gcodes.shape[0]:
             _fold_compiled(fns.init, fns.update, fns.finalize, v, n, b[:-1], b[1:], res)
+        pos = np.searchsorted(codes, gcodes)
+        if pos.shape[0] == codes.shape[0]:
+            return pa.array(res)
         out = np.full(codes.shape[0], float(fns.finalize(fns.init())))  # groups with no values
-        out[np.searchsorted(codes, gcodes)] = res
+        out[pos] = res
         return pa.array(out)
     if units is None:
         pane_ranges = [(w, w + 1)]
@@ -82,6 +85,7 @@ def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> 
                     st = fns.update(st, float(v[j]))
             code = int(c[s])
             states[code] = fns.merge(states[code], st) if code in states else st
-    empty = fns.finalize(fns.init())  # a group whose values in the window are all null
-    out = [fns.finalize(states[int(c)]) if int(c) in states else empty for c in codes]
+    out = [fns.finalize(states[int(c)]) if int(c) in states
+           else fns.finalize(fns.init())  # a group whose values in the window are all null
+           for c in codes]
     return pa.array(out, pa.float64())
