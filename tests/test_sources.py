@@ -140,3 +140,12 @@ def test_running_a_stream_twice_gives_the_same_result():
     r1, r2 = s.run(), s.run()
     assert r1.table.equals(r2.table) and r1.punctuations == r2.punctuations
     assert r2.late_total == 0 and r2.table.num_rows == 8
+
+
+def test_one_shot_iterator_stream_cannot_run_twice():
+    s = oop.from_iter(iter(T.to_batches(max_chunksize=3)), time="ts")
+    assert s.run().table.num_rows == 8
+    import pytest
+
+    with pytest.raises(oop.ConfigError, match="one-shot Python iterator.*from_batches"):
+        s.run()

@@ -243,6 +243,16 @@ class Source(Operator):
     def flush(self) -> list[Element]:
         return []
 
+    def fresh(self) -> "Source":
+        """A new, unopened source over the same feed (for running a plan again)."""
+        if not self.resumable:
+            raise ConfigError(
+                f"source {self.name!r} reads a one-shot Python iterator that an earlier run "
+                "consumed; build the stream again with a new iterator, or use from_batches / "
+                "from_arrow / from_parquet to run it more than once"
+            )
+        return super().fresh()  # type: ignore[return-value]
+
     # ---- checkpointing ----------------------------------------------
     def snapshot(self) -> Any:
         assert self.generator is not None
