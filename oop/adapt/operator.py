@@ -21,7 +21,9 @@ complete are late: counted (policy ``drop``) and dropped.
 On a punctuation ``P(time, v)`` (for several inputs: when the min over the
 inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
 (one batch, window order), purge its partials and the buffered tuples whose
-last window it was, re-evaluate eager groups, then forward ``P(time, v)``.
+last window it was, re-evaluate eager groups, then emit ``P(window_end, v)``.
+Punctuation on other attributes (and group-wise / joint punctuation) says
+nothing about ``window_end`` and is dropped.
 
 State reported: bytes of partials + buffered tuples + group entries (the
 group-key dictionary, shared by every window implementation, is not
@@ -179,7 +181,7 @@ class AdaptWID(Operator):
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
         if not isinstance(punctuation, Punctuation) or punctuation.attr != self._time:
-            return [] if self.n_inputs > 1 else [punctuation]
+            return []  # bounds on other attributes say nothing about window_end: dropped
         v = self.frontier.update(port, punctuation.value)
         if v is None:
             return []
