@@ -143,7 +143,8 @@ def test_running_a_stream_twice_gives_the_same_result():
 
 
 def test_one_shot_iterator_stream_cannot_run_twice():
-    s = oop.from_iter(iter(T.to_batches(max_chunksize=3)), time="ts", punctuation=oop.BoundedDelay(3))
+    s = oop.from_iter(iter(T.to_batches(max_chunksize=3)), time="ts",
+                      punctuation=oop.BoundedDelay(3))
     assert s.run().table.num_rows == 8
     import pytest
 
