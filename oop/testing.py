@@ -18,6 +18,7 @@ and accounting (nothing lost).
   everything after it), non-decreasing and sometimes lagging. Replay it with
   ``oop.from_batches(items, time="ts", punctuation=oop.External())`` (a
   generator that adds nothing to the feed's own punctuation).
+* :func:`disordered_feeds` -- the three above in one draw: ``(table, items)``.
 * :func:`reference_replay` -- the slow, tuple-at-a-time replay of a feed:
   which tuples pass, which are late, which punctuations are emitted.
 * :func:`rows`, :func:`same_bag`, :func:`check_punctuation_respected` --
@@ -60,6 +61,7 @@ __all__ = [
     "disordered_tables",
     "batch_splits",
     "exact_punctuation_feed",
+    "disordered_feeds",
     "reference_replay",
     "ReferenceRun",
     "rows",
@@ -189,6 +191,14 @@ def exact_punctuation_feed(
         if i < len(batches):
             items.append(batches[i])
     return items
+
+
+@st.composite
+def disordered_feeds(draw: st.DrawFn, **table_kw: Any) -> tuple[pa.Table, list[Any]]:
+    """``(table, feed items)``: :func:`disordered_tables` (``table_kw``) cut by
+    :func:`batch_splits` and punctuated by :func:`exact_punctuation_feed`."""
+    t = draw(disordered_tables(**table_kw))
+    return t, draw(exact_punctuation_feed(draw(batch_splits(t))))
 
 
 def feed_batches(items: Iterable[Any]) -> list[pa.RecordBatch]:
