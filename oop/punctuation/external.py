@@ -20,6 +20,8 @@ Two ways a feed can carry its own progress:
   A promise inside a batch takes effect at the end of that batch (the
   generator sees whole batches), so it is applied slightly late -- which is
   always safe: a punctuation that is emitted later than allowed is still true.
+  A marker on a row the source found late is not seen (the source splits late
+  rows off first); that can only delay punctuation, never make it false.
 
 Guarantee: exactly the feed's own promises, never more. Cost: one vectorized
 pass over the marker column per batch (a max over its non-null values, or an
