@@ -383,7 +383,12 @@ class AdaptLogic:
         if len(rows) == 0:
             return {}
         g = ch["gid"][rows]
-        order = np.lexsort((g, ws))
+        w0 = int(ws.min())
+        span = int(g.max()) + 1
+        if (int(ws.max()) - w0 + 1) * span < 2**62:  # one int64 sort key: (wid, gid)
+            order = np.argsort((ws - w0) * span + g, kind="stable")
+        else:  # pragma: no cover - astronomically many groups x windows
+            order = np.lexsort((g, ws))
         rows, ws, g, is_last = rows[order], ws[order], g[order], is_last[order]
         brk = np.flatnonzero((np.diff(ws) != 0) | (np.diff(g) != 0)) + 1
         starts = np.concatenate([[0], brk]).astype(np.int64)
