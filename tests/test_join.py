@@ -216,7 +216,7 @@ def test_probe_kernel_equals_reference(data):
     if n:
         ts = np.array(data.draw(st.lists(st.integers(0, 40), min_size=n, max_size=n)), np.int64)
         kh = np.array(data.draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), np.int64)
-        st_.insert(pa.record_batch({"x": np.arange(n)}), ts, kh, kh)
+        st_.insert(pa.record_batch({"x": np.arange(n)}), ts, kh)
         dead = data.draw(st.lists(st.integers(0, n - 1), max_size=5))
         st_.mark(np.array(dead, dtype=np.int64), dead=True)
     st_._check()

@@ -104,9 +104,8 @@ class InOrderJoin(OAJoin):
         keep = valid & (ts >= thr)
         if keep.any():
             idx = np.flatnonzero(keep)
-            bk = self.pred.bucket_keys(kh, ts)
             rows = batch if len(idx) == batch.num_rows else batch.take(pa.array(idx))
-            self.states[0][port].insert(rows, ts[idx], kh[idx], bk[idx])
+            self.states[0][port].insert(rows, ts[idx], kh[idx])
 
     def _punct(self, v: int) -> list[Element]:
         if INT64_MIN < v < INT64_MAX and v > self._p_out:

@@ -126,6 +126,9 @@ class OAJoin(Operator):
                                                  parse_duration(spec[2], u))
             else:
                 self.pred = WindowPredicate.tumbling(parse_duration(spec[1], u))
+        tsize = self.pred.size if self.pred.kind == "tumbling" else 0
+        self.states = [[SideState(tumbling_size=tsize), SideState(tumbling_size=tsize)]
+                       for _ in range(self.workers)]
         require_columns(left, [a for a, _ in cfg.on], self.name)
         require_columns(right, [b for _, b in cfg.on], self.name)
         for a, b in cfg.on:
@@ -264,7 +267,7 @@ class OAJoin(Operator):
         store = valid & (times >= self.pred.keep_from(i, self.b[o]))
         if self.left_only and i == 0:
             store &= ~matched
-        self._store(i, batch, store, times, kh, bk, matched)
+        self._store(i, batch, store, times, kh, matched)
         # ... and release unmatched tuples that can never match
         if pres[i] and cfg.how != "semi":
             gone = ~matched & ~store
@@ -275,7 +278,7 @@ class OAJoin(Operator):
         return out
 
     def _store(self, i: int, batch: pa.RecordBatch, store: np.ndarray, times: np.ndarray,
-               kh: np.ndarray, bk: np.ndarray, matched: np.ndarray) -> None:
+               kh: np.ndarray, matched: np.ndarray) -> None:
         if not store.any():
             return
         flags = matched.astype(np.uint8)
@@ -283,14 +286,14 @@ class OAJoin(Operator):
         if k == 1:
             idx = np.flatnonzero(store)
             rows = batch if len(idx) == batch.num_rows else batch.take(pa.array(idx))
-            self.states[0][i].insert(rows, times[idx], kh[idx], bk[idx], flags[idx])
+            self.states[0][i].insert(rows, times[idx], kh[idx], flags[idx])
             return
         wid = (self.seq[i] + np.arange(batch.num_rows)) % k   # round-robin by sequence number
         for w in range(k):
             idx = np.flatnonzero(store & (wid == w))
             if len(idx):
                 self.states[w][i].insert(batch.take(pa.array(idx)), times[idx], kh[idx],
-                                         bk[idx], flags[idx])
+                                         flags[idx])
 
     # ---- punctuation -----------------------------------------------------
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:

@@ -5,9 +5,10 @@ window join (004 Fig. 7-1): their payload rows as Arrow chunks, and a
 chained hash index over numpy arrays::
 
     ts[e]   event time of entry e          kh[e]   key hash (exact key for int keys)
-    bk[e]   bucket key (kh, or kh+window)  (entry e is payload row e of the chunks)
-    nxt[e]  next entry of the same bucket  flag[e] bit0 matched, bit1 dead
-    head[b] newest entry of bucket b (-1 = empty), b = mix64(bk) & mask
+    nxt[e]  next entry of the same bucket (int32)   flag[e] bit0 matched, bit1 dead
+    head[b] newest entry of bucket b (-1 = empty, int32), b = mix64(bucket_key) & mask
+    (entry e is payload row e of the chunks; bucket_key = kh, or for a tumbling
+    join kh * 1000003 + window id, computed from kh and ts, not stored)
 
 *Insert* links new entries at the head of their bucket: O(1) per tuple.
 *Probe* walks the bucket of each probe tuple and keeps entries with the same
@@ -24,7 +25,7 @@ the tests compare against. Kernels release the GIL (``nogil=True``) so the
 split join can probe several states on threads.
 
 State accounting is O(1): ``items`` = live entries, ``bytes`` = index arrays
-(33 B per entry incl. dead ones awaiting compaction, 8 B per bucket) + the
+(21 B per entry incl. dead ones awaiting compaction, 4 B per bucket) + the
 Arrow payload's ``nbytes``.
 """
 
@@ -43,26 +44,35 @@ __all__ = ["SideState", "probe_kernel", "probe_reference", "link_kernel"]
 
 MATCHED = np.uint8(1)
 DEAD = np.uint8(2)
-_ENTRY_BYTES = 8 * 4 + 1
+_ENTRY_BYTES = 8 + 8 + 4 + 1
+MAX_ENTRIES = 2**31 - 1  # int32 links
 CLUSTER_CHAIN = 4  # purge re-lays entries out by bucket when chains average more
 
 
 @nb.njit(cache=True, nogil=True)
-def link_kernel(bk: np.ndarray, nxt: np.ndarray, head: np.ndarray, mask: np.int64,
-                start: np.int64, stop: np.int64) -> None:
+def bucket_key(kh: np.int64, ts: np.int64, tsize: np.int64) -> np.int64:
+    """The key hash, plus the window id ``floor(ts / tsize)`` for a tumbling join (tsize > 0)."""
+    if tsize == 0:
+        return kh
+    return kh * np.int64(1_000_003) + ts // tsize
+
+
+@nb.njit(cache=True, nogil=True)
+def link_kernel(kh: np.ndarray, ts: np.ndarray, tsize: np.int64, nxt: np.ndarray,
+                head: np.ndarray, mask: np.int64, start: np.int64, stop: np.int64) -> None:
     """Link entries ``start..stop-1`` at the head of their buckets."""
     for e in range(start, stop):
-        b = mix64(bk[e]) & mask
+        b = mix64(bucket_key(kh[e], ts[e], tsize)) & mask
         nxt[e] = head[b]
         head[b] = e
 
 
 @nb.njit(cache=True, nogil=True)
-def bucket_kernel(bk: np.ndarray, mask: np.int64) -> np.ndarray:
-    """Hash bucket of every bucket key (what :func:`link_kernel` uses)."""
-    out = np.empty(bk.shape[0], dtype=np.int64)
-    for e in range(bk.shape[0]):
-        out[e] = mix64(bk[e]) & mask
+def bucket_kernel(kh: np.ndarray, ts: np.ndarray, tsize: np.int64, mask: np.int64) -> np.ndarray:
+    """Hash bucket of every entry (what :func:`link_kernel` uses)."""
+    out = np.empty(kh.shape[0], dtype=np.int64)
+    for e in range(kh.shape[0]):
+        out[e] = mix64(bucket_key(kh[e], ts[e], tsize)) & mask
     return out
 
 
@@ -122,14 +132,14 @@ def probe_reference(lo: np.ndarray, hi: np.ndarray, kh: np.ndarray, valid: np.nd
 class SideState:
     """Stored tuples of one join input (see the module docstring). Not thread-safe."""
 
-    def __init__(self, capacity: int = 1024) -> None:
+    def __init__(self, capacity: int = 1024, tumbling_size: int = 0) -> None:
         cap = max(16, int(capacity))
+        self.tsize = np.int64(tumbling_size)  # > 0: buckets keyed by (key, window id)
         self.ts = np.empty(cap, dtype=np.int64)
         self.kh = np.empty(cap, dtype=np.int64)
-        self.bk = np.empty(cap, dtype=np.int64)
-        self.nxt = np.empty(cap, dtype=np.int64)
+        self.nxt = np.empty(cap, dtype=np.int32)
         self.flag = np.zeros(cap, dtype=np.uint8)
-        self.head = np.full(64, -1, dtype=np.int64)
+        self.head = np.full(64, -1, dtype=np.int32)
         self.n = 0            # entries in use (live + dead)
         self.alive = 0        # live entries (= items)
         self.chunks: list[pa.RecordBatch] = []
@@ -142,14 +152,17 @@ class SideState:
     @property
     def nbytes(self) -> int:
         """Deterministic state bytes. O(1)."""
-        return self.n * _ENTRY_BYTES + 8 * len(self.head) + self.payload_bytes
+        return self.n * _ENTRY_BYTES + 4 * len(self.head) + self.payload_bytes
 
     # ---- insert ------------------------------------------------------
     def _grow(self, need: int) -> None:
         cap = len(self.ts)
+        if need > MAX_ENTRIES:
+            raise MemoryError(f"join state: {need} stored tuples exceed the {MAX_ENTRIES} an "
+                              "input side can hold; purge more often (punctuate) or split")
         if need > cap:
             new = max(need, 2 * cap)
-            for name in ("ts", "kh", "bk", "nxt", "flag"):
+            for name in ("ts", "kh", "nxt", "flag"):
                 a = getattr(self, name)
                 b = np.zeros(new, dtype=a.dtype) if name == "flag" else np.empty(new, dtype=a.dtype)
                 b[: self.n] = a[: self.n]
@@ -158,12 +171,13 @@ class SideState:
             h = len(self.head)
             while need > h:
                 h *= 2
-            self.head = np.full(h, -1, dtype=np.int64)
-            link_kernel(self.bk, self.nxt, self.head, np.int64(h - 1), np.int64(0), np.int64(self.n))
+            self.head = np.full(h, -1, dtype=np.int32)
+            link_kernel(self.kh, self.ts, self.tsize, self.nxt, self.head, np.int64(h - 1),
+                        np.int64(0), np.int64(self.n))
 
-    def insert(self, rows: pa.RecordBatch, ts: np.ndarray, kh: np.ndarray, bk: np.ndarray,
+    def insert(self, rows: pa.RecordBatch, ts: np.ndarray, kh: np.ndarray,
                flag: np.ndarray | None = None) -> None:
-        """Store ``rows`` (their times, key hashes, bucket keys, initial flags). O(rows)."""
+        """Store ``rows`` (their times, key hashes, initial flags). O(rows)."""
         m = rows.num_rows
         if m == 0:
             return
@@ -171,10 +185,9 @@ class SideState:
         s, e = self.n, self.n + m
         self.ts[s:e] = ts
         self.kh[s:e] = kh
-        self.bk[s:e] = bk
         self.flag[s:e] = 0 if flag is None else flag
-        link_kernel(self.bk, self.nxt, self.head, np.int64(len(self.head) - 1),
-                    np.int64(s), np.int64(e))
+        link_kernel(self.kh, self.ts, self.tsize, self.nxt, self.head,
+                    np.int64(len(self.head) - 1), np.int64(s), np.int64(e))
         self.n = e
         self.alive += m
         self.chunks.append(rows)
@@ -255,20 +268,20 @@ class SideState:
         if m and m > CLUSTER_CHAIN * np.count_nonzero(self.head >= 0):
             # long chains (few keys): lay the survivors out bucket by bucket, so a probe
             # walks its chain through contiguous memory instead of one cache miss per entry
-            kept = kept[np.argsort(bucket_kernel(self.bk[:n][kept], np.int64(h - 1)),
-                                   kind="stable")]
+            kept = kept[np.argsort(bucket_kernel(self.kh[:n][kept], ts[kept], self.tsize,
+                                                 np.int64(h - 1)), kind="stable")]
         payload = None
         if m:
             whole = self.chunks[0] if len(self.chunks) == 1 else pa.concat_batches(self.chunks)
             payload = whole.take(pa.array(kept))
         self.ts[:m] = ts[kept]
         self.kh[:m] = self.kh[:n][kept]
-        self.bk[:m] = self.bk[:n][kept]
         self.flag[:m] = self.flag[:n][kept]
         self.n = m
         self.alive = m
-        self.head = np.full(h, -1, dtype=np.int64)
-        link_kernel(self.bk, self.nxt, self.head, np.int64(h - 1), np.int64(0), np.int64(m))
+        self.head = np.full(h, -1, dtype=np.int32)
+        link_kernel(self.kh, self.ts, self.tsize, self.nxt, self.head, np.int64(h - 1),
+                    np.int64(0), np.int64(m))
         if payload is not None:
             self.chunks, self.starts = [payload], [0]
             self.payload_bytes = payload.nbytes
@@ -281,20 +294,21 @@ class SideState:
     # ---- checkpoint --------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         n = self.n
-        return {"ts": self.ts[:n].copy(), "kh": self.kh[:n].copy(), "bk": self.bk[:n].copy(),
+        return {"ts": self.ts[:n].copy(), "kh": self.kh[:n].copy(), "tsize": int(self.tsize),
                 "flag": self.flag[:n].copy(),
                 "chunks": list(self.chunks), "starts": list(self.starts),
                 "rows_total": self.rows_total, "alive": self.alive}
 
     @classmethod
     def from_snapshot(cls, s: dict[str, Any]) -> "SideState":
-        st = cls(len(s["ts"]))
+        st = cls(len(s["ts"]), s["tsize"])
         n = len(s["ts"])
         st._grow(n)
-        for name in ("ts", "kh", "bk", "flag"):
+        for name in ("ts", "kh", "flag"):
             getattr(st, name)[:n] = s[name]
         st.n = n
-        link_kernel(st.bk, st.nxt, st.head, np.int64(len(st.head) - 1), np.int64(0), np.int64(n))
+        link_kernel(st.kh, st.ts, st.tsize, st.nxt, st.head, np.int64(len(st.head) - 1),
+                    np.int64(0), np.int64(n))
         st.alive = s["alive"]
         st.chunks, st.starts = list(s["chunks"]), list(s["starts"])
         st.rows_total = s["rows_total"]
@@ -312,7 +326,8 @@ class SideState:
             e = int(self.head[b])
             while e >= 0:
                 assert e < n, (e, n)
-                assert int(mix64(self.bk[e])) & mask == b, "entry linked in the wrong bucket"
+                bkey = bucket_key(self.kh[e], self.ts[e], self.tsize)
+                assert int(mix64(bkey)) & mask == b, "entry linked in the wrong bucket"
                 seen[e] += 1
                 e = int(self.nxt[e])
         assert (seen == 1).all(), "an entry is unreachable or linked twice"
