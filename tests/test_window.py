@@ -472,3 +472,15 @@ def test_null_values_are_ignored_like_sql(kind, data):
     aggs = aggs_for(kind)
     res = run(items, t.schema, kind, aggs, method)
     assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
+def test_emit_wid_and_output_punctuation_on_window_end():
+    t = pa.table({"ts": [1, 7, 3, 12, 25, 18], "key": [1, 1, 2, 1, 2, 2], "val": [1, 2, 3, 4, 5, 6]})
+    for method in ("wid", "paned"):
+        res = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(5), batch_size=2) \
+            .window(Sliding(10, 5), agg.sum("val"), by="key", method=method, emit_wid=True).run()
+        exp = window_oracle(t, Sliding(10, 5), agg.sum("val"), by="key", time="ts", unit="s",
+                            emit_wid=True)
+        assert_same_rows(res.table, exp)
+        check_punctuation_respected(res.table, res.punctuations, attr="window_end")
+        assert all(p.attr == "window_end" for _, p in res.punctuations)
