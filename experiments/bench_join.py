@@ -109,10 +109,12 @@ def run_duckdb(L: pa.Table, R: pa.Table, band_ms: int) -> dict | None:
     q = (f"SELECT L.ts, L.k, L.v, R.ts AS ts_right, R.k AS k_right, R.v AS v_right "
          f"FROM L JOIN R ON L.k = R.k AND R.ts BETWEEN L.ts - {band_ms} AND L.ts + {band_ms}")
     t0 = time.perf_counter()
+    c0 = time.process_time()
     out = con.sql(q).to_arrow_table()
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     n = out.num_rows
-    return {"wall_s": wall, "results": n, "in_tps": (L.num_rows + R.num_rows) / wall,
+    return {"wall_s": wall, "cpu_s": cpu, "results": n, "in_tps": (L.num_rows + R.num_rows) / wall,
             "out_tps": n / wall}
 
 
@@ -138,14 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     run_oop(L.slice(0, 20_000), R.slice(0, 20_000), a.band_ms, a.disorder_ms, 4096)
     o = run_oop(L, R, a.band_ms, a.disorder_ms, a.batch)
     d = run_duckdb(L, R, a.band_ms)
-    print(f"OA-Join   : {o['wall_s']:7.2f} s  in {o['in_tps'] / 1e6:6.2f} M tuples/s  "
+    print(f"OA-Join   : {o['wall_s']:7.2f} s ({o['cpu_s']:.2f} s CPU)  in {o['in_tps'] / 1e6:6.2f} M tuples/s  "
           f"out {o['out_tps'] / 1e6:6.2f} M results/s  results={o['results']:,}")
     print(f"            peak state {o['peak_items']:,} tuples ({o['peak_bytes'] / 2**20:.1f} MiB), "
           f"per side {o['peak_side_items']} (~{o['peak_items'] / 2 / a.rate:.1f} s of one stream "
           f"per side); batch latency p50 {o['lat_p50_ms']:.1f} ms "
           f"p99 {o['lat_p99_ms']:.1f} ms")
     if d is not None:
-        print(f"DuckDB t=1: {d['wall_s']:7.2f} s  in {d['in_tps'] / 1e6:6.2f} M tuples/s  "
+        print(f"DuckDB t=1: {d['wall_s']:7.2f} s ({d['cpu_s']:.2f} s CPU)  in {d['in_tps'] / 1e6:6.2f} M tuples/s  "
               f"out {d['out_tps'] / 1e6:6.2f} M results/s  results={d['results']:,}")
         same = "same" if d["results"] == o["results"] else "DIFFERENT"
         print(f"            result count {same}; OA-Join/DuckDB throughput = "
