@@ -100,11 +100,11 @@ def _canon(t: pa.Table, col: str) -> tuple[int, int]:
 
 def run(ctx: RunContext) -> Outcome:
     rate = pick(ctx, tiny=1000.0, quick=4000.0, full=4000.0)
-    s67 = pick(ctx, tiny=4, quick=6, full=30)
-    s68 = pick(ctx, tiny=13, quick=14, full=40)
-    rate68 = pick(ctx, tiny=300.0, quick=700.0, full=4000.0)
+    s67 = pick(ctx, tiny=4, quick=10, full=60)
+    s68 = pick(ctx, tiny=13, quick=20, full=60)
+    rate68 = pick(ctx, tiny=300.0, quick=2000.0, full=4000.0)
     skew_ms = 2000
-    repeats = pick(ctx, tiny=1, quick=1, full=3)
+    repeats = pick(ctx, tiny=1, quick=2, full=3)
     batch = pick(ctx, tiny=250, quick=400, full=400)  # ~0.1 s of data per batch
     rows: list[dict[str, Any]] = []
     same = True
