@@ -22,7 +22,13 @@ Group state machine (every group starts lazy)::
 ``aggr`` = measured bytes per partial, ``tup`` = bytes per buffered tuple
 (the buffer's layout), ``wed`` from :class:`~oop.progress.WindowExtentDuration`,
 per-source offsets from :class:`~oop.progress.SourceOffsets` and per-group
-per-source volume ``winVol[g, K] / RANGE``.
+per-source volume ``winVol[g, K] / RANGE``. ``wed`` is measured once for the
+union (``hwm`` = the earliest-arriving source's high-watermark, so it is
+the *duration* of 004 Fig. 6-16), not per source.
+
+Late tuples: a tuple behind the punctuation still joins its windows that are
+open (004: update extents from ``max{punctuatedWid + 1, i}``); only a tuple
+whose windows are all complete is late (counted, dropped).
 
 On a batch (columns of numpy arrays): compute each tuple's window-id range
 ``[lo, hi)`` with the window kind (the Bucket), clip ``lo`` to the first open
