@@ -114,3 +114,24 @@ def test_duration_specs_resolve_with_the_stream_unit():
 def test_validation_says_why(make, msg):
     with pytest.raises(ConfigError, match=msg):
         make()
+
+
+def test_bucket_operator_tags_wids_and_translates_punctuation():
+    import pyarrow as pa
+
+    from oop.operators.base import StreamInfo
+    from oop.stream.elements import Punctuation
+    from oop.window import Bucket
+
+    sch = pa.schema([("ts", pa.int64())])
+    b = Bucket(Sliding("10s", "5s"))
+    b.open([StreamInfo("s", sch, {"ts": "s"}, "ts")])
+    out = b.on_batch(pa.record_batch({"ts": [0, 4, 5, 12]}, schema=sch))
+    assert out[0].column("wid_lo").to_pylist() == [0, 0, 1, 2]
+    assert out[0].column("wid_hi").to_pylist() == [2, 2, 3, 4]
+    assert b.on_punctuation(Punctuation("ts", 10)) == [Punctuation("ts", 10), Punctuation("wid", 2)]
+    r = Bucket(RowSliding(4, 2))
+    r.open([StreamInfo("s", sch, {"ts": "s"}, "ts")])
+    out = r.on_batch(pa.record_batch({"ts": [9, 1, 5]}, schema=sch))
+    assert out[0].column("wid_lo").to_pylist() == [0, 0, 1]  # rows 0, 1, 2
+    assert out[1] == Punctuation("wid", 1)  # 3 rows seen: window 0 ([-2, 2)) is complete

@@ -18,10 +18,15 @@ partial aggregates are kept:
 * ``"auto"`` -- the cost model of Eqs. 6.1-6.4 decides on the first batch
   (tumbling windows: WID; landmark: panes).
 
-State: the dense ring of :class:`~oop.window.store.Ring` (units x dense
-group codes from :class:`~oop.window.keys.KeyEncoder`), plus a multiset
-store per holistic aggregate column. ``state_size().items`` = live
-``(unit, group)`` cells + buffered holistic values + distinct keys.
+State: partial aggregates per ``(unit, group code)`` (codes from
+:class:`~oop.window.keys.KeyEncoder`), in one of two layouts chosen per
+operator on the first batch (``layout="auto"``; reported in
+``plan_info["layout"]``): the dense ring of :class:`~oop.window.store.Ring`
+(units x codes) where keys are dense, or the hash table of live cells of
+:class:`~oop.window.hashstore.HashCells` (WID only) where a window holds
+< 5% of >= 1024 keys; plus a multiset store per holistic aggregate column.
+``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
+values + distinct keys; ``bytes`` = allocated arrays.
 
 On a tuple (batch): tuples with ``t < lwm`` (the last punctuation seen here)
 are late: ``late=None`` counts them as ``late_dropped``; ``"drop"``,
@@ -32,7 +37,8 @@ true), dropping (and counting) older ones. Row-based kinds emit a window as
 soon as the row counter passes its end.
 
 On a punctuation ``P(time, v)``: emits every window with ``end <= v`` (all
-of them in one batch), purges their state (in update mode: the state of
+of them in one Arrow batch, built by one vectorized pass over the ring
+block / the panes), purges their state (in update mode: the state of
 windows with ``end <= v - allowed_lateness``), and forwards
 ``P("window_end", e)`` with ``e`` the smallest end a later row can have.
 Other punctuation is dropped (its attributes are not in the output).
@@ -136,6 +142,9 @@ class WindowAggregate(Operator):
             )
         if self.late is LatePolicy.UPDATE and kind.row_based:
             raise ConfigError(f"{name}: late='update' needs an event-time window, not rows")
+        if self.late is LatePolicy.UPDATE and isinstance(kind, Landmark):
+            raise ConfigError(f"{name}: late='update' is not supported on landmark windows "
+                              "(every pane would have to be kept forever)")
         self.method: str | None = None if method == "auto" else method
         self.plan_info: dict[str, Any] = {"method_config": method}
         self.removed_late = 0
