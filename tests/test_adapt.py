@@ -34,7 +34,7 @@ from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import aggregates as agg
 from oop.window.kinds import Landmark, Sliding, Tumbling
 
-from adapt_oracle import assert_same_cells, oracle, result_cells
+from test_adapt_oracle import assert_same_cells, oracle, result_cells
 
 ALL_AGGS = [
     agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),

@@ -18,7 +18,7 @@ from oop.adapt.store import Block, merge_blocks
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 
-from adapt_oracle import assert_same_cells, oracle, windows_of
+from test_adapt_oracle import assert_same_cells, oracle, windows_of
 
 pos = st.floats(0.01, 1e4, allow_nan=False)
 

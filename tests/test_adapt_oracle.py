@@ -73,3 +73,20 @@ def assert_same_cells(got: dict, exp: dict) -> None:
     for k in exp:
         for x, y in zip(got[k], exp[k]):
             assert close(x, y), (k, got[k], exp[k])
+
+
+# ---- the oracle's own check: extent()-based membership == kind.wids() ----------------------
+from hypothesis import given, strategies as st  # noqa: E402
+import numpy as np  # noqa: E402
+
+from oop.window.kinds import Sliding, Tumbling  # noqa: E402
+
+
+@given(st.integers(1, 6).flatmap(lambda s: st.builds(Sliding, st.integers(s, 4 * s), st.just(s),
+                                                     st.integers(-5, 5))) |
+       st.builds(Tumbling, st.integers(1, 9), st.integers(-5, 5)),
+       st.lists(st.integers(-50, 50), max_size=20))
+def test_oracle_membership_equals_wids(kind, ts):
+    lo, hi = kind.wids(np.asarray(ts, np.int64))
+    for t, a, b in zip(ts, lo.tolist(), hi.tolist()):
+        assert windows_of(kind, t) == list(range(a, b))
