@@ -484,3 +484,20 @@ def test_emit_wid_and_output_punctuation_on_window_end():
         assert_same_rows(res.table, exp)
         check_punctuation_respected(res.table, res.punctuations, attr="window_end")
         assert all(p.attr == "window_end" for _, p in res.punctuations)
+
+
+def test_snapshot_resume_with_the_hash_layout():
+    rng = np.random.default_rng(3)
+    n = 1500
+    t = pa.table({"ts": np.arange(n) * 2 + rng.integers(0, 20, n), "key": rng.integers(0, 10**6, n),
+                  "val": rng.integers(0, 9, n)})
+
+    def plan():
+        op = window_operator(Sliding(40, 10), [agg.count(), agg.sum("val"), agg.median("val")],
+                             by="key", method="wid", layout="hash")
+        return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),
+                              batch_size=200).via(op)
+
+    full = plan().run()
+    part = plan().run(stop_after_rounds=3)
+    assert_same_rows(plan().run(resume_from=part.checkpoint).table, full.table)
