@@ -39,6 +39,8 @@ def main() -> int:
     ap.add_argument("--groups", type=int, default=1000)
     ap.add_argument("--delay-ms", type=int, default=50)
     ap.add_argument("--shards", type=int, default=2)
+    ap.add_argument("--rate", type=float, default=100_000.0,
+                    help="event-time rate, rows per second (10M rows = 100 s of data)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--systems", default="sharded,structured,sql,driver",
@@ -58,7 +60,7 @@ def main() -> int:
     try:
         t0 = time.perf_counter()
         write_dataset(work / "in", rows=args.rows, files=args.files, delay_ms=args.delay_ms,
-                      groups=args.groups, rate=max(1000.0, args.rows / 600))
+                      groups=args.groups, rate=args.rate)
         gen_s = time.perf_counter() - t0
         print(f"# {args.rows} rows, {args.files} files, {args.groups} groups, band delay "
               f"{args.delay_ms} ms, master {args.master}; JVM start {jvm_s:.1f}s, "

@@ -59,6 +59,8 @@ def get_spark(
 ) -> "SparkSession":
     """The active SparkSession, or a new embedded one on ``master`` (default ``local[*]``).
 
+    Under ``spark-submit`` the submit's ``--master`` wins over ``master``.
+
     Raises :class:`SparkUnavailableError` (one line) when PySpark is not
     installed, no Java is found, or the JVM does not start.
     """
@@ -82,6 +84,8 @@ def get_spark(
             "spark://HOST:PORT, yarn or k8s://..."
         )
     builder = SparkSession.builder.appName(app_name)
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):
+        master = None  # launched by spark-submit: its --master (and conf) win
     if master is not None:
         builder = builder.master(master)
     elif not os.environ.get("SPARK_MASTER") and "spark.master" not in (conf or {}):

@@ -338,6 +338,7 @@ class ShardedStream:
     shards: int
     name: str = "sharded"
     aligned: bool = False  # rows already sit in their shard's partition, in arrival order
+    source: Any = None  # _SourceParams while no query ran yet: the first query fuses with it
 
     # ---- movement -------------------------------------------------------
     def _move(self, m: int, data_target: "Column", many: bool = False) -> "ShardedStream":
@@ -354,7 +355,7 @@ class ShardedStream:
             target = F.when(k == PUNCT, all_shards).when(k == STATS, F.array(F.lit(0))) \
                 .otherwise(F.array(data_target))
         df = self.df.withColumn(SHARD, F.explode(target.cast("array<int>")))
-        return replace(self, df=df, shards=m, aligned=False)
+        return replace(self, df=df, shards=m, aligned=False, source=None)
 
     def redistribute(self, m: int, key: str | Sequence[str]) -> "ShardedStream":
         """Send each data row to shard ``pmod(hash(key), m)``; punctuation to all m shards."""
@@ -396,7 +397,7 @@ class ShardedStream:
         cols = [c for c in df.columns if c not in HELPERS] + list(HELPERS)
         df = df.select(*cols)
         user_spark = df.select(*[c for c in df.columns if c not in HELPERS]).schema
-        return replace(self, df=df, schema=arrowio.spark_to_arrow(user_spark))
+        return replace(self, df=df, schema=arrowio.spark_to_arrow(user_spark), source=None)
 
     def _require(self, cols: Sequence[str], op: str) -> None:
         missing = [c for c in cols if c not in self.schema.names]
@@ -438,6 +439,13 @@ class ShardedStream:
         out_schema, out_time, out_unit = _probe(plan, specs)
         phys_out = _phys_spark_schema(out_schema)
         spark = self.df.sparkSession
+        if other is None and self.source is not None and self.aligned:
+            sp = self.source
+            task_sp = replace(sp, df=None)  # the DataFrame stays on the driver
+            out = sp.df.mapInArrow(_fused_task(task_sp, plan, out_schema, out_time, phys_out),
+                                   phys_out)
+            return ShardedStream(out, out_schema, out_time, out_unit, producers=m, shards=m,
+                                 name=name, aligned=True)
         if other is None and self.aligned:
             # each partition holds one shard fed by one producer (itself)
             specs = [replace(specs[0], producers=1)]
@@ -629,6 +637,51 @@ def _source_task(schema: pa.Schema, time: str, unit: str, punctuation: Generator
     return task
 
 
+@dataclass(frozen=True)
+class _SourceParams:
+    """How a source shard reads its partition (kept so a first query can fuse with it)."""
+
+    df: Any
+    schema: pa.Schema
+    time: str
+    unit: str
+    punctuation: GeneratorConfig
+    late: Any
+    batch_size: int
+
+
+def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.Schema,
+                out_time: str | None, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Source shard and its first query in ONE task: the raw rows cross into Python once."""
+
+    def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        phys = arrowio.spark_to_arrow(phys_out)
+        feed = (arrowio.conform(b, sp.schema) for b in arrowio.rechunk(it, sp.batch_size))
+        src = Source(lambda: feed, time=sp.time, unit=sp.unit, punctuation=sp.punctuation,
+                     late=sp.late, schema=sp.schema, name=f"input{pid}")
+        out = plan(Stream(Node(src)))
+        box = _Outbox()
+        ex = Executor([Node(box, [out.node])])
+        em = _Emitter(phys, out_schema, pid)
+        for _ in _step(ex):
+            items, box.items = box.items, []
+            for el in items:
+                if isinstance(el, pa.RecordBatch):
+                    if el.num_rows:
+                        yield em.data(el, pid)
+                elif out_time is not None:
+                    yield em.punct(el.value, pid)
+        if out_time is not None:
+            yield em.punct(INT64_MAX, pid)
+        yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
+
+    return task
+
+
 def shard(
     df: "DataFrame",
     *,
@@ -675,5 +728,6 @@ def shard(
     phys_out = _phys_spark_schema(user)
     phys = df.mapInArrow(_source_task(user, time, unit, punct, late, batch_size, phys_out),
                          phys_out)
+    sp = _SourceParams(df, user, time, unit, punct, late, batch_size)
     return ShardedStream(phys, user, time, unit, producers=producers, shards=producers,
-                         name=name, aligned=True)
+                         name=name, aligned=True, source=sp)
