@@ -208,6 +208,7 @@ class AdaptLogic:
         self._npart_t = np.int16 if self.kind.r // self.kind.s < 8_000 else np.int32
         self.npart = np.zeros(0, self._npart_t)
         self.n_live = 0
+        self.live = np.zeros(0, np.int64)  # ids of live groups (tuples or partials held)
         # counters
         self.tuples_in = 0
         self.late = 0
@@ -277,9 +278,10 @@ class AdaptLogic:
     def _winvol(self, gs: np.ndarray) -> np.ndarray:
         return self.wv[gs].sum(axis=1, dtype=np.int64)
 
-    def _count_live(self) -> None:
+    def _recount_live(self) -> None:
         g = self.n_groups
-        self.n_live = int(np.count_nonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)))
+        self.live = np.flatnonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)).astype(np.int64)
+        self.n_live = len(self.live)
 
     # ---- the Bucket --------------------------------------------------------------
     def _wids(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -317,7 +319,10 @@ class AdaptLogic:
         if self.S > 1:
             ug = np.unique(ug)
         # groups that come alive (no tuples and no partials before this batch)
-        self.n_live += int(np.count_nonzero(~self.wv[ug].any(axis=1) & (self.npart[ug] == 0)))
+        born = ug[~self.wv[ug].any(axis=1) & (self.npart[ug] == 0)]
+        if len(born):
+            self.live = np.concatenate([self.live, born])
+            self.n_live = len(self.live)
         wv_flat = self.wv.reshape(-1)
         wv_flat[u] += c.astype(np.int32)
         self.volume.add(len(gids))
@@ -449,17 +454,20 @@ class AdaptLogic:
             self.wed.complete(w, hw)
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
-        g = self.n_groups
-        if self.mode_name == "adaptive" and g:
-            eg = np.flatnonzero(self.mode[:g] == EAGER)
+        # only live groups are looked at: O(live groups), not O(groups ever seen)
+        lv = self.live
+        if self.mode_name == "adaptive" and len(lv):
+            eg = lv[self.mode[lv] == EAGER]
             if len(eg):
                 th = self.cfg.thresholds.down * self._theta(eg)
                 sw = eg[self._winvol(eg) < th]
                 self.mode[sw] = LAZY
                 self.switches_to_lazy += len(sw)
-            dead = ~self.wv[:g].any(axis=1) & (self.npart[:g] == 0)
-            self.mode[:g][dead] = LAZY  # entry removed: the group starts lazy again
-        self._count_live()
+        alive = self.wv[lv].any(axis=1) | (self.npart[lv] > 0)
+        if self.mode_name == "adaptive":
+            self.mode[lv[~alive]] = LAZY  # entry removed: the group starts lazy again
+        self.live = lv[alive]
+        self.n_live = len(self.live)
         self._sample(v)
         self._track_peak()
         return out
@@ -500,15 +508,14 @@ class AdaptLogic:
         return self.on_punctuation(max(int(end), self.lwm.value))
 
     def _sample(self, v: int) -> None:
-        g = self.n_groups
-        live = self.wv[:g].any(axis=1) | (self.npart[:g] > 0)
-        eager = live & (self.mode[:g] == EAGER)
-        trans = live & (self.mode[:g] == LAZY) & (self.npart[:g] > 0)
+        lv = self.live
+        eager = int(np.count_nonzero(self.mode[lv] == EAGER))
+        trans = int(np.count_nonzero((self.mode[lv] == LAZY) & (self.npart[lv] > 0)))
         t = self.timeline
         t.punct.append(int(v))
-        t.eager.append(int(eager.sum()))
-        t.transitional.append(int(trans.sum()))
-        t.lazy.append(int(live.sum() - eager.sum() - trans.sum()))
+        t.eager.append(eager)
+        t.transitional.append(trans)
+        t.lazy.append(len(lv) - eager - trans)
         sb = self.state_bytes()
         t.partial_bytes.append(sb["partials"])
         t.buffer_bytes.append(sb["buffer"])
@@ -542,7 +549,7 @@ class AdaptLogic:
         self.n_groups = s["n_groups"]
         (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
         self.timeline, self.peak = s["timeline"], s["peak"]
-        self._count_live()
+        self._recount_live()
 
     # ---- invariants -------------------------------------------------------------------------
     def _check(self) -> None:
@@ -551,8 +558,9 @@ class AdaptLogic:
         self.buffer._check()
         g = self.n_groups
         assert (self.wv[:g] >= 0).all(), "negative winVol"
-        live = int(np.count_nonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)))
-        assert live == self.n_live, (live, self.n_live)
+        live = np.flatnonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0))
+        assert len(np.unique(self.live)) == len(self.live) == self.n_live, "live list not unique"
+        assert np.array_equal(np.sort(self.live), live), "live list disagrees with the state"
         # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
         expect = np.zeros((max(g, 1), self.S), np.int64)
         npart = np.zeros(max(g, 1), np.int64)
