@@ -1,12 +1,25 @@
 """PySpark integration (DESIGN §7): replay DataFrames into ``oop`` plans, run plans sharded
 over Spark partitions, and check results against Spark SQL.
 
+* :func:`replay` / :func:`replay_stream` -- any DataFrame into an ``oop`` plan on the
+  driver, in arrival order, in Arrow batches (:mod:`oop.spark.replay`);
+* :func:`shard` -> :class:`ShardedStream` -- rekey / redistribute / reshard / broadcast /
+  multicast / query, one ``oop`` plan per shard inside Spark tasks
+  (:mod:`oop.spark.sharded`, plans in :mod:`oop.spark.plans`);
+* :func:`spark_windows` / :func:`compare_windows` -- Spark SQL ground truth and the
+  window-by-window report (:mod:`oop.spark.verify`);
+* :func:`structured_windows` -- the same query in Structured Streaming
+  (:mod:`oop.spark.structured`).
+
 Importing this package does not start a JVM; :func:`get_spark` does.
 """
 
 from oop.spark.errors import SparkInputError, SparkUnavailableError
 from oop.spark.replay import IDEAL, replay, replay_stream
 from oop.spark.session import get_spark, java_available
+from oop.spark.sharded import ShardedResult, ShardedStream, shard
+from oop.spark.structured import structured_windows
+from oop.spark.verify import VerifyReport, compare_windows, spark_windows
 
 __all__ = [
     "get_spark",
@@ -14,6 +27,13 @@ __all__ = [
     "replay",
     "replay_stream",
     "IDEAL",
+    "shard",
+    "ShardedStream",
+    "ShardedResult",
+    "spark_windows",
+    "compare_windows",
+    "VerifyReport",
+    "structured_windows",
     "SparkInputError",
     "SparkUnavailableError",
 ]

@@ -34,6 +34,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",  # rows per JVM<->Python batch
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.adaptive.enabled": "false",  # keep the requested shard partitioning
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",

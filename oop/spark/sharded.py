@@ -42,6 +42,10 @@ ended sends ``P(+inf)``. The plan's output batches and punctuations become the
 physical rows of the next stage. :meth:`~ShardedStream.collect` re-combines
 the shard outputs on the driver the same way (Meld, min of punctuations).
 
+The first query after :func:`shard` (no movement in between) runs in the
+same task as the source shard: the raw rows cross from the JVM into Python
+once, and with a local aggregation only the partial results are shuffled.
+
 Memory: Spark sorts and shuffles (spilling to disk); each task holds one
 chunk of input (Spark's Arrow batch) plus its plan's state. Costs per chunk:
 a few vectorized filters plus O(#punctuation rows) Python.
