@@ -50,9 +50,10 @@ kinds = st.one_of(
         Sliding, st.integers(s, 4 * s), st.just(s), st.integers(-5, 5))),
 )
 thresholds = st.one_of(
-    st.sampled_from([Thresholds.eager(), Thresholds.lazy(), Thresholds()]),
-    st.integers(0, 3).flatmap(lambda d: st.integers(d, d + 2).map(
-        lambda u: Thresholds(up=u, down=d, absolute=True))),
+    st.sampled_from([Thresholds.eager(), Thresholds.lazy(), Thresholds(),
+                     Thresholds(decide_on="remaining")]),
+    st.builds(lambda d, e, how: Thresholds(up=d + e, down=d, absolute=True, decide_on=how),
+              st.integers(0, 3), st.integers(0, 2), st.sampled_from(["closed_extent", "remaining"])),
 )
 
 
@@ -175,7 +176,7 @@ def test_snapshot_restore_with_transitional_groups():
     ts = [0, 1, 1, 1, 2, 3, 4, 5, 7, 9, 11, 12, 13, 20]
     t = pa.table({"ts": ts, "key": [0] * len(ts), "val": list(range(len(ts)))})
     aggs = [agg.count(), agg.sum("val")]
-    th = Thresholds(up=3, down=3, absolute=True)
+    th = Thresholds(up=3, down=3, absolute=True, decide_on="remaining")
 
     def plan():
         return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.Ordered(),
@@ -209,7 +210,7 @@ def test_scenario_lazy_eager_lazy():
                                                                   "val": [5]}),
             oop.Punctuation("ts", 20)]
     op = AdaptWID(kind, [agg.sum("val")], by="key",
-                  thresholds=Thresholds(up=2, down=2, absolute=True))
+                  thresholds=Thresholds(up=2, down=2, absolute=True, decide_on="remaining"))
     res = oop.from_batches(feed, time="ts", unit="ms", punctuation=oop.External()).via(op).run()
     assert res.table.to_pylist() == [
         {"key": "a", "window_start": 0, "window_end": 10, "sum_val": 3},
@@ -305,3 +306,26 @@ def test_pane_variant_equals_oracle(feed, kind, th, agg_idx):
     ends = res.table.column("window_end").to_pylist()
     for rows_before, p in res.punctuations:
         assert all(e > p.value for e in ends[rows_before:])
+
+
+def test_dense_tumbling_group_does_not_flip_at_every_boundary():
+    """Tumbling 10, one group with 5 tuples per window, thresholds 2/2.
+
+    ``decide_on="remaining"`` (004 to the letter) sees winVol ~0 right after each
+    boundary and flips the dense group lazy and back every window;
+    ``"closed_extent"`` judges it on the window that just closed (5 > 2) and keeps
+    it eager. Same output either way.
+    """
+    ts = [t for w in range(4) for t in range(10 * w, 10 * w + 10, 2)]
+    t = pa.table({"ts": ts, "key": [0] * len(ts), "val": [1] * len(ts)})
+    outs, flips = [], {}
+    for how in ("remaining", "closed_extent"):
+        op = AdaptWID(Tumbling(10), [agg.count()], by="key",
+                      thresholds=Thresholds(up=2, down=2, absolute=True, decide_on=how))
+        res = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.Ordered(),
+                             batch_size=1).via(op).run()
+        outs.append(res.table.to_pylist())
+        flips[how] = (op.logic.switches_to_eager, op.logic.switches_to_lazy)
+    assert outs[0] == outs[1] and [r["count"] for r in outs[0]] == [5, 5, 5, 5]
+    assert flips["remaining"][0] >= 3 and flips["remaining"][1] >= 3
+    assert flips["closed_extent"] == (1, 0)

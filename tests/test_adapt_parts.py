@@ -131,10 +131,11 @@ class GroupStateMachine(RuleBasedStateMachine):
 
     @initialize(kind=st.sampled_from([Tumbling(4), Sliding(6, 2), Sliding(5, 2, 1)]),
                 up=st.integers(0, 3), down=st.integers(0, 3), n_bins=st.integers(1, 3),
-                mode=st.sampled_from(["adaptive", "absolute", "eager", "lazy"]))
-    def setup(self, kind, up, down, n_bins, mode):
+                mode=st.sampled_from(["adaptive", "absolute", "eager", "lazy"]),
+                how=st.sampled_from(["closed_extent", "remaining"]))
+    def setup(self, kind, up, down, n_bins, mode, how):
         if mode == "absolute":
-            th = Thresholds(up=max(up, down), down=min(up, down), absolute=True)
+            th = Thresholds(up=max(up, down), down=min(up, down), absolute=True, decide_on=how)
         else:
             th = Thresholds(mode=mode)
         self.kind = kind

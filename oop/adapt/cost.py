@@ -56,8 +56,19 @@ class Thresholds:
     ``Thresholds(up=1, down=1, absolute=True)`` switches groups back and forth
     as often as possible -- what the tests use to exercise every transition.
 
-    >>> Thresholds().up, Thresholds().down
-    (1.0, 0.8)
+    ``decide_on`` -- which ``winVol`` the eager -> lazy test at a punctuation
+    uses. ``"remaining"`` is 004 §6.3.4.2 to the letter: the tuples still
+    active *after* the punctuation expired the closed extents, and a group
+    whose ``winVol`` reaches 0 is removed (it restarts lazy). In a tumbling
+    window that count is ~0 for *every* group right after each boundary, so
+    dense groups flip eager -> lazy -> eager once per window however the two
+    thresholds are set. ``"closed_extent"`` (default) uses ``winVol`` *before*
+    the expiry, i.e. the volume of the extents that just closed -- the
+    "tuples in a window extent" from which 004 §6.3.4.1 deduces a group's
+    volume -- and keeps the (empty) entry of a group the model keeps eager.
+
+    >>> Thresholds().up, Thresholds().down, Thresholds().decide_on
+    (1.0, 0.8, 'closed_extent')
     >>> Thresholds(up=1, down=2)
     Traceback (most recent call last):
     ...
@@ -68,6 +79,7 @@ class Thresholds:
     up: float = 1.0
     down: float = 0.8
     absolute: bool = False
+    decide_on: Literal["closed_extent", "remaining"] = "closed_extent"
 
     def __post_init__(self) -> None:
         if self.mode not in ("adaptive", "eager", "lazy"):
@@ -79,6 +91,11 @@ class Thresholds:
             raise ConfigError(
                 f"Thresholds(up={self.up}, down={self.down}): thresholds are tuple counts or "
                 "multipliers of Cond. 6.9 and must be >= 0"
+            )
+        if self.decide_on not in ("closed_extent", "remaining"):
+            raise ConfigError(
+                f"Thresholds(decide_on={self.decide_on!r}): use 'closed_extent' (volume of the "
+                "extents that just closed) or 'remaining' (tuples left after the punctuation)"
             )
         if self.down > self.up:
             raise ConfigError(

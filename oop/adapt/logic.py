@@ -433,6 +433,8 @@ class AdaptLogic:
             return []
         old, self.first_open = self.first_open, fo
         closing = list(self.open_wids.irange(maximum=fo - 1))
+        lv = self.live
+        pre = self._winvol(lv)  # winVol before expiry: the closing extents' volume
         lazy_blocks = self._close_buffer(old, fo) if self.buffer.n_rows else {}
         out: list[tuple[int, Block]] = []
         hw = self.offsets.hwm
@@ -455,16 +457,18 @@ class AdaptLogic:
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         # only live groups are looked at: O(live groups), not O(groups ever seen)
-        lv = self.live
+        th_cfg = self.cfg.thresholds
         if self.mode_name == "adaptive" and len(lv):
-            eg = lv[self.mode[lv] == EAGER]
+            is_e = self.mode[lv] == EAGER
+            eg = lv[is_e]
             if len(eg):
-                th = self.cfg.thresholds.down * self._theta(eg)
-                sw = eg[self._winvol(eg) < th]
+                th = th_cfg.down * self._theta(eg)
+                vol = pre[is_e] if th_cfg.decide_on == "closed_extent" else self._winvol(eg)
+                sw = eg[vol < th]
                 self.mode[sw] = LAZY
                 self.switches_to_lazy += len(sw)
         alive = self.wv[lv].any(axis=1) | (self.npart[lv] > 0)
-        if self.mode_name == "adaptive":
+        if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
             self.mode[lv[~alive]] = LAZY  # entry removed: the group starts lazy again
         self.live = lv[alive]
         self.n_live = len(self.live)
