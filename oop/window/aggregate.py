@@ -448,13 +448,6 @@ class WindowAggregate(Operator):
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
-        if (self.units is not None and not self.units.landmark and only is None
-                and self.ring is not None and wids):
-            # Paned-WID: all windows of this punctuation from their panes in one pass
-            wid, codes, lanes = self.units.windows_block(self.ring, wids, self.enc.n_codes)
-            if codes.size == 0:
-                return None
-            return self._build_arrays(wid, codes, lanes, revision)
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
             wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
