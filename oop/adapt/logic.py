@@ -16,7 +16,12 @@ Group state machine (every group starts lazy)::
        |    \\                                                          | (punctuation)
        |     +-------------- TRANSITIONAL (lazy + old partials) <------+
        |                         | winVol > up*theta: back to EAGER (B merged into partials)
-       +-- winVol == 0: entry removed (it starts lazy again)
+       +-- winVol == 0 (decide_on="remaining"): entry removed (it starts lazy again)
+
+The eager -> lazy test uses the volume of the extents that just closed
+(``Thresholds.decide_on="closed_extent"``, default) or, as 004 §6.3.4.2 words
+it, the tuples remaining after the punctuation (``"remaining"``), which flips
+dense tumbling-window groups at every boundary (see :class:`Thresholds`).
 
 ``theta`` is Cond. 6.9 (:class:`~oop.adapt.cost.MemoryCostModel`) with
 ``aggr`` = measured bytes per partial, ``tup`` = bytes per buffered tuple
@@ -45,11 +50,13 @@ over B) into a block per window, merged with that window's eager block
 whose last window closed are purged and ``winVol`` drops by them and by the
 emitted partials' ``tupcnt``. Then eager groups under the lower threshold
 become lazy (transitional while they have partials) and groups with
-``winVol == 0`` are removed.
+``winVol == 0`` leave the live-group list.
 
 Cost: per batch O(n * windows-per-tuple) vectorized plus O(rows of B in the
 switching groups' bins); per punctuation O(|B| * closing windows + partials
-emitted + groups) vectorized. No per-tuple Python.
+emitted + live groups) vectorized. No per-tuple Python. Per-group arrays are
+dense over every group id ever seen (never compacted; only live groups are
+counted as state).
 """
 
 from __future__ import annotations
