@@ -168,6 +168,7 @@ class Timeline:
     partial_bytes: list[int] = field(default_factory=list)
     buffer_bytes: list[int] = field(default_factory=list)
     group_bytes: list[int] = field(default_factory=list)
+    wed: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, list[int]]:
         return {k: list(v) for k, v in self.__dict__.items()}
@@ -222,6 +223,7 @@ class AdaptLogic:
         self.switches_to_eager = 0
         self.switches_to_lazy = 0
         self.timeline = Timeline()
+        self._flushing = False
         self.peak = {"partials": 0, "buffer": 0, "groups": 0, "total": 0}
 
     # ---- sizes ------------------------------------------------------------------
@@ -460,7 +462,8 @@ class AdaptLogic:
                 merged, _ = merge_blocks(self.aggs, eb, lb)
             if merged is not None and len(merged):
                 out.append((w, merged))
-            self.wed.complete(w, hw)
+            if not self._flushing:  # end of stream is not a measurement of arrival order
+                self.wed.complete(w, hw)
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         # only live groups are looked at: O(live groups), not O(groups ever seen)
@@ -516,7 +519,11 @@ class AdaptLogic:
             return []
         last = int(self.open_wids[-1])
         _, end = self.kind.extent(last)
-        return self.on_punctuation(max(int(end), self.lwm.value))
+        self._flushing = True
+        try:
+            return self.on_punctuation(max(int(end), self.lwm.value))
+        finally:
+            self._flushing = False
 
     def _sample(self, v: int) -> None:
         lv = self.live
@@ -531,6 +538,7 @@ class AdaptLogic:
         t.partial_bytes.append(sb["partials"])
         t.buffer_bytes.append(sb["buffer"])
         t.group_bytes.append(sb["groups"])
+        t.wed.append(int(self.wed.value))
 
     # ---- snapshot ------------------------------------------------------------------------
     def snapshot(self) -> Any:
