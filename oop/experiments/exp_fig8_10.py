@@ -40,9 +40,9 @@ def _slope(x: list[float], y: list[float]) -> float:
 def run(ctx: RunContext) -> Outcome:
     from oop.datasets import Link, MultiSource
 
-    rate = pick(ctx, tiny=300, quick=1000, full=4000)
-    window = pick(ctx, tiny=1000, quick=1000, full=60_000)
-    duration = pick(ctx, tiny=8000, quick=24_000, full=180_000)
+    rate = pick(ctx, tiny=300, quick=1000, full=2000)
+    window = pick(ctx, tiny=1000, quick=1000, full=10_000)
+    duration = pick(ctx, tiny=8000, quick=24_000, full=90_000)
     groups = pick(ctx, tiny=500, quick=2000, full=8000)
     delays = pick(ctx, tiny=[0, 1000, 3000], quick=[0, 2000, 4000, 6000, 8000, 10_000],
                   full=[0, 2000, 4000, 6000, 8000, 10_000])

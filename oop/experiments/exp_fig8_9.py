@@ -56,12 +56,12 @@ def _peak(tr: Any) -> tuple[int, int]:
 def run(ctx: RunContext) -> Outcome:
     from oop.datasets import Link, MultiSource
 
-    rate = pick(ctx, tiny=300, quick=1000, full=10_000)
+    rate = pick(ctx, tiny=300, quick=1000, full=2000)
     window = pick(ctx, tiny=1000, quick=2000, full=10_000)
-    duration = pick(ctx, tiny=8000, quick=24_000, full=120_000)
-    groups = pick(ctx, tiny=500, quick=2000, full=20_000)
+    duration = pick(ctx, tiny=8000, quick=24_000, full=100_000)
+    groups = pick(ctx, tiny=500, quick=2000, full=8000)
     skews = pick(ctx, tiny=[0, 1000, 3000], quick=[0, 2000, 4000, 6000, 8000],
-                 full=[0, 20_000, 40_000, 60_000, 80_000, 100_000])
+                 full=[0, 10_000, 20_000, 30_000, 40_000])
     rows = []
     for sk in ctx.progress(skews, desc="fig8-9 skew"):
         links = (Link("A", rate, groups=groups), Link("B", rate, skew=sk, groups=groups),
