@@ -111,6 +111,13 @@ def test_late_tuples_are_counted_not_lost(data) -> None:
     res = s.query(lambda st_: st_.select(pc.field("v") >= 0)).collect()
     assert res.late_total > 0
     assert res.table.num_rows + res.late_total == t.num_rows == res.tuples_in
+    # late='raise' inside a Spark task: one line naming the engine error, not a JVM trace
+    from oop.spark.errors import SparkInputError
+
+    s = shard(df, time="ts", arrival="arr", punctuation=oop.BoundedDelay(0), late="raise")
+    with pytest.raises(SparkInputError, match="LateTupleError: .*late") as ei:
+        s.collect()
+    assert "\n" not in str(ei.value)
 
 
 @pytest.mark.parametrize("kind", [Sliding(2100, 700), Tumbling(1000)], ids=["sliding", "tumbling"])

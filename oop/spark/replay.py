@@ -134,7 +134,8 @@ def arrival_ordered(
     else:
         key = arrival_key(disorder, time_as_long(F.col(time), is_ts), unit, seed)
     rows = df.count()
-    parts = max(1, math.ceil(rows / (8 * batch_size)))
+    # partitions of ~2 batches: toLocalIterator holds one partition at a time on the driver
+    parts = max(1, math.ceil(rows / (2 * batch_size)))
     out = df.withColumn(_ARR, key).repartitionByRange(parts, F.col(_ARR)).sortWithinPartitions(_ARR)
     return out
 

@@ -36,6 +36,7 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",  # rows per JVM<->Python batch
     "spark.sql.shuffle.partitions": "4",
+    "spark.driver.memory": "2g",
     "spark.sql.adaptive.enabled": "false",  # keep the requested shard partitioning
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
     "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
@@ -133,19 +134,21 @@ def spark_errors(what: str) -> Iterator[None]:
                     "SparkException", "IllegalArgumentException", "UnknownException",
                     "SparkUpgradeException", "ArithmeticException",
                     "Py4JError", "NumberFormatException"):
-            # the Java cause is the interesting part; find the innermost message line
+            # the interesting part: a Python error raised in a task, the stage failure, or the
+            # innermost Java cause -- one line
             text = str(e)
-            m = re.search(r"(?:Caused by|org\.apache\.\S+Exception|java\.\S+Exception|"
-                          r"OopError|UnknownColumnError|TimeTypeError|ConfigError|"
-                          r"LateTupleError|NullTimeError)[^\n]*", text)
-            detail = m.group(0) if m else msg
-            if "oop.errors" in text or re.search(r"\b(?:UnknownColumnError|TimeTypeError|"
-                                                 r"ConfigError|LateTupleError|NullTimeError|"
-                                                 r"PunctuationOrderError)\b", text):
-                m2 = re.search(r"((?:oop\.errors\.)?(?:UnknownColumnError|TimeTypeError|ConfigError|"
-                               r"LateTupleError|NullTimeError|PunctuationOrderError|"
-                               r"SchemaMismatchError)[^\n]*)", text)
-                if m2:
-                    detail = m2.group(1)
+            detail = msg
+            py = re.findall(r"^\s*(?:oop\.\S+\.)?([A-Z]\w*(?:Error|Exception)): (.+)$", text, re.M)
+            oop_err = [f"{n}: {m}" for n, m in py if n in (
+                "UnknownColumnError", "TimeTypeError", "ConfigError", "LateTupleError",
+                "NullTimeError", "PunctuationOrderError", "SchemaMismatchError", "EmptyInputError")]
+            stage = re.search(r"Job aborted due to stage failure: (?:.*?\): )?([^\n]+)", text)
+            causes = re.findall(r"Caused by: ([^\n]+)", text)
+            if oop_err:
+                detail = oop_err[-1]
+            elif stage:
+                detail = stage.group(1)
+            elif causes:
+                detail = causes[-1]
             raise SparkInputError(f"{what}: {detail[:500]}") from e
         raise
