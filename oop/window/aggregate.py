@@ -307,7 +307,7 @@ class WindowAggregate(Operator):
         else:  # panes: the window ids are only needed to re-emit revised windows
             ulo, uhi = self.units.pane_range(times)
             lo = hi = None
-        low = int(minmax(ulo)[0])
+        low, high = (int(x) for x in minmax(ulo))
         if self.ring is None:
             if self._choose_layout(codes, ulo) == "hash":
                 from oop.window.hashstore import HashCells
@@ -321,7 +321,8 @@ class WindowAggregate(Operator):
                 self.ring.lower_base(low)
         cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}
         single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
-        self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single)
+        self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
+                         top=high + 1 if single else None)
         self._add_holistic(batch, codes, ulo, uhi, cols)
         if revise is not None and revise.any():
             if lo is None:

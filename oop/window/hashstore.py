@@ -128,7 +128,7 @@ class HashCells(Ring):
 
     def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
-               single: bool = False) -> None:
+               single: bool = False, top: int | None = None) -> None:
         """Fold a batch in: expand rows to (unit, code) pairs, probe cells, run the lane kernels."""
         n = codes.shape[0]
         if n == 0:

@@ -249,11 +249,12 @@ class Ring:
     # ---- updating -----------------------------------------------------------
     def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
-               single: bool = False) -> None:
+               single: bool = False, top: int | None = None) -> None:
         """Fold a batch into the lanes: row ``i`` updates units ``[lo[i], hi[i])`` of ``codes[i]``.
 
         ``single``: the caller guarantees ``hi == lo + 1`` (one unit per row: a
-        cheaper kernel). Requires ``base <= lo`` (late rows were removed).
+        cheaper kernel); ``top``: ``max(hi)`` when the caller knows it.
+        Requires ``base <= lo`` (late rows were removed).
         Cost: O(sum(hi-lo) x lanes).
         """
         if codes.shape[0] == 0:
@@ -261,7 +262,8 @@ class Ring:
         if self.fixed:
             self.reserve(self.top, n_codes)
         else:
-            top = int(K.minmax(lo)[1]) + 1 if single else int(K.minmax(hi)[1])
+            if top is None:
+                top = int(K.minmax(lo)[1]) + 1 if single else int(K.minmax(hi)[1])
             self.reserve(top, n_codes)
             self.top = max(self.top, top)
         C, mask = self.C, self.mask
