@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=65_536)
     ap.add_argument("--split-rows", type=int, default=400_000,
                     help="tuples per stream of the probe-heavy SplitJoin run (0 = skip)")
+    ap.add_argument("--repeats", type=int, default=3, help="SplitJoin runs per k (min is kept)")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args(argv)
 
@@ -161,13 +162,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# SplitJoin probe-heavy: rows/stream={n:,} keys={kk} band=+-{band}ms "
               f"disorder<={dis}ms")
         run_oop(L2.slice(0, 20_000), R2.slice(0, 20_000), band, dis, 4096, workers=2)
-        r1 = run_oop(L2, R2, band, dis, a.batch, workers=1)
-        r2 = run_oop(L2, R2, band, dis, a.batch, workers=2)
+        # alternate k=1 / k=2 runs and keep each one's fastest (the least disturbed by load)
+        runs: dict[int, list[dict]] = {1: [], 2: []}
+        for _ in range(a.repeats):
+            for k in (1, 2):
+                runs[k].append(run_oop(L2, R2, band, dis, a.batch, workers=k))
+        r1 = min(runs[1], key=lambda r: r["wall_s"])
+        r2 = min(runs[2], key=lambda r: r["wall_s"])
         assert r1["results"] == r2["results"], (r1["results"], r2["results"])
         print(f"k=1: {r1['wall_s']:6.2f} s wall ({r1['cpu_s']:.2f} s CPU)   k=2: {r2['wall_s']:6.2f} s "
               f"wall ({r2['cpu_s']:.2f} s CPU)   speed-up {r1['wall_s'] / r2['wall_s']:.2f}x "
               f"(results={r1['results']:,}, equal)")
-        print("            (wall-time speed-up needs idle cores; CPU s = process CPU over all threads)")
+        print(f"            (min wall of {a.repeats} alternating runs each; a wall-time speed-up needs "
+              "idle cores; CPU s = process CPU over all threads)")
     print(f"# after: {load()}")
     return 0
 
