@@ -61,6 +61,7 @@ from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.bucket import BucketLogic
+from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, Tumbling, WindowKind
@@ -451,10 +452,14 @@ class WindowAggregate(Operator):
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
-            wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
-            if self.late is not LatePolicy.UPDATE:  # emitted = purged: reset just these cells
-                self.ring.reset_cells(wid, codes)
+            if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):
+                # emitted = purged: gather and reset just these cells in one pass
+                wid, codes, lanes = self.ring.take_block(wids, self.enc.n_codes)
                 self._clean = (wids[0], wids[-1] + 1) if wids else None
+            else:
+                wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
+                if self.late is not LatePolicy.UPDATE:
+                    self.ring.reset_cells(wid, codes)
             if codes.size == 0:
                 return None
             return self._build_arrays(wid, codes, lanes, revision)

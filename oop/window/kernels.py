@@ -201,6 +201,46 @@ def scan_rows(rows, C, rr, n):
 
 
 @nb.njit(cache=True)
+def take_rows(rows, C, rr, n, ilanes, n_i, iident, flanes, n_f, fident):
+    """:func:`scan_rows` + gather every lane at the live cells + reset those cells, in one pass.
+
+    ``ilanes``/``flanes``: tuples of int64 / float64 lanes (``n_i``/``n_f``
+    real entries) with identities ``iident``/``fident``. Returns
+    (row index into ``rr``, codes, rows values, int lane values (n_i x k),
+    float lane values (n_f x k)); the cells are left at their identities.
+    """
+    total = 0
+    for k in range(rr.shape[0]):
+        base = rr[k] * C
+        for c in range(n):
+            if rows[base + c] != 0:
+                total += 1
+    wi = np.empty(total, np.int64)
+    codes = np.empty(total, np.int64)
+    rv = np.empty(total, np.int64)
+    iv = np.empty((max(n_i, 1), total), np.int64)
+    fv = np.empty((max(n_f, 1), total), np.float64)
+    m = 0
+    for k in range(rr.shape[0]):
+        base = rr[k] * C
+        for c in range(n):
+            j = base + c
+            if rows[j] != 0:
+                wi[m] = k
+                codes[m] = c
+                rv[m] = rows[j]
+                rows[j] = 0
+                for q in range(n_i):
+                    iv[q, m] = ilanes[q][j]
+                    ilanes[q][j] = iident[q]
+                for q in range(n_f):
+                    fv[q, m] = flanes[q][j]
+                    flanes[q][j] = fident[q]
+                m += 1
+    return wi, codes, rv, iv, fv
+
+
+@nb.njit(cache=True)
 def minmax(a):
     """(min, max) of a non-empty int64 array in one pass."""
     lo = a[0]

@@ -211,6 +211,37 @@ class Ring:
             lanes[("t:" + k[0], k[1])] = self.tarr[k].reshape(self.R, self.C)[cr, codes]
         return u[wi], codes, lanes
 
+    def take_block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """:meth:`block` and reset of the returned cells, fused in one compiled pass."""
+        u = np.asarray([x for x in units if self.base <= x < self.top], np.int64)
+        rr = u & self.mask
+        ik, fk, iid, fid = [], [], [], []
+        for li in self.lanes:
+            if li.key == ("rows", None) or self._alias(li.key) != li.key:
+                continue
+            (ik if li.dtype == np.int64 else fk).append(li.key)
+            (iid if li.dtype == np.int64 else fid).append(li.identity())
+        tk = list(self.tarr)
+        ilanes = tuple(self.arr[k] for k in ik) + tuple(self.tarr[k] for k in tk)
+        iid += [_I64MAX if k[0] == "first" else _I64MIN for k in tk]
+        di, df = np.zeros(1, np.int64), np.zeros(1, np.float64)
+        wi, codes, rv, iv, fv = K.take_rows(
+            self.arr[("rows", None)], self.C, rr, n, ilanes or (di,), len(ilanes),
+            np.asarray(iid or [0], np.int64), tuple(self.arr[k] for k in fk) or (df,), len(fk),
+            np.asarray(fid or [0.0], np.float64))
+        self.live -= codes.shape[0]
+        lanes: dict = {("rows", None): rv}
+        for q, k in enumerate(ik):
+            lanes[k] = iv[q]
+        for q, k in enumerate(tk):
+            lanes[("t:" + k[0], k[1])] = iv[len(ik) + q]
+        for q, k in enumerate(fk):
+            lanes[k] = fv[q]
+        for k in self.arr:
+            if k not in lanes:  # aliased (inactive nn) lanes
+                lanes[k] = lanes[self._alias(k)]
+        return u[wi], codes, lanes
+
     def reserve(self, top: int, n_codes: int) -> None:
         """Make room for units ``[base, top)`` and ``n_codes`` codes (grows by doubling)."""
         need_r = top - self.base
