@@ -193,7 +193,7 @@ def test_snapshot_restore_with_transitional_groups():
         ex.run(stop_after_rounds=rounds + 1)
         rounds += 1
         lg = op.logic
-        if seen_trans_at is None and ((lg.mode[:1] == 0) & (lg.npart[:1] > 0)).any():
+        if seen_trans_at is None and ((lg.mode[:1] == 0) & (lg.partial_counts()[:1] > 0)).any():
             seen_trans_at = rounds
     assert seen_trans_at is not None, "scenario never produced a transitional group"
     full = plan().run()

@@ -88,6 +88,21 @@ class LazyBuffer:
             self.bin_rows[k] += e - s
         self.n_rows += n
 
+    def add_column(self, name: str, dtype: np.dtype, fill: Any) -> None:
+        """Add a column (``fill`` in every held row); ``row_bytes`` grows by its item size.
+
+        Used for a validity column, held only once its value column has shown a null.
+        """
+        if name in self.dtypes:
+            return
+        dt = np.dtype(dtype)
+        for chs in self.bins:
+            for ch in chs:
+                ch[name] = np.full(len(ch["gid"]), fill, dt)
+        self.dtypes[name] = dt
+        self.names.append(name)
+        self.row_bytes += dt.itemsize
+
     def compact(self, b: int) -> Chunk:
         """Bin ``b`` as one chunk (merging its chunks). O(rows in the bin)."""
         ch = _concat(self.bins[b], self.names, self.dtypes)
@@ -126,12 +141,16 @@ class LazyBuffer:
     # ---- checkpointing ----------------------------------------------------
     def snapshot(self) -> Any:
         return {"bins": [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in self.bins],
-                "bin_rows": self.bin_rows.copy(), "n_rows": self.n_rows}
+                "bin_rows": self.bin_rows.copy(), "n_rows": self.n_rows,
+                "dtypes": dict(self.dtypes)}
 
     def restore(self, state: Any) -> None:
         self.bins = [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in state["bins"]]
         self.bin_rows = state["bin_rows"].copy()
         self.n_rows = int(state["n_rows"])
+        self.dtypes = dict(state["dtypes"])
+        self.names = list(self.dtypes)
+        self.row_bytes = int(sum(t.itemsize for t in self.dtypes.values()))
 
     def _check(self) -> None:
         total = 0

@@ -4,8 +4,14 @@ State (004 Fig. 6-17): the eager store ``H`` (one block of partials per open
 window id, :mod:`oop.adapt.store`), the shared lazy buffer ``B`` split into
 bins (:mod:`oop.adapt.buffer`) and, per group ``g``: ``mode[g]`` (the flag
 ``alt``: lazy 0 / eager 1), ``winVol[g, source]`` (tuples of ``g`` still in an
-open window, per source) and ``npart[g]`` (its eager partials). A lazy group
-that still has partials is *transitional*.
+open window, per source) -- 1 + 4 * sources bytes per live group, nothing
+else: a group with partials always has ``winVol > 0`` (the tuple behind a
+partial is counted in its last, still open, window), so liveness and the
+partial count come from ``winVol`` and the store. A lazy group that still
+has partials is *transitional*. ``tupcnt`` per partial is a column of the
+store except for tumbling windows over one source, where it equals the
+partial's row count and is read from a ``count`` state or an ``nn`` lane
+(materialized at the first null of that column).
 
 Group state machine (every group starts lazy)::
 
@@ -83,6 +89,8 @@ from oop.window.kinds import Sliding
 __all__ = ["AdaptConfig", "AdaptLogic", "expand", "expand_reference", "Timeline"]
 
 LAZY, EAGER = 0, 1
+#: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
+GID = np.int32
 
 
 @njit(cache=True)
@@ -102,6 +110,12 @@ def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             ws[k] = w
             k += 1
     return rows, ws
+
+
+def _valid(ch: Chunk, col: str) -> np.ndarray:
+    """Validity of ``col`` in a chunk (no validity column: the column has shown no null)."""
+    m = ch.get(col + "?")
+    return np.ones(len(ch["gid"]), bool) if m is None else m
 
 
 def expand_reference(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -192,12 +206,11 @@ class AdaptLogic:
                     "value columns only -- aggregate a numeric column or use Stream.window"
                 )
         self.value_dtypes = {c: np.dtype(value_dtypes[c]) for c in self.value_cols}
-        cols: dict[str, np.dtype] = {"gid": np.dtype(np.int64), "ts": np.dtype(np.int64)}
+        cols: dict[str, np.dtype] = {"gid": np.dtype(GID), "ts": np.dtype(np.int64)}
         if self.S > 1:
             cols["src"] = np.dtype(np.int8)
-        for c in self.value_cols:
+        for c in self.value_cols:  # validity columns are added at a column's first null
             cols[c] = self.value_dtypes[c]
-            cols[c + "?"] = np.dtype(np.bool_)
         self.buffer = LazyBuffer(cfg.n_bins, cols)
         self.eager = EagerStore(self.aggs, count_tupcnt=self.mode_name == "adaptive")
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
@@ -212,9 +225,10 @@ class AdaptLogic:
         self.n_groups = 0
         self.mode = np.zeros(0, np.int8)
         self.wv = np.zeros((0, self.S), np.int32)
-        # partials per group: at most the windows open at once (int16 unless RANGE/SLIDE is huge)
-        self._npart_t = np.int16 if self.kind.r // self.kind.s < 8_000 else np.int32
-        self.npart = np.zeros(0, self._npart_t)
+        # tupcnt derived from the partials (no column of its own): tumbling windows over one
+        # source, where tupcnt == the partial's row count == a count() state or, while the
+        # column has shown no null, an nn lane (materialized at the first null)
+        self.tupcnt_from: int | None = self._derivable_tupcnt()
         self.n_live = 0
         self.live = np.zeros(0, np.int64)  # ids of live groups (tuples or partials held)
         # counters
@@ -232,7 +246,7 @@ class AdaptLogic:
         """Bytes of one live group's monitoring entry (0 when forced eager/lazy: no monitoring)."""
         if self.mode_name != "adaptive":
             return 0
-        return self.mode.itemsize + self.npart.itemsize + self.wv.itemsize * self.S
+        return self.mode.itemsize + self.wv.itemsize * self.S
 
     @property
     def aggr(self) -> float:
@@ -240,7 +254,8 @@ class AdaptLogic:
         if self.eager.n_partials:
             return self.eager.nbytes / self.eager.n_partials
         item = {c: t.itemsize for c, t in self.value_dtypes.items()}
-        return 8 + 4 * self.S + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
+        tc = 0 if self.tupcnt_from is not None else 4 * self.S
+        return np.dtype(GID).itemsize + tc + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
 
     @property
     def tup(self) -> int:
@@ -271,9 +286,7 @@ class AdaptLogic:
         mode[: self.cap] = self.mode
         wv = np.zeros((cap, self.S), np.int32)
         wv[: self.cap] = self.wv
-        npart = np.zeros(cap, self._npart_t)
-        npart[: self.cap] = self.npart
-        self.mode, self.wv, self.npart, self.cap = mode, wv, npart, cap
+        self.mode, self.wv, self.cap = mode, wv, cap
         self.n_groups = n
 
     def _theta(self, gs: np.ndarray) -> np.ndarray:
@@ -289,8 +302,49 @@ class AdaptLogic:
 
     def _recount_live(self) -> None:
         g = self.n_groups
-        self.live = np.flatnonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0)).astype(np.int64)
+        self.live = np.flatnonzero(self.wv[:g].any(axis=1)).astype(np.int64)
         self.n_live = len(self.live)
+
+    # ---- tupcnt ---------------------------------------------------------------------
+    def _derivable_tupcnt(self) -> int | None:
+        """Index of the aggregate whose first state column equals tupcnt, or None.
+
+        Only for tumbling windows over one source (every tuple's last window is its
+        only window, so tupcnt == rows of the partial).
+        """
+        if self.kind.r != self.kind.s or self.S != 1:
+            return None
+        for j, a in enumerate(self.aggs):
+            if a.fn == "count":
+                return j
+        for j, a in enumerate(self.aggs):
+            if a.fn in ("sum", "mean", "min", "max", "var", "std", "first", "last"):
+                return j  # nn == rows until the column shows a null
+        return None
+
+    def counts(self, blk: Block) -> np.ndarray:
+        """tupcnt of a block, (n, sources) -- stored, or derived (see ``tupcnt_from``)."""
+        if blk.tupcnt.shape[1]:
+            return blk.tupcnt
+        return blk.states[self.tupcnt_from][0].reshape(-1, 1)  # type: ignore[index]
+
+    def _materialize_tupcnt(self) -> None:
+        """A null appeared in the column whose nn stood for tupcnt: store tupcnt from now on."""
+        j = self.tupcnt_from
+        assert j is not None
+        self.tupcnt_from = None
+        store = self.eager
+        for w, b in store.blocks.items():
+            old = store._bytes(b)
+            b.tupcnt = b.states[j][0].astype(np.int32).reshape(-1, 1)
+            store.nbytes += store._bytes(b) - old
+
+    def partial_counts(self) -> np.ndarray:
+        """Eager partials per group (dense over group ids), from the store. O(partials)."""
+        out = np.zeros(max(self.n_groups, 1), np.int64)
+        for b in self.eager.blocks.values():
+            out[b.gids] += 1
+        return out
 
     # ---- the Bucket --------------------------------------------------------------
     def _wids(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -319,7 +373,11 @@ class AdaptLogic:
             values = {c: (v[ok], m[ok]) for c, (v, m) in values.items()}
             if len(gids) == 0:
                 return n_late
-        self._grow(int(gids.max()) + 1)
+        top = int(gids.max()) + 1
+        if top > np.iinfo(GID).max:
+            raise ConfigError(f"adaptive_window: {top} groups exceed the int32 group codes of "
+                              "AdaptWID's state; aggregate on fewer groups or use Stream.window")
+        self._grow(top)
         self.offsets.observe_many(src, ts)
         # winVol per (group, source)
         flat = gids * self.S + src
@@ -328,7 +386,7 @@ class AdaptLogic:
         if self.S > 1:
             ug = np.unique(ug)
         # groups that come alive (no tuples and no partials before this batch)
-        born = ug[~self.wv[ug].any(axis=1) & (self.npart[ug] == 0)]
+        born = ug[~self.wv[ug].any(axis=1)]  # a group with partials has winVol > 0
         if len(born):
             self.live = np.concatenate([self.live, born])
             self.n_live = len(self.live)
@@ -346,12 +404,14 @@ class AdaptLogic:
             self.switches_to_eager += len(sw)
         else:
             sw = lazy_touched[:0]
-        chunk: Chunk = {"gid": gids, "ts": ts}
+        chunk: Chunk = {"gid": gids.astype(GID), "ts": ts}
         if self.S > 1:
             chunk["src"] = src
         for col, (v, m) in values.items():
             chunk[col] = v
-            chunk[col + "?"] = m
+            if col + "?" in self.buffer.dtypes or not m.all():
+                self.buffer.add_column(col + "?", np.dtype(np.bool_), True)  # first null
+                chunk[col + "?"] = m
         pulled = None
         if len(sw):
             self.mode[sw] = EAGER
@@ -393,16 +453,14 @@ class AdaptLogic:
         rows, ws = expand(lo, hi)
         is_last = ws == hi[rows] - 1
         for w, blk in self._blocks(ch, rows, ws, is_last).items():
-            new = self.eager.add(w, blk)
-            if len(new):
-                self.npart[new] += 1
+            self.eager.add(w, blk)
 
     def _blocks(self, ch: Chunk, rows: np.ndarray, ws: np.ndarray,
                 is_last: np.ndarray) -> dict[int, Block]:
         """Group (row, wid) pairs by (wid, group) into one block of partials per wid."""
         if len(rows) == 0:
             return {}
-        g = ch["gid"][rows]
+        g = ch["gid"][rows].astype(np.int64)
         w0 = int(ws.min())
         span = int(g.max()) + 1
         if (int(ws.max()) - w0 + 1) * span < 2**62:  # one int64 sort key: (wid, gid)
@@ -418,18 +476,26 @@ class AdaptLogic:
             if a.fn == "count":
                 r = Rows(g, np.ones(len(g), bool), ts)
             else:
-                r = Rows(ch[a.column][rows], ch[a.column + "?"][rows], ts)
+                r = Rows(ch[a.column][rows], _valid(ch, a.column)[rows], ts)
             states.append(a.reduce(r, starts))
-        src = ch["src"][rows] if self.S > 1 else np.zeros(len(rows), np.int64)
-        onehot = np.zeros((len(rows), self.S), np.int64)
-        onehot[np.arange(len(rows)), src] = is_last
-        tupcnt = np.add.reduceat(onehot, starts, axis=0).astype(np.int32)
+        j = self.tupcnt_from
+        if j is not None and self.aggs[j].fn != "count" and not _valid(ch, self.aggs[j].column).all():
+            self._materialize_tupcnt()  # nn no longer equals rows
+        if self.tupcnt_from is not None:
+            tupcnt = np.zeros((len(starts), 0), np.int32)  # derived: no column held
+        elif self.S == 1:
+            tupcnt = np.add.reduceat(is_last.astype(np.int32), starts).reshape(-1, 1)
+        else:
+            src = ch["src"][rows]
+            onehot = np.zeros((len(rows), self.S), np.int32)
+            onehot[np.arange(len(rows)), src] = is_last
+            tupcnt = np.add.reduceat(onehot, starts, axis=0)
         seg_w, seg_g = ws[starts], g[starts]
         wb = np.flatnonzero(np.diff(seg_w)) + 1
         bounds = np.concatenate([[0], wb, [len(starts)]]).tolist()
         out: dict[int, Block] = {}
         for a_, b_ in zip(bounds[:-1], bounds[1:]):
-            out[int(seg_w[a_])] = Block(seg_g[a_:b_].copy(), tupcnt[a_:b_].copy(),
+            out[int(seg_w[a_])] = Block(seg_g[a_:b_].astype(GID), tupcnt[a_:b_].copy(),
                                         [[x[a_:b_].copy() for x in s] for s in states])
         return out
 
@@ -451,9 +517,9 @@ class AdaptLogic:
             eb = self.eager.pop(w)
             lb = lazy_blocks.pop(w, None)
             if eb is not None and len(eb):
-                self.wv[eb.gids] -= eb.tupcnt.astype(np.int32)
-                self.volume.expire(int(eb.tupcnt.sum()))
-                self.npart[eb.gids] -= 1
+                tc = self.counts(eb)
+                self.wv[eb.gids] -= tc.astype(np.int32)
+                self.volume.expire(int(tc.sum()))
             if eb is None:
                 merged = lb
             elif lb is None:
@@ -477,7 +543,7 @@ class AdaptLogic:
                 sw = eg[vol < th]
                 self.mode[sw] = LAZY
                 self.switches_to_lazy += len(sw)
-        alive = self.wv[lv].any(axis=1) | (self.npart[lv] > 0)
+        alive = self.wv[lv].any(axis=1)
         if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
             self.mode[lv[~alive]] = LAZY  # entry removed: the group starts lazy again
         self.live = lv[alive]
@@ -502,7 +568,7 @@ class AdaptLogic:
             expired = hi <= fo
             if expired.any():
                 gone = self.buffer.filter_bin(b, ~expired)
-                flat = gone["gid"] * self.S + (gone["src"] if self.S > 1 else 0)
+                flat = gone["gid"].astype(np.int64) * self.S + (gone["src"] if self.S > 1 else 0)
                 u, c = np.unique(flat, return_counts=True)
                 self.wv.reshape(-1)[u] -= c.astype(np.int32)
                 self.volume.expire(len(flat))
@@ -527,8 +593,12 @@ class AdaptLogic:
 
     def _sample(self, v: int) -> None:
         lv = self.live
-        eager = int(np.count_nonzero(self.mode[lv] == EAGER))
-        trans = int(np.count_nonzero((self.mode[lv] == LAZY) & (self.npart[lv] > 0)))
+        is_e = self.mode[lv] == EAGER
+        eager = int(np.count_nonzero(is_e))
+        trans = 0
+        if self.eager.n_partials and eager < len(lv):  # lazy groups that still have partials
+            with_p = np.concatenate([b.gids for b in self.eager.blocks.values()])
+            trans = int(np.count_nonzero(np.isin(lv[~is_e], with_p)))
         t = self.timeline
         t.punct.append(int(v))
         t.eager.append(eager)
@@ -548,7 +618,7 @@ class AdaptLogic:
             "wed": self.wed.snapshot(), "offsets": self.offsets.snapshot(),
             "lwm": self.lwm.value, "first_open": self.first_open, "active": self.volume.active,
             "open_wids": list(self.open_wids), "n_groups": self.n_groups,
-            "mode": self.mode[:g], "wv": self.wv[:g], "npart": self.npart[:g],
+            "mode": self.mode[:g], "wv": self.wv[:g], "tupcnt_from": self.tupcnt_from,
             "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
             "timeline": self.timeline, "peak": self.peak,
         })
@@ -563,7 +633,7 @@ class AdaptLogic:
         self.volume.active = s["active"]
         self.first_open = s["first_open"]
         self.open_wids = SortedSet(s["open_wids"])
-        self.mode, self.wv, self.npart = s["mode"], s["wv"], s["npart"]
+        self.mode, self.wv, self.tupcnt_from = s["mode"], s["wv"], s["tupcnt_from"]
         self.cap = len(self.mode)
         self.n_groups = s["n_groups"]
         (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
@@ -577,7 +647,7 @@ class AdaptLogic:
         self.buffer._check()
         g = self.n_groups
         assert (self.wv[:g] >= 0).all(), "negative winVol"
-        live = np.flatnonzero(self.wv[:g].any(axis=1) | (self.npart[:g] > 0))
+        live = np.flatnonzero(self.wv[:g].any(axis=1))
         assert len(np.unique(self.live)) == len(self.live) == self.n_live, "live list not unique"
         assert np.array_equal(np.sort(self.live), live), "live list disagrees with the state"
         # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
@@ -590,11 +660,15 @@ class AdaptLogic:
         for w, blk in self.eager.blocks.items():
             assert w >= self.first_open or self.first_open == INT64_MIN, f"closed window {w} held"
             assert w in self.open_wids, f"partials of window {w} which is not open"
-            expect[blk.gids] += blk.tupcnt
+            tc = self.counts(blk)
+            assert tc.shape == (len(blk), self.S), "tupcnt neither stored nor derivable"
+            expect[blk.gids] += tc
             npart[blk.gids] += 1
+            if self.tupcnt_from is not None and self.aggs[self.tupcnt_from].fn != "count":
+                assert blk.tupcnt.shape[1] == 0
         assert (expect[:g] == self.wv[:g]).all(), "winVol disagrees with the held tuples"
         assert self.volume.active == int(self.wv[:g].sum()), "stream volume != sum of winVol"
-        assert (npart[:g] == self.npart[:g]).all(), "npart disagrees with the store"
+        assert (self.wv[:g][npart[:g] > 0].sum(axis=1) > 0).all(), "partials of a dead group"
         # eager groups never have tuples in B
         for b in self.buffer.bins:
             for ch in b:

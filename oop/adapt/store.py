@@ -78,7 +78,7 @@ def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, n
     keep[pos_b] = False
     pos_a = np.flatnonzero(keep)
     sel = np.flatnonzero(new)
-    gids = np.empty(n, np.int64)
+    gids = np.empty(n, a.gids.dtype)
     gids[pos_a] = a.gids
     gids[pos_b] = nb_gids
     tup = np.empty((n, a.tupcnt.shape[1]), a.tupcnt.dtype)
