@@ -56,13 +56,15 @@ over B) into a block per window, merged with that window's eager block
 whose last window closed are purged and ``winVol`` drops by them and by the
 emitted partials' ``tupcnt``. Then eager groups under the lower threshold
 become lazy (transitional while they have partials) and groups with
-``winVol == 0`` leave the live-group list.
+``winVol == 0`` are removed (counted out of the live groups).
 
 Cost: per batch O(n * windows-per-tuple) vectorized plus O(rows of B in the
 switching groups' bins); per punctuation O(|B| * closing windows + partials
-emitted + live groups) vectorized. No per-tuple Python. Per-group arrays are
-dense over every group id ever seen (never compacted; only live groups are
-counted as state).
+emitted) vectorized: only groups whose tuples expire are re-evaluated. No
+per-tuple Python. Per-group arrays are indexed by the engine's dense group
+code, so they span every group ever seen, like the key dictionary that every
+window implementation shares (not counted for any); the entries of live
+groups -- what 004's hash table ``H`` holds -- are counted as state.
 """
 
 from __future__ import annotations
@@ -229,8 +231,8 @@ class AdaptLogic:
         # source, where tupcnt == the partial's row count == a count() state or, while the
         # column has shown no null, an nn lane (materialized at the first null)
         self.tupcnt_from: int | None = self._derivable_tupcnt()
-        self.n_live = 0
-        self.live = np.zeros(0, np.int64)  # ids of live groups (tuples or partials held)
+        self.n_live = 0  # groups with winVol > 0 (tuples or partials held): entries of H
+        self.n_eager_live = 0  # live groups in mode EAGER
         # counters
         self.tuples_in = 0
         self.late = 0
@@ -302,8 +304,9 @@ class AdaptLogic:
 
     def _recount_live(self) -> None:
         g = self.n_groups
-        self.live = np.flatnonzero(self.wv[:g].any(axis=1)).astype(np.int64)
-        self.n_live = len(self.live)
+        live = self.wv[:g].any(axis=1)
+        self.n_live = int(np.count_nonzero(live))
+        self.n_eager_live = int(np.count_nonzero(live & (self.mode[:g] == EAGER)))
 
     # ---- tupcnt ---------------------------------------------------------------------
     def _derivable_tupcnt(self) -> int | None:
@@ -388,8 +391,8 @@ class AdaptLogic:
         # groups that come alive (no tuples and no partials before this batch)
         born = ug[~self.wv[ug].any(axis=1)]  # a group with partials has winVol > 0
         if len(born):
-            self.live = np.concatenate([self.live, born])
-            self.n_live = len(self.live)
+            self.n_live += len(born)
+            self.n_eager_live += int(np.count_nonzero(self.mode[born] == EAGER))
         wv_flat = self.wv.reshape(-1)
         wv_flat[u] += c.astype(np.int32)
         self.volume.add(len(gids))
@@ -415,6 +418,7 @@ class AdaptLogic:
         pulled = None
         if len(sw):
             self.mode[sw] = EAGER
+            self.n_eager_live += len(sw)
             if self.buffer.n_rows:
                 pulled = self.buffer.take_groups(sw)
         eager_rows = self.mode[gids] == EAGER
@@ -508,9 +512,14 @@ class AdaptLogic:
             return []
         old, self.first_open = self.first_open, fo
         closing = list(self.open_wids.irange(maximum=fo - 1))
-        lv = self.live
-        pre = self._winvol(lv)  # winVol before expiry: the closing extents' volume
-        lazy_blocks = self._close_buffer(old, fo) if self.buffer.n_rows else {}
+        # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input tuples
+        # expire and winVol decreases below the threshold"): groups with a closing partial
+        # (eager or transitional) and groups with expiring buffered tuples (lazy)
+        blks = [self.eager.blocks[w].gids for w in closing if w in self.eager.blocks]
+        cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
+        pre = self._winvol(cand)  # winVol before expiry: the closing extents' volume
+        expired: list[np.ndarray] = []
+        lazy_blocks = self._close_buffer(old, fo, expired) if self.buffer.n_rows else {}
         out: list[tuple[int, Block]] = []
         hw = self.offsets.hwm
         for w in closing:
@@ -532,27 +541,35 @@ class AdaptLogic:
                 self.wed.complete(w, hw)
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
-        # only live groups are looked at: O(live groups), not O(groups ever seen)
         th_cfg = self.cfg.thresholds
-        if self.mode_name == "adaptive" and len(lv):
-            is_e = self.mode[lv] == EAGER
-            eg = lv[is_e]
+        if self.mode_name == "adaptive" and len(cand):
+            is_e = self.mode[cand] == EAGER  # eager groups hold no buffered tuples
+            eg = cand[is_e]
             if len(eg):
                 th = th_cfg.down * self._theta(eg)
                 vol = pre[is_e] if th_cfg.decide_on == "closed_extent" else self._winvol(eg)
                 sw = eg[vol < th]
                 self.mode[sw] = LAZY
                 self.switches_to_lazy += len(sw)
-        alive = self.wv[lv].any(axis=1)
-        if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
-            self.mode[lv[~alive]] = LAZY  # entry removed: the group starts lazy again
-        self.live = lv[alive]
-        self.n_live = len(self.live)
+                self.n_eager_live -= len(sw)
+        if expired:
+            cand = np.unique(np.concatenate([cand.astype(GID)] + expired))
+        dead = cand[~self.wv[cand].any(axis=1)]  # entries removed from H
+        if len(dead):
+            self.n_live -= len(dead)
+            is_e = self.mode[dead] == EAGER
+            self.n_eager_live -= int(np.count_nonzero(is_e))
+            if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
+                self.mode[dead] = LAZY  # the group starts lazy again
         self._sample(v)
         self._track_peak()
         return out
 
-    def _close_buffer(self, old: int, fo: int) -> dict[int, Block]:
+    def _close_buffer(self, old: int, fo: int, expired_gids: list[np.ndarray]) -> dict[int, Block]:
+        """Aggregate the buffered tuples of the closing windows; purge the expired ones.
+
+        Appends the group codes of purged tuples to ``expired_gids``.
+        """
         pieces: list[Chunk] = []
         pair_ws: list[np.ndarray] = []
         pair_last: list[np.ndarray] = []
@@ -568,6 +585,7 @@ class AdaptLogic:
             expired = hi <= fo
             if expired.any():
                 gone = self.buffer.filter_bin(b, ~expired)
+                expired_gids.append(gone["gid"])
                 flat = gone["gid"].astype(np.int64) * self.S + (gone["src"] if self.S > 1 else 0)
                 u, c = np.unique(flat, return_counts=True)
                 self.wv.reshape(-1)[u] -= c.astype(np.int32)
@@ -592,18 +610,16 @@ class AdaptLogic:
             self._flushing = False
 
     def _sample(self, v: int) -> None:
-        lv = self.live
-        is_e = self.mode[lv] == EAGER
-        eager = int(np.count_nonzero(is_e))
+        eager = self.n_eager_live
         trans = 0
-        if self.eager.n_partials and eager < len(lv):  # lazy groups that still have partials
-            with_p = np.concatenate([b.gids for b in self.eager.blocks.values()])
-            trans = int(np.count_nonzero(np.isin(lv[~is_e], with_p)))
+        if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
+            with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
+            trans = int(np.count_nonzero(self.mode[with_p] == LAZY))
         t = self.timeline
         t.punct.append(int(v))
         t.eager.append(eager)
         t.transitional.append(trans)
-        t.lazy.append(len(lv) - eager - trans)
+        t.lazy.append(self.n_live - eager - trans)
         sb = self.state_bytes()
         t.partial_bytes.append(sb["partials"])
         t.buffer_bytes.append(sb["buffer"])
@@ -647,9 +663,10 @@ class AdaptLogic:
         self.buffer._check()
         g = self.n_groups
         assert (self.wv[:g] >= 0).all(), "negative winVol"
-        live = np.flatnonzero(self.wv[:g].any(axis=1))
-        assert len(np.unique(self.live)) == len(self.live) == self.n_live, "live list not unique"
-        assert np.array_equal(np.sort(self.live), live), "live list disagrees with the state"
+        live = self.wv[:g].any(axis=1)
+        assert int(np.count_nonzero(live)) == self.n_live, "live-group count disagrees"
+        assert int(np.count_nonzero(live & (self.mode[:g] == EAGER))) == self.n_eager_live, \
+            "eager live-group count disagrees"
         # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
         expect = np.zeros((max(g, 1), self.S), np.int64)
         npart = np.zeros(max(g, 1), np.int64)
