@@ -32,6 +32,10 @@ matched, null-padded, right then. Then *ProducePunctuation*:
   within each other's band; we emit it on every advance -- it is always valid
   and a box outside the band is simply empty.)
 
+The engine's window aggregate (``Stream.window``) closes windows from linear
+punctuation on its stream's primary time (S0.ts): keep ``individual`` or
+``both`` when a window follows; to window on S1.ts, join the other way round.
+
 A null time (the missing side of a null-padded outer row) satisfies no
 ``attr < v``: punctuation on that attribute does not constrain such rows.
 Semi/anti outputs carry only S0's columns and only the individual punctuation
