@@ -450,6 +450,14 @@ class WindowAggregate(Operator):
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
+        if (self.units is not None and only is None and self.ring is not None
+                and self.late is not LatePolicy.UPDATE):
+            # Paned-WID, sum-type lanes: all windows in one compiled differential pass
+            res = self.units.emit_sums(self.ring, wids, self.enc.n_codes)
+            if res is not None:
+                if res[1].size == 0:
+                    return None
+                return self._build_arrays(*res, revision)
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
             if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):

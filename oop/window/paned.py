@@ -37,6 +37,7 @@ from oop.errors import ConfigError
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window import kernels as K
 from oop.window.store import LaneInfo, Ring
 
 __all__ = ["PanedWID", "PaneCombiner"]
@@ -139,6 +140,45 @@ class PaneCombiner:
                     t = np.full(n, _I64MAX if li.lane.op == "first" else _I64MIN, np.int64)
                     t[: self.running_t[k].shape[0]] = self.running_t[k]
                     self.running_t[k] = t
+
+    def emit_sums(self, ring: Ring, wids: Sequence[int], n: int
+                  ) -> tuple[np.ndarray, np.ndarray, dict] | None:
+        """All windows of ``wids`` in one compiled pass (:func:`~oop.window.kernels.paned_sums`).
+
+        Only when every live lane is sum-type (count, sum, mean, var, std);
+        returns None otherwise (the caller combines window by window). Shares
+        the running state with :meth:`window_cells`.
+        """
+        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        if self.landmark or not wids or any(li.lane.op not in _SUM_OPS for li in real):
+            return None
+        self._grow(n)
+        ik = [("rows", None)] + [li.key for li in real if li.dtype == np.int64 and li.key != ("rows", None)]
+        fk = [li.key for li in real if li.dtype == np.float64]
+        missing = False
+        for li in real:
+            if li.key not in self.running or self.running[li.key].shape[0] < n:
+                self.running[li.key] = np.zeros(max(n, 1), li.dtype)
+                missing = True
+        w = np.asarray(list(wids), np.int64)
+        k: Sliding = self.kind  # type: ignore[assignment]
+        plo = ((w + 1) * k.s - k.r) // self.g
+        phi = (w + 1) * k.s // self.g
+        inc0 = (not missing) and self.run_w is not None and self.run_w == int(w[0]) - 1
+        prev = self.window_panes(self.run_w) if self.run_w is not None else (0, 0)
+        df = (np.zeros(1, np.float64),)
+        wi, codes, iv, fv, self.since = K.paned_sums(
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
+            tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
+            ring.C, ring.mask, ring.base, ring.top, n, w, plo, phi, prev[0], prev[1], inc0,
+            self.since, self.P)
+        self.run_w = int(w[-1])
+        lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
+        lanes.update({x: fv[q] for q, x in enumerate(fk)})
+        for li in self.lanes:
+            if li.key not in lanes:
+                lanes[li.key] = lanes[("rows", None)]
+        return w[wi], codes, lanes
 
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
