@@ -31,7 +31,10 @@ Output: key columns, ``window_start``, ``window_end`` (the time column's Arrow
 type), aggregate columns (+ ``wid``; + ``is_revision`` with ``late="update"``),
 punctuated on ``window_end``. Operators: :class:`WindowAggregate` (Bucket +
 Aggregate, 004 §6.1), :class:`PanedWID` (004 §6.2), :class:`Bucket`;
-:func:`window_operator` plans one. Oracle without a pipeline:
+:func:`window_operator` plans one (``layout="auto"|"dense"|"hash"``: dense
+ring x key codes, or a hash table of live (window, key) cells for sparse keys;
+the choice is in ``op.plan_info``). ``method="auto"`` applies the cost model of
+004 Eqs. 6.1-6.4 (:func:`choose_method`). Oracle without a pipeline:
 ``oop.window.reference.window_oracle(table, kind, aggs, by, time, unit)``.
 
 >>> import pyarrow as pa, oop

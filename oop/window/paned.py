@@ -20,7 +20,11 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   panes with vectorized elementwise reductions (O(P G), no per-tuple work);
   holistic aggregates combine the panes' (value, count) tables.
   Landmark windows fold each pane into the running state once.
-* Purge: panes before the first pane of the next window to emit.
+  When every lane is sum-type (count/sum/mean/var/std, no update mode)
+  all windows of a punctuation go through one compiled pass
+  (:func:`~oop.window.kernels.paned_sums`); otherwise window by window.
+* Purge: panes before the first pane of the previous window (the
+  differential update subtracts them at the next window).
 
 :class:`PanedWID` is :class:`~oop.window.aggregate.WindowAggregate` with
 ``method="paned"`` forced.
