@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from oop.adapt.kernels import bin_order, bin_order_reference, group_pairs, group_pairs_reference
 from oop.adapt.algebra import Rows, block_agg
 from oop.adapt.buffer import LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
@@ -220,3 +221,23 @@ class GroupStateMachine(RuleBasedStateMachine):
 GroupStateMachine.TestCase.settings = settings(max_examples=40, stateful_step_count=25,
                                                deadline=None)
 TestGroupStateMachine = GroupStateMachine.TestCase
+
+
+# ---- group-by / binning kernels (oop.adapt.kernels) ------------------------------------
+@given(st.lists(st.tuples(st.integers(-6, 6), st.integers(0, 9)), max_size=60))
+def test_group_pairs_kernel_equals_reference(pairs):
+    ws = np.array([w for w, _ in pairs], np.int64)
+    gs = np.array([g for _, g in pairs], np.int64)
+    scratch = np.full(12, -1, np.int64)
+    o1, s1 = group_pairs(ws, gs, scratch)
+    o2, s2 = group_pairs_reference(ws, gs)
+    assert o1.tolist() == o2.tolist() and s1.tolist() == s2.tolist()
+    assert (scratch == -1).all(), "scratch slots not reset"
+
+
+@given(st.lists(st.integers(0, 50), max_size=60), st.integers(1, 9))
+def test_bin_order_kernel_equals_reference(gids, n_bins):
+    g = np.array(gids, np.int32)
+    o1, c1 = bin_order(g, n_bins)
+    o2, c2 = bin_order_reference(g, n_bins)
+    assert o1.tolist() == o2.tolist() and c1.tolist() == c2.tolist()

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from oop.adapt.kernels import bin_order
+
 __all__ = ["LazyBuffer", "Chunk"]
 
 Chunk = dict  # column name -> np.ndarray, all of one length
@@ -75,17 +77,14 @@ class LazyBuffer:
             self.bin_rows[0] += n
             self.n_rows += n
             return
-        b = cols["gid"] % self.n_bins
-        order = np.argsort(b, kind="stable")
-        bs = b[order]
+        order, cuts = bin_order(cols["gid"], self.n_bins)  # stable counting sort
         srt = {c: cols[c][order] for c in self.names}  # one gather per column, then views
-        cuts = np.flatnonzero(np.diff(bs)) + 1
-        starts = np.concatenate([[0], cuts])
-        ends = np.concatenate([cuts, [n]])
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            k = int(bs[s])
-            self.bins[k].append({c: srt[c][s:e] for c in self.names})
-            self.bin_rows[k] += e - s
+        cl = cuts.tolist()
+        for k in range(self.n_bins):
+            s, e = cl[k], cl[k + 1]
+            if e > s:
+                self.bins[k].append({c: srt[c][s:e] for c in self.names})
+                self.bin_rows[k] += e - s
         self.n_rows += n
 
     def add_column(self, name: str, dtype: np.dtype, fill: Any) -> None:

@@ -80,6 +80,7 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
+from oop.adapt.kernels import group_pairs
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -233,6 +234,7 @@ class AdaptLogic:
         self.tupcnt_from: int | None = self._derivable_tupcnt()
         self.n_live = 0  # groups with winVol > 0 (tuples or partials held): entries of H
         self.n_eager_live = 0  # live groups in mode EAGER
+        self._scratch = np.zeros(0, np.int64)  # all -1: group_pairs' slots (not state)
         # counters
         self.tuples_in = 0
         self.late = 0
@@ -465,15 +467,10 @@ class AdaptLogic:
         if len(rows) == 0:
             return {}
         g = ch["gid"][rows].astype(np.int64)
-        w0 = int(ws.min())
-        span = int(g.max()) + 1
-        if (int(ws.max()) - w0 + 1) * span < 2**62:  # one int64 sort key: (wid, gid)
-            order = np.argsort((ws - w0) * span + g, kind="stable")
-        else:  # pragma: no cover - astronomically many groups x windows
-            order = np.lexsort((g, ws))
+        if len(self._scratch) < self.cap:
+            self._scratch = np.full(self.cap, -1, np.int64)
+        order, starts = group_pairs(ws, g, self._scratch)  # counting sort, no argsort
         rows, ws, g, is_last = rows[order], ws[order], g[order], is_last[order]
-        brk = np.flatnonzero((np.diff(ws) != 0) | (np.diff(g) != 0)) + 1
-        starts = np.concatenate([[0], brk]).astype(np.int64)
         ts = ch["ts"][rows]
         states = []
         for a in self.aggs:
