@@ -51,9 +51,12 @@ class SplitJoin(OAJoin):
     def _probe_all(self, o: int, lo: np.ndarray, hi: np.ndarray, kh: np.ndarray,
                    bk: np.ndarray, valid: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix=f"{self.name}-probe")
-        futs = [self._pool.submit(w[o].probe, lo, hi, kh, bk, valid) for w in self.states]
-        return [f.result() for f in futs]
+            self._pool = ThreadPoolExecutor(max(1, self.workers - 1),
+                                            thread_name_prefix=f"{self.name}-probe")
+        # workers 1..k-1 on the pool, worker 0 on the calling thread (one wake-up fewer)
+        futs = [self._pool.submit(w[o].probe, lo, hi, kh, bk, valid) for w in self.states[1:]]
+        first = self.states[0][o].probe(lo, hi, kh, bk, valid)
+        return [first, *(f.result() for f in futs)]
 
     def _produce_punctuation(self) -> list[Element]:
         out = super()._produce_punctuation()
