@@ -80,6 +80,28 @@ def test_buffer_bins_take_groups_equals_reference(n_bins, batches, take):
         assert all(x is y for x, y in zip(b.bins[k], chunks))
 
 
+
+@given(st.integers(1, 5), st.lists(st.lists(st.integers(0, 12), max_size=10), max_size=6),
+       st.integers(0, 30))
+def test_buffer_one_pass_purge_equals_reference(n_bins, batches, cut):
+    """all_rows + keep_rows (the punctuation's one pass over B) == filtering the rows."""
+    b = LazyBuffer(n_bins, {"gid": np.dtype(np.int32), "ts": np.dtype(np.int64)})
+    ref: list[tuple[int, int]] = []
+    t = 0
+    for gs in batches:
+        ts = np.arange(t, t + len(gs))
+        t += len(gs)
+        b.append({"gid": np.asarray(gs, np.int32), "ts": ts})
+        ref += list(zip(gs, ts.tolist()))
+    whole = b.all_rows()
+    b._check()
+    assert sorted(zip(whole["gid"].tolist(), whole["ts"].tolist())) == sorted(ref)
+    b.keep_rows(whole, whole["ts"] >= cut)
+    b._check()
+    held = [(int(g), int(x)) for chs in b.bins for ch in chs for g, x in zip(ch["gid"], ch["ts"])]
+    assert sorted(held) == sorted(r for r in ref if r[1] >= cut)
+    assert b.n_rows == len(held) and b.nbytes == 12 * len(held)
+
 # ---- kernels -------------------------------------------------------------------------
 @given(st.lists(st.tuples(st.integers(-20, 20), st.integers(0, 5)), max_size=30))
 def test_expand_kernel_equals_reference(pairs):

@@ -119,6 +119,29 @@ class LazyBuffer:
         self.n_rows -= n_removed
         return removed
 
+    def all_rows(self) -> Chunk:
+        """Every row as one chunk, bins in order (bin ``b`` is rows ``cuts[b]:cuts[b+1]``).
+
+        The buffer is rebuilt from it (each bin one chunk, views into it), so a
+        following :meth:`keep_rows` can split the kept rows back by bin. O(|B|).
+        """
+        chunks = [ch for chs in self.bins for ch in chs]
+        whole = _concat(chunks, self.names, self.dtypes)
+        cl = np.concatenate([[0], np.cumsum(self.bin_rows)]).tolist()
+        self.bins = [[{c: whole[c][cl[b]:cl[b + 1]] for c in self.names}]
+                     if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+        return whole
+
+    def keep_rows(self, whole: Chunk, keep: np.ndarray) -> None:
+        """Keep the rows of :meth:`all_rows`' chunk where ``keep`` (bins stay contiguous). O(|B|)."""
+        kept = {c: whole[c][keep] for c in self.names}
+        per_bin = np.bincount(kept["gid"] % self.n_bins, minlength=self.n_bins)
+        cl = np.concatenate([[0], np.cumsum(per_bin)]).tolist()
+        self.bins = [[{c: kept[c][cl[b]:cl[b + 1]] for c in self.names}]
+                     if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+        self.bin_rows = per_bin.astype(np.int64)
+        self.n_rows = int(cl[-1])
+
     def take_groups(self, gids: np.ndarray) -> Chunk:
         """Remove and return every row of ``gids``, scanning only their bins."""
         gids = np.asarray(gids, np.int64)

@@ -567,32 +567,22 @@ class AdaptLogic:
 
         Appends the group codes of purged tuples to ``expired_gids``.
         """
-        pieces: list[Chunk] = []
-        pair_ws: list[np.ndarray] = []
-        pair_last: list[np.ndarray] = []
-        for b in self.buffer.nonempty_bins():
-            ch = self.buffer.compact(b)
-            lo, hi = self.kind.wids(ch["ts"])
-            lo_c = np.maximum(lo, old) if old != INT64_MIN else lo
-            rows, ws = expand(lo_c, np.minimum(hi, fo))
-            if len(rows):
-                pieces.append({k: a[rows] for k, a in ch.items()})
-                pair_ws.append(ws)
-                pair_last.append(ws == hi[rows] - 1)
-            expired = hi <= fo
-            if expired.any():
-                gone = self.buffer.filter_bin(b, ~expired)
-                expired_gids.append(gone["gid"])
-                flat = gone["gid"].astype(np.int64) * self.S + (gone["src"] if self.S > 1 else 0)
-                u, c = np.unique(flat, return_counts=True)
-                self.wv.reshape(-1)[u] -= c.astype(np.int32)
-                self.volume.expire(len(flat))
-        if not pieces:
+        ch = self.buffer.all_rows()  # one pass over B (bins stay contiguous)
+        lo, hi = self.kind.wids(ch["ts"])
+        lo_c = np.maximum(lo, old) if old != INT64_MIN else lo
+        rows, ws = expand(lo_c, np.minimum(hi, fo))
+        expired = hi <= fo
+        if expired.any():
+            gone_g = ch["gid"][expired]
+            expired_gids.append(gone_g)
+            flat = gone_g.astype(np.int64) * self.S + (ch["src"][expired] if self.S > 1 else 0)
+            u, c = np.unique(flat, return_counts=True)
+            self.wv.reshape(-1)[u] -= c.astype(np.int32)
+            self.volume.expire(len(flat))
+            self.buffer.keep_rows(ch, ~expired)
+        if len(rows) == 0:
             return {}
-        names = list(pieces[0])
-        ch = {k: np.concatenate([p[k] for p in pieces]) for k in names}
-        rows = np.arange(len(ch["gid"]), dtype=np.int64)
-        return self._blocks(ch, rows, np.concatenate(pair_ws), np.concatenate(pair_last))
+        return self._blocks(ch, rows, ws, ws == hi[rows] - 1)
 
     def flush(self) -> list[tuple[int, Block]]:
         """End of stream: close every open window."""
