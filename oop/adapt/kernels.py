@@ -7,6 +7,8 @@
   window, first-occurrence slots in a dense scratch array over group codes,
   so only the *distinct* groups of a window are sorted:
   O(pairs + segments log segments) instead of O(pairs log pairs).
+* :func:`touch_groups` -- a batch's ``winVol[g, source] += 1`` per tuple, the
+  distinct groups it touched and which of them were not live before: O(n).
 * :func:`bin_order` -- stable counting sort of buffered rows by bin
   (``gid % n_bins``) for :class:`~oop.adapt.buffer.LazyBuffer`: O(n + bins).
 
@@ -25,7 +27,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference"]
+__all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
+           "touch_groups", "touch_groups_reference"]
 
 
 @njit(cache=True)
@@ -134,3 +137,42 @@ def bin_order_reference(gids: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.n
     for b in bins:
         cuts.append(cuts[-1] + len(b))
     return np.asarray([i for b in bins for i in b], np.int64), np.asarray(cuts, np.int64)
+
+
+@njit(cache=True)
+def touch_groups(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
+                 scratch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``wv[gids[i], src[i]] += 1`` for every row; (distinct groups in first-occurrence
+    order, born: the group's winVol was all zero before). ``scratch`` as in :func:`group_pairs`.
+    """
+    n = gids.shape[0]
+    S = wv.shape[1]
+    ug = np.empty(n, np.int64)
+    born = np.empty(n, np.bool_)
+    nu = 0
+    for i in range(n):
+        g = gids[i]
+        if scratch[g] < 0:
+            scratch[g] = nu
+            ug[nu] = g
+            alive = False
+            for k in range(S):
+                if wv[g, k] != 0:
+                    alive = True
+            born[nu] = not alive
+            nu += 1
+        wv[g, src[i]] += 1
+    for j in range(nu):
+        scratch[ug[j]] = -1
+    return ug[:nu].copy(), born[:nu].copy()
+
+
+def touch_groups_reference(wv: np.ndarray, gids: np.ndarray,
+                           src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tuple-at-a-time reference of :func:`touch_groups`."""
+    seen: dict[int, bool] = {}
+    for g, k in zip(gids.tolist(), src.tolist()):
+        if g not in seen:
+            seen[g] = not wv[g].any()
+        wv[g, k] += 1
+    return np.asarray(list(seen), np.int64), np.asarray(list(seen.values()), bool)

@@ -80,7 +80,7 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import group_pairs
+from oop.adapt.kernels import group_pairs, touch_groups
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -384,19 +384,15 @@ class AdaptLogic:
                               "AdaptWID's state; aggregate on fewer groups or use Stream.window")
         self._grow(top)
         self.offsets.observe_many(src, ts)
-        # winVol per (group, source)
-        flat = gids * self.S + src
-        u, c = np.unique(flat, return_counts=True)
-        ug = u // self.S if self.S > 1 else u
-        if self.S > 1:
-            ug = np.unique(ug)
-        # groups that come alive (no tuples and no partials before this batch)
-        born = ug[~self.wv[ug].any(axis=1)]  # a group with partials has winVol > 0
+        # winVol per (group, source); the touched groups and those that come alive (no
+        # tuples and no partials before this batch: a group with partials has winVol > 0)
+        if len(self._scratch) < self.cap:
+            self._scratch = np.full(self.cap, -1, np.int64)
+        ug, is_born = touch_groups(self.wv, gids, src, self._scratch)
+        born = ug[is_born]
         if len(born):
             self.n_live += len(born)
             self.n_eager_live += int(np.count_nonzero(self.mode[born] == EAGER))
-        wv_flat = self.wv.reshape(-1)
-        wv_flat[u] += c.astype(np.int32)
         self.volume.add(len(gids))
         self._start_extents(lo, hi)
         # lazy -> eager on tuple arrival
