@@ -90,6 +90,10 @@ def sharded_window(
     of raw rows before the local aggregation; ``shards`` then only sizes the
     global stage.
     """
+    # only the columns the query reads cross into Python (Spark SQL prunes the same way)
+    needed = list(dict.fromkeys([time, *by, *(a.column for a in aggs if a.column),
+                                 *([arrival] if arrival else [])]))
+    df = df.select(*needed)
     src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
                 shards=shards if spread_input else None, late=late, batch_size=batch_size)
     if all(a.fn in SUPER for a in aggs):

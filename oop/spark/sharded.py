@@ -79,7 +79,7 @@ from oop.stream.timecol import TimeSpec
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["ShardedStream", "shard", "ShardedResult", "K", "SRC", "SEQ", "P", "SHARD"]
+__all__ = ["ShardedStream", "shard", "files_as_partitions", "ShardedResult", "K", "SRC", "SEQ", "P", "SHARD"]
 
 K, SRC, SEQ, P, SHARD, SIDE = "__k", "__src", "__seq", "__p", "__shard", "__side"
 HELPERS = (K, SRC, SEQ, P, SHARD)
@@ -684,6 +684,25 @@ def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.S
         yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
 
     return task
+
+
+def files_as_partitions(spark: "SparkSession", paths: Sequence[str]) -> "DataFrame":
+    """One DataFrame over Parquet ``paths`` whose every partition is ONE file split, in order.
+
+    Spark packs small files into one partition ordered by size, which loses
+    the arrival order across files. Reading each file on its own and taking
+    the union keeps every partition a contiguous piece of one file, read in
+    row order -- for files written in arrival order, each partition is an
+    arrival-ordered source shard and no sort is needed (``shard(df)``
+    without ``arrival``).
+    """
+    if not paths:
+        raise ConfigError("files_as_partitions: no files given")
+    dfs = [spark.read.parquet(str(p)) for p in paths]
+    out = dfs[0]
+    for d in dfs[1:]:
+        out = out.unionByName(d)
+    return out
 
 
 def shard(
