@@ -278,3 +278,13 @@ def test_touch_groups_kernel_equals_reference(rows, init):
     u2, b2 = touch_groups_reference(w2, g, k)
     assert u1.tolist() == u2.tolist() and b1.tolist() == b2.tolist()
     assert (w1 == w2).all() and (scratch == -1).all()
+
+
+@given(st.lists(st.tuples(st.integers(-30, 30), st.integers(-1, 6)), max_size=30))
+def test_covered_windows_kernel_equals_reference(pairs):
+    from oop.adapt.kernels import covered_windows_reference
+    from oop.adapt.logic import covered_windows
+    lo = np.array([a for a, _ in pairs], np.int64)
+    hi = lo + np.array([d for _, d in pairs], np.int64)
+    got = covered_windows(lo, hi)
+    assert got is not None and got.tolist() == covered_windows_reference(lo, hi).tolist()

@@ -9,6 +9,8 @@
   O(pairs + segments log segments) instead of O(pairs log pairs).
 * :func:`touch_groups` -- a batch's ``winVol[g, source] += 1`` per tuple, the
   distinct groups it touched and which of them were not live before: O(n).
+* :func:`covered_windows_kernel` -- the distinct window ids a batch's tuples
+  fall into (to start their extents' ``wed``): O(sum(hi - lo) + span).
 * :func:`bin_order` -- stable counting sort of buffered rows by bin
   (``gid % n_bins``) for :class:`~oop.adapt.buffer.LazyBuffer`: O(n + bins).
 
@@ -28,7 +30,8 @@ import numpy as np
 from numba import njit
 
 __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
-           "touch_groups", "touch_groups_reference"]
+           "touch_groups", "touch_groups_reference", "covered_windows_kernel",
+           "covered_windows_reference"]
 
 
 @njit(cache=True)
@@ -176,3 +179,25 @@ def touch_groups_reference(wv: np.ndarray, gids: np.ndarray,
             seen[g] = not wv[g].any()
         wv[g, k] += 1
     return np.asarray(list(seen), np.int64), np.asarray(list(seen.values()), bool)
+
+
+@njit(cache=True)
+def covered_windows_kernel(lo: np.ndarray, hi: np.ndarray, w0: int, w1: int) -> np.ndarray:
+    """Sorted distinct ``w`` with ``lo[i] <= w < hi[i]`` for some ``i``; all in ``[w0, w1)``."""
+    mark = np.zeros(max(w1 - w0, 0), np.bool_)
+    for i in range(lo.shape[0]):
+        for w in range(lo[i], hi[i]):
+            mark[w - w0] = True
+    out = np.empty(mark.shape[0], np.int64)
+    k = 0
+    for j in range(mark.shape[0]):
+        if mark[j]:
+            out[k] = w0 + j
+            k += 1
+    return out[:k].copy()
+
+
+def covered_windows_reference(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`covered_windows_kernel`."""
+    return np.asarray(sorted({w for a, b in zip(lo.tolist(), hi.tolist()) for w in range(a, b)}),
+                      np.int64)

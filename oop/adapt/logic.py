@@ -80,7 +80,7 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import group_pairs, touch_groups
+from oop.adapt.kernels import covered_windows_kernel, group_pairs, touch_groups
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -113,6 +113,16 @@ def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             ws[k] = w
             k += 1
     return rows, ws
+
+
+def covered_windows(lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
+    """Sorted distinct window ids in ``[lo[i], hi[i])`` over all rows (None: span too wide)."""
+    if len(lo) == 0:
+        return np.zeros(0, np.int64)
+    w0, w1 = int(lo.min()), int(hi.max())
+    if w1 - w0 > 4 * len(lo) + 1024:
+        return None
+    return covered_windows_kernel(lo, hi, w0, w1)
 
 
 def _valid(ch: Chunk, col: str) -> np.ndarray:
@@ -436,12 +446,14 @@ class AdaptLogic:
         return n_late
 
     def _start_extents(self, lo: np.ndarray, hi: np.ndarray) -> None:
-        ulo, inv = np.unique(lo, return_inverse=True)
-        top = np.full(len(ulo), INT64_MIN, np.int64)
-        np.maximum.at(top, inv, hi)
-        _, ws = expand(ulo, top)
+        ws = covered_windows(lo, hi)
+        if ws is None:  # the batch spans far more windows than it has tuples
+            ulo, inv = np.unique(lo, return_inverse=True)
+            top = np.full(len(ulo), INT64_MIN, np.int64)
+            np.maximum.at(top, inv, hi)
+            ws = np.unique(expand(ulo, top)[1])
         opened = self.open_wids
-        fresh = [w for w in np.unique(ws).tolist() if w not in opened]  # per window, not tuple
+        fresh = [w for w in ws.tolist() if w not in opened]  # per window, not tuple
         if not fresh:
             return
         ws = np.asarray(fresh, np.int64)
