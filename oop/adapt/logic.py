@@ -493,12 +493,13 @@ class AdaptLogic:
         if self.tupcnt_from is not None:
             tupcnt = np.zeros((len(starts), 0), np.int32)  # derived: no column held
         elif self.S == 1:
-            tupcnt = np.add.reduceat(is_last.astype(np.int32), starts).reshape(-1, 1)
+            tupcnt = np.add.reduceat(is_last.astype(np.int32), starts,
+                                     dtype=np.int32).reshape(-1, 1)
         else:
             src = ch["src"][rows]
             onehot = np.zeros((len(rows), self.S), np.int32)
             onehot[np.arange(len(rows)), src] = is_last
-            tupcnt = np.add.reduceat(onehot, starts, axis=0)
+            tupcnt = np.add.reduceat(onehot, starts, axis=0, dtype=np.int32)
         seg_w, seg_g = ws[starts], g[starts]
         wb = np.flatnonzero(np.diff(seg_w)) + 1
         bounds = np.concatenate([[0], wb, [len(starts)]]).tolist()
@@ -674,6 +675,7 @@ class AdaptLogic:
             assert w in self.open_wids, f"partials of window {w} which is not open"
             tc = self.counts(blk)
             assert tc.shape == (len(blk), self.S), "tupcnt neither stored nor derivable"
+            assert blk.gids.dtype == GID and blk.tupcnt.dtype == np.int32, "state layout widened"
             expect[blk.gids] += tc
             npart[blk.gids] += 1
             if self.tupcnt_from is not None and self.aggs[self.tupcnt_from].fn != "count":
