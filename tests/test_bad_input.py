@@ -48,9 +48,14 @@ def test_late_raise_names_stream_value_bound_and_fix():
         s.run()
 
 
-def test_late_update_is_not_a_source_policy_and_unknown_policy():
-    with pytest.raises(oop.ConfigError, match="operator policy"):
-        oop.from_arrow(_late_table(), time="ts", late="update")
+def test_late_update_forwards_late_tuples_and_unknown_policy_raises():
+    # late='update' on a source forwards late tuples (counted) so a window with
+    # late='update' can revise its results; nothing is dropped
+    res = oop.from_arrow(_late_table(), time="ts", punctuation=oop.Ordered(), batch_size=1,
+                         late="update", name="feed").run()
+    assert res.table.column("v").to_pylist() == [1, 2, 3]
+    assert res.metrics["feed"].counters == {"late_forwarded": 1}
+    assert res.metrics["feed"].late == {}
     with pytest.raises(oop.ConfigError, match="unknown late policy 'ignore'"):
         oop.from_arrow(_late_table(), time="ts", late="ignore")
 

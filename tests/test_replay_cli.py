@@ -75,8 +75,9 @@ def test_replay_matches_oracle(flows, tmp_path, window, kind, strategy):
 
 def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
     path, table = flows
-    # file order is not arrival order: with a 0 delay bound most rows are late and dropped
-    rc = main(["replay", "--input", str(path), "--time", "ts", "--window", "tumbling:10s",
+    # arrival order is disordered: with ordered punctuation many rows are late and dropped
+    rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr",
+               "--window", "tumbling:10s", "--batch-size", "64",
                "--agg", "count", "--punctuation", "ordered", "--quiet",
                "--metrics", str(tmp_path / "m.json")])
     assert rc == 0
@@ -84,6 +85,7 @@ def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
     csv = pacsv.read_csv(pa.py_buffer(out.encode()))
     m = json.loads((tmp_path / "m.json").read_text())
     # every tuple is accounted for: counted in a window or counted late
+    assert m["late"] > 0
     assert sum(csv.column("count").to_pylist()) + m["late"] == table.num_rows
 
 
@@ -117,3 +119,20 @@ def test_missing_file_and_help(tmp_path):
     h = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--help"],
                        capture_output=True, text=True)
     assert h.returncode == 0 and "--window" in h.stdout and "--strategy" in h.stdout
+
+
+def test_late_update_revises_windows(flows, tmp_path):
+    path, table = flows
+    out = tmp_path / "out.parquet"
+    # arrival order with ordered punctuation: many rows are late; with update and a large
+    # allowed lateness the last revision of every window equals the oracle
+    rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr",
+               "--window", "tumbling:5s", "--batch-size", "64",
+               "--agg", "count", "--punctuation", "ordered", "--late", "update",
+               "--allowed-lateness", "1h", "--quiet", "--out", str(out)])
+    assert rc == 0
+    got = pq.read_table(out)
+    assert "is_revision" in got.column_names and any(got.column("is_revision").to_pylist())
+    final = {r["window_start"]: r["count"] for r in got.to_pylist()}
+    expected = window_oracle(table, Tumbling(5000), [agg.count()], time="ts", unit="ms")
+    assert final == {r["window_start"]: r["count"] for r in expected.to_pylist()}

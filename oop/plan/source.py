@@ -75,11 +75,6 @@ class Source(Operator):
         self.unit = unit
         self.punctuation_config = punctuation or Ordered()
         self.late_policy = LatePolicy.parse(late)
-        if self.late_policy is LatePolicy.UPDATE:
-            raise ConfigError(
-                f"source {name!r}: late='update' is an operator policy (window aggregation); "
-                "a source can only drop, side_output or raise"
-            )
         self.declared_schema = schema
         self.resumable = resumable
         self.generator: PunctuationGenerator | None = None
@@ -192,6 +187,14 @@ class Source(Operator):
             on_time = batch
             if hi > self.hwm.value:
                 self.hwm.value = hi
+        elif self.late_policy is LatePolicy.UPDATE:
+            # late tuples are forwarded: a downstream operator with late="update"
+            # revises the results they belong to (or counts them late itself)
+            late_times = times[times < bound]
+            self.generator.on_late(late_times)
+            self.metrics.count("late_forwarded", len(late_times))
+            on_time = batch
+            self.hwm.observe(times)
         else:
             all_times = times
             on_time, late, times = split_late(

@@ -56,8 +56,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         "median:COL | quantile:COL:Q | distinct:COL (repeatable)")
     p.add_argument("--punctuation", default="bounded:0",
                    help="ordered | bounded:DUR | tuples:N | adaptive:FRACTION (default bounded:0)")
-    p.add_argument("--late", default="drop", choices=["drop", "side", "side_output", "raise"],
-                   help="late-tuple policy of the source (default: drop, counted)")
+    p.add_argument("--late", default="drop",
+                   choices=["drop", "side", "side_output", "raise", "update"],
+                   help="late-tuple policy (default: drop, counted); 'update' re-emits revised "
+                        "windows (column is_revision) for tuples up to --allowed-lateness late")
+    p.add_argument("--allowed-lateness", default="0",
+                   help="with --late update: how late (DUR) a tuple may be and still revise")
     p.add_argument("--method", default="auto", choices=["auto", "wid", "paned"],
                    help="window evaluation: WID, Paned-WID, or chosen by cost model (default)")
     p.add_argument("--strategy", default="oop",
@@ -116,7 +120,7 @@ def build_stream(table: pa.Table, args: argparse.Namespace) -> Any:
     import oop
     from oop.punctuation import parse_punctuation
     from oop.replay.specs import parse_aggs, parse_window
-    from oop.stream.timecol import check_time_column
+    from oop.stream.timecol import check_time_column, parse_duration
 
     spec = check_time_column(table.schema, args.time, "input")
     unit = spec.unit if spec is not None else args.time_unit
@@ -131,7 +135,13 @@ def build_stream(table: pa.Table, args: argparse.Namespace) -> Any:
     src = oop.from_arrow(table, time=args.time, unit=unit, punctuation=punct, late=late,
                          batch_size=args.batch_size, name="input")
     if args.strategy == "oop":
+        if late == "update":
+            return src.window(kind, aggs, by=tuple(args.key), method=args.method, late="update",
+                              allowed_lateness=parse_duration(args.allowed_lateness, unit),
+                              name="window")
         return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window")
+    if late == "update":
+        raise ConfigError("--late update works with --strategy oop only")
     from oop.query import WindowQuery, parse_strategy
 
     strategy = parse_strategy(args.strategy)
