@@ -8,7 +8,9 @@ records carried by the feed itself) -- in arrival order. For each batch it:
    the declared one) and the time column's nulls;
 2. splits off *late* rows -- those below the last punctuation this source
    emitted -- and applies the late policy (drop with a count, side output,
-   raise); null-time rows go the same way (``drop``/``raise`` raise);
+   raise; ``update`` forwards them, counted as ``late_forwarded``, for a
+   window that revises its results); null-time rows go the same way
+   (``drop``/``raise``/``update`` raise);
 3. emits the on-time batch at once (no waiting for order);
 4. asks the punctuation generator for a new bound and emits
    ``P(time, v)`` if it grew (never a duplicate, never backwards).

@@ -10,7 +10,10 @@ A tuple ``t`` is *late* on a stream when a punctuation ``P(attr, v)`` with
 * ``raise`` -- :class:`~oop.errors.LateTupleError` naming stream, attribute,
   value and bound.
 * ``update`` -- (operators that support it, e.g. window aggregation with an
-  allowed lateness) the tuple revises results already emitted.
+  allowed lateness) the tuple revises results already emitted. On a source,
+  ``update`` forwards late tuples downstream (counted as ``late_forwarded``)
+  so such an operator can see them; an operator without ``update`` then
+  counts them late itself.
 
 Rows whose event time is null follow the same policy as late rows, except
 that ``drop`` and ``raise`` both raise: a null time is a data error, not lateness.
