@@ -270,12 +270,13 @@ def test_bin_order_kernel_equals_reference(gids, n_bins):
        st.lists(st.integers(0, 3), min_size=30, max_size=30))
 def test_touch_groups_kernel_equals_reference(rows, init):
     wv0 = np.array(init, np.int32).reshape(10, 3) * (np.arange(10)[:, None] % 2)
+    wv0[::3, 0] |= 1 << 30  # a flag bit that is not volume
     g = np.array([r[0] for r in rows], np.int64)
     k = np.array([r[1] for r in rows], np.int8)
     w1, w2 = wv0.copy(), wv0.copy()
     scratch = np.full(10, -1, np.int64)
-    u1, b1 = touch_groups(w1, g, k, scratch)
-    u2, b2 = touch_groups_reference(w2, g, k)
+    u1, b1 = touch_groups(w1, g, k, scratch, np.int32((1 << 30) - 1))
+    u2, b2 = touch_groups_reference(w2, g, k, (1 << 30) - 1)
     assert u1.tolist() == u2.tolist() and b1.tolist() == b2.tolist()
     assert (w1 == w2).all() and (scratch == -1).all()
 

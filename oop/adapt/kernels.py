@@ -144,9 +144,10 @@ def bin_order_reference(gids: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.n
 
 @njit(cache=True)
 def touch_groups(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
-                 scratch: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 scratch: np.ndarray, mask: np.int32) -> tuple[np.ndarray, np.ndarray]:
     """``wv[gids[i], src[i]] += 1`` for every row; (distinct groups in first-occurrence
-    order, born: the group's winVol was all zero before). ``scratch`` as in :func:`group_pairs`.
+    order, born: the group's winVol, read through ``mask``, was all zero before).
+    ``scratch`` as in :func:`group_pairs`.
     """
     n = gids.shape[0]
     S = wv.shape[1]
@@ -160,7 +161,7 @@ def touch_groups(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
             ug[nu] = g
             alive = False
             for k in range(S):
-                if wv[g, k] != 0:
+                if wv[g, k] & mask != 0:
                     alive = True
             born[nu] = not alive
             nu += 1
@@ -170,13 +171,13 @@ def touch_groups(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
     return ug[:nu].copy(), born[:nu].copy()
 
 
-def touch_groups_reference(wv: np.ndarray, gids: np.ndarray,
-                           src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def touch_groups_reference(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
+                           mask: int) -> tuple[np.ndarray, np.ndarray]:
     """Tuple-at-a-time reference of :func:`touch_groups`."""
     seen: dict[int, bool] = {}
     for g, k in zip(gids.tolist(), src.tolist()):
         if g not in seen:
-            seen[g] = not wv[g].any()
+            seen[g] = not any(int(x) & mask for x in wv[g])
         wv[g, k] += 1
     return np.asarray(list(seen), np.int64), np.asarray(list(seen.values()), bool)
 

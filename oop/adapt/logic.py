@@ -4,8 +4,8 @@ State (004 Fig. 6-17): the eager store ``H`` (one block of partials per open
 window id, :mod:`oop.adapt.store`), the shared lazy buffer ``B`` split into
 bins (:mod:`oop.adapt.buffer`) and, per group ``g``: ``mode[g]`` (the flag
 ``alt``: lazy 0 / eager 1), ``winVol[g, source]`` (tuples of ``g`` still in an
-open window, per source) -- 1 + 4 * sources bytes per live group, nothing
-else: a group with partials always has ``winVol > 0`` (the tuple behind a
+open window, per source; the flag is bit 30 of ``winVol[g, 0]``) -- 4 bytes
+per source and live group, nothing else: a group with partials always has ``winVol > 0`` (the tuple behind a
 partial is counted in its last, still open, window), so liveness and the
 partial count come from ``winVol`` and the store. A lazy group that still
 has partials is *transitional*. ``tupcnt`` per partial is a column of the
@@ -92,6 +92,9 @@ from oop.window.kinds import Sliding
 __all__ = ["AdaptConfig", "AdaptLogic", "expand", "expand_reference", "Timeline"]
 
 LAZY, EAGER = 0, 1
+#: the flag ``alt`` (eager) is bit 30 of ``winVol[g, 0]``: an entry is 4 bytes per source
+MODE_BIT = np.int32(1 << 30)
+VOL_MASK = np.int32((1 << 30) - 1)
 #: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
 GID = np.int32
 
@@ -236,8 +239,8 @@ class AdaptLogic:
         # per group
         self.cap = 0
         self.n_groups = 0
-        self.mode = np.zeros(0, np.int8)
-        self.wv = np.zeros((0, self.S), np.int32)
+        # winVol[g, source] (int32), with the eager flag packed into bit 30 of column 0
+        self._wv = np.zeros((0, self.S), np.int32)
         # tupcnt derived from the partials (no column of its own): tumbling windows over one
         # source, where tupcnt == the partial's row count == a count() state or, while the
         # column has shown no null, an nn lane (materialized at the first null)
@@ -260,7 +263,7 @@ class AdaptLogic:
         """Bytes of one live group's monitoring entry (0 when forced eager/lazy: no monitoring)."""
         if self.mode_name != "adaptive":
             return 0
-        return self.mode.itemsize + self.wv.itemsize * self.S
+        return self._wv.itemsize * self.S  # the flag is packed into winVol
 
     @property
     def aggr(self) -> float:
@@ -296,29 +299,49 @@ class AdaptLogic:
             self.n_groups = max(self.n_groups, n)
             return
         cap = max(n, 2 * self.cap, 1024)
-        mode = np.zeros(cap, np.int8)
-        mode[: self.cap] = self.mode
         wv = np.zeros((cap, self.S), np.int32)
-        wv[: self.cap] = self.wv
-        self.mode, self.wv, self.cap = mode, wv, cap
+        wv[: self.cap] = self._wv
+        self._wv, self.cap = wv, cap
         self.n_groups = n
 
     def _theta(self, gs: np.ndarray) -> np.ndarray:
         th = self.cfg.thresholds
         if th.absolute:
             return np.ones(len(gs))
-        vol_src = self.volume.of(self.wv[gs])  # per group and source: winVol[g, K] / RANGE
+        vol_src = self.volume.of(self._vol(gs))  # per group and source: winVol[g, K] / RANGE
         return self.model.threshold(self.aggr, self.tup, self.wed.value, vol_src,
                                     self.offsets.offsets())
 
     def _winvol(self, gs: np.ndarray) -> np.ndarray:
-        return self.wv[gs].sum(axis=1, dtype=np.int64)
+        return self._vol(gs).sum(axis=1, dtype=np.int64)
+
+    def _vol(self, gs: np.ndarray) -> np.ndarray:
+        """winVol[gs, source] without the flag bit."""
+        return self._wv[gs] & VOL_MASK
+
+    def _mode(self, gs: np.ndarray) -> np.ndarray:
+        """The flag ``alt`` of groups ``gs``: LAZY (0) or EAGER (1)."""
+        return ((self._wv[gs, 0] & MODE_BIT) != 0).astype(np.int8)
+
+    def _set_mode(self, gs: np.ndarray, m: int) -> None:
+        col = self._wv[:, 0]
+        col[gs] = (col[gs] & VOL_MASK) | (MODE_BIT if m == EAGER else np.int32(0))
+
+    @property
+    def mode(self) -> np.ndarray:
+        """Flags of every group code (a copy; for reports and checks)."""
+        return self._mode(np.arange(self.n_groups))
+
+    @property
+    def wv(self) -> np.ndarray:
+        """winVol of every group code and source (a copy without the flag bit)."""
+        return self._vol(np.arange(self.n_groups))
 
     def _recount_live(self) -> None:
         g = self.n_groups
-        live = self.wv[:g].any(axis=1)
+        live = self.wv.any(axis=1)
         self.n_live = int(np.count_nonzero(live))
-        self.n_eager_live = int(np.count_nonzero(live & (self.mode[:g] == EAGER)))
+        self.n_eager_live = int(np.count_nonzero(live & (self.mode == EAGER)))
 
     # ---- tupcnt ---------------------------------------------------------------------
     def _derivable_tupcnt(self) -> int | None:
@@ -398,15 +421,18 @@ class AdaptLogic:
         # tuples and no partials before this batch: a group with partials has winVol > 0)
         if len(self._scratch) < self.cap:
             self._scratch = np.full(self.cap, -1, np.int64)
-        ug, is_born = touch_groups(self.wv, gids, src, self._scratch)
+        ug, is_born = touch_groups(self._wv, gids, src, self._scratch, VOL_MASK)
         born = ug[is_born]
         if len(born):
             self.n_live += len(born)
-            self.n_eager_live += int(np.count_nonzero(self.mode[born] == EAGER))
+            self.n_eager_live += int(np.count_nonzero(self._mode(born) == EAGER))
         self.volume.add(len(gids))
+        if self.volume.active >= VOL_MASK:  # no group's winVol can reach the flag bit below this
+            raise ConfigError(f"adaptive_window: {self.volume.active} tuples in open windows "
+                              "exceed AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
         self._start_extents(lo, hi)
         # lazy -> eager on tuple arrival
-        lazy_touched = ug[self.mode[ug] == LAZY]
+        lazy_touched = ug[self._mode(ug) == LAZY]
         if self.mode_name == "eager":
             sw = lazy_touched
         elif self.mode_name == "adaptive" and len(lazy_touched):
@@ -425,11 +451,11 @@ class AdaptLogic:
                 chunk[col + "?"] = m
         pulled = None
         if len(sw):
-            self.mode[sw] = EAGER
+            self._set_mode(sw, EAGER)
             self.n_eager_live += len(sw)
             if self.buffer.n_rows:
                 pulled = self.buffer.take_groups(sw)
-        eager_rows = self.mode[gids] == EAGER
+        eager_rows = self._mode(gids) == EAGER
         if not eager_rows.all():
             lazy_rows = ~eager_rows
             self.buffer.append({k: a[lazy_rows] for k, a in chunk.items()})
@@ -533,7 +559,7 @@ class AdaptLogic:
             lb = lazy_blocks.pop(w, None)
             if eb is not None and len(eb):
                 tc = self.counts(eb)
-                self.wv[eb.gids] -= tc.astype(np.int32)
+                self._wv[eb.gids] -= tc.astype(np.int32)  # low bits only: never below 0
                 self.volume.expire(int(tc.sum()))
             if eb is None:
                 merged = lb
@@ -549,24 +575,24 @@ class AdaptLogic:
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         th_cfg = self.cfg.thresholds
         if self.mode_name == "adaptive" and len(cand):
-            is_e = self.mode[cand] == EAGER  # eager groups hold no buffered tuples
+            is_e = self._mode(cand) == EAGER  # eager groups hold no buffered tuples
             eg = cand[is_e]
             if len(eg):
                 th = th_cfg.down * self._theta(eg)
                 vol = pre[is_e] if th_cfg.decide_on == "closed_extent" else self._winvol(eg)
                 sw = eg[vol < th]
-                self.mode[sw] = LAZY
+                self._set_mode(sw, LAZY)
                 self.switches_to_lazy += len(sw)
                 self.n_eager_live -= len(sw)
         if expired:
             cand = np.unique(np.concatenate([cand.astype(GID)] + expired))
-        dead = cand[~self.wv[cand].any(axis=1)]  # entries removed from H
+        dead = cand[~self._vol(cand).any(axis=1)]  # entries removed from H
         if len(dead):
             self.n_live -= len(dead)
-            is_e = self.mode[dead] == EAGER
+            is_e = self._mode(dead) == EAGER
             self.n_eager_live -= int(np.count_nonzero(is_e))
             if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
-                self.mode[dead] = LAZY  # the group starts lazy again
+                self._set_mode(dead, LAZY)  # the group starts lazy again
         self._sample(v)
         self._track_peak()
         return out
@@ -586,7 +612,7 @@ class AdaptLogic:
             expired_gids.append(gone_g)
             flat = gone_g.astype(np.int64) * self.S + (ch["src"][expired] if self.S > 1 else 0)
             u, c = np.unique(flat, return_counts=True)
-            self.wv.reshape(-1)[u] -= c.astype(np.int32)
+            self._wv.reshape(-1)[u] -= c.astype(np.int32)
             self.volume.expire(len(flat))
             self.buffer.keep_rows(ch, ~expired)
         if len(rows) == 0:
@@ -610,7 +636,7 @@ class AdaptLogic:
         trans = 0
         if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
             with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
-            trans = int(np.count_nonzero(self.mode[with_p] == LAZY))
+            trans = int(np.count_nonzero(self._mode(with_p) == LAZY))
         t = self.timeline
         t.punct.append(int(v))
         t.eager.append(eager)
@@ -630,7 +656,7 @@ class AdaptLogic:
             "wed": self.wed.snapshot(), "offsets": self.offsets.snapshot(),
             "lwm": self.lwm.value, "first_open": self.first_open, "active": self.volume.active,
             "open_wids": list(self.open_wids), "n_groups": self.n_groups,
-            "mode": self.mode[:g], "wv": self.wv[:g], "tupcnt_from": self.tupcnt_from,
+            "wv": self._wv[:g], "tupcnt_from": self.tupcnt_from,
             "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
             "timeline": self.timeline, "peak": self.peak,
         })
@@ -645,8 +671,8 @@ class AdaptLogic:
         self.volume.active = s["active"]
         self.first_open = s["first_open"]
         self.open_wids = SortedSet(s["open_wids"])
-        self.mode, self.wv, self.tupcnt_from = s["mode"], s["wv"], s["tupcnt_from"]
-        self.cap = len(self.mode)
+        self._wv, self.tupcnt_from = s["wv"], s["tupcnt_from"]
+        self.cap = len(self._wv)
         self.n_groups = s["n_groups"]
         (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
         self.timeline, self.peak = s["timeline"], s["peak"]
@@ -658,10 +684,11 @@ class AdaptLogic:
         self.eager._check()
         self.buffer._check()
         g = self.n_groups
-        assert (self.wv[:g] >= 0).all(), "negative winVol"
-        live = self.wv[:g].any(axis=1)
+        assert (self._wv[:g] >= 0).all(), "negative winVol"
+        assert not (self._wv[:g, 1:] & MODE_BIT).any(), "flag bit outside column 0"
+        live = self.wv.any(axis=1)
         assert int(np.count_nonzero(live)) == self.n_live, "live-group count disagrees"
-        assert int(np.count_nonzero(live & (self.mode[:g] == EAGER))) == self.n_eager_live, \
+        assert int(np.count_nonzero(live & (self.mode == EAGER))) == self.n_eager_live, \
             "eager live-group count disagrees"
         # winVol[g, k] == buffered tuples of (g, k) + tupcnt of g's partials
         expect = np.zeros((max(g, 1), self.S), np.int64)
@@ -680,13 +707,14 @@ class AdaptLogic:
             npart[blk.gids] += 1
             if self.tupcnt_from is not None and self.aggs[self.tupcnt_from].fn != "count":
                 assert blk.tupcnt.shape[1] == 0
-        assert (expect[:g] == self.wv[:g]).all(), "winVol disagrees with the held tuples"
-        assert self.volume.active == int(self.wv[:g].sum()), "stream volume != sum of winVol"
-        assert (self.wv[:g][npart[:g] > 0].sum(axis=1) > 0).all(), "partials of a dead group"
+        wv = self.wv
+        assert (expect[:g] == wv).all(), "winVol disagrees with the held tuples"
+        assert self.volume.active == int(wv.sum()), "stream volume != sum of winVol"
+        assert (wv[npart[:g] > 0].sum(axis=1) > 0).all(), "partials of a dead group"
         # eager groups never have tuples in B
         for b in self.buffer.bins:
             for ch in b:
-                assert (self.mode[ch["gid"]] == LAZY).all(), "an eager group has tuples in B"
+                assert (self._mode(ch["gid"]) == LAZY).all(), "an eager group has tuples in B"
         if self.mode_name == "lazy":
             assert self.eager.n_partials == 0
         for w in self.open_wids:
