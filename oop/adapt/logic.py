@@ -5,9 +5,10 @@ window id, :mod:`oop.adapt.store`), the shared lazy buffer ``B`` split into
 bins (:mod:`oop.adapt.buffer`) and, per group ``g``: ``mode[g]`` (the flag
 ``alt``: lazy 0 / eager 1), ``winVol[g, source]`` (tuples of ``g`` still in an
 open window, per source; the flag is bit 30 of ``winVol[g, 0]``) -- 4 bytes
-per source and live group, nothing else: a group with partials always has ``winVol > 0`` (the tuple behind a
-partial is counted in its last, still open, window), so liveness and the
-partial count come from ``winVol`` and the store. A lazy group that still
+per source and live group, nothing else: a group with partials always has
+``winVol > 0`` (the tuple behind a partial is counted in its last, still
+open, window), so liveness and the partial count come from ``winVol`` and
+the store. A lazy group that still
 has partials is *transitional*. ``tupcnt`` per partial is a column of the
 store except for tumbling windows over one source, where it equals the
 partial's row count and is read from a ``count`` state or an ``nn`` lane
