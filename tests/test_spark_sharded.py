@@ -114,7 +114,8 @@ def test_late_tuples_are_counted_not_lost(data) -> None:
     # late='raise' inside a Spark task: one line naming the engine error, not a JVM trace
     from oop.spark.errors import SparkInputError
 
-    s = shard(df, time="ts", arrival="arr", punctuation=oop.BoundedDelay(0), late="raise")
+    s = shard(df, time="ts", arrival="arr", punctuation=oop.BoundedDelay(0), late="raise",
+              batch_size=50)
     with pytest.raises(SparkInputError, match="LateTupleError: .*late") as ei:
         s.collect()
     assert "\n" not in str(ei.value)
@@ -225,3 +226,26 @@ def test_combine_partials_equals_reference(d) -> None:  # type: ignore[no-untype
            for r in out.table.to_pylist()}
     assert len(got) == out.table.num_rows
     assert got == combine_reference(rows, ["g"], [("count", "count"), ("mx", "max")])
+
+
+def test_files_as_partitions_keep_file_order(spark, tmp_path) -> None:  # noqa: F811
+    import pyarrow.parquet as pq
+
+    from oop.spark.sharded import files_as_partitions
+
+    t = _table(900, seed=2)
+    paths = []
+    for i in range(3):  # arrival order = file order, rows in file order
+        p = tmp_path / f"part-{i}.parquet"
+        pq.write_table(t.sort_by("arr").slice(300 * i, 300), p)
+        paths.append(str(p))
+    df = files_as_partitions(spark, paths)
+    s = shard(df, time="ts", punctuation=oop.BoundedDelay(300), batch_size=64)
+    phys = s.query(lambda st_: st_.select(pc.field("v") >= 0)).df.toArrow()
+    _check_punctuation_rows(phys, "ts")
+    data_rows = phys.filter(pc.equal(phys.column(K), DATA))
+    for src in set(data_rows.column(SRC).to_pylist()):
+        part = data_rows.filter(pc.equal(data_rows.column(SRC), src))
+        arr = part.sort_by(SEQ).column("arr").to_numpy()
+        assert np.all(np.diff(arr) >= 0)  # each shard replays its file in arrival order
+    assert data_rows.num_rows == 900
