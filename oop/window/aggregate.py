@@ -452,8 +452,8 @@ class WindowAggregate(Operator):
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
         if (self.units is not None and only is None and self.ring is not None
                 and self.late is not LatePolicy.UPDATE):
-            # Paned-WID, sum-type lanes: all windows in one compiled differential pass
-            res = self.units.emit_sums(self.ring, wids, self.enc.n_codes)
+            # Paned-WID: all windows in compiled passes (differential sums + select blocks)
+            res = self.units.emit_block(self.ring, wids, self.enc.n_codes)
             if res is not None:
                 if res[1].size == 0:
                     return None

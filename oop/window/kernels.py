@@ -20,7 +20,11 @@ import numpy as np
 __all__ = [
     "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
     "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "update_ref",
+    "paned_select", "paned_select_ref", "SELECT_OPS",
 ]
+
+#: op codes of :func:`paned_select`
+SELECT_OPS = {"min": 0, "max": 1, "first": 2, "last": 3}
 
 
 @nb.njit(cache=True)
@@ -312,6 +316,140 @@ def paned_sums(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, wids
                     fv[q, m] = frun[q][c]
                 m += 1
     return wi[:m], codes[:m], iv[:, :m], fv[:, :m], since
+
+
+@nb.njit(cache=True, inline="always")
+def _sel_better(op, t1, v1, t2, v2):
+    """True when partial (t1, v1) replaces (t2, v2) under select op ``op`` (see SELECT_OPS)."""
+    if op == 0:
+        return v1 < v2
+    if op == 1:
+        return v1 > v2
+    if op == 2:
+        return t1 < t2 or (t1 == t2 and v1 < v2)
+    return t1 > t2 or (t1 == t2 and v1 > v2)
+
+
+@nb.njit(cache=True)
+def paned_select(vals, tvals, op, ident, tident, C, mask, base, top, n, P, plo, wi, codes):
+    """Paned-WID window-level query for a min/max/first/last lane, every window of a punctuation.
+
+    Windows ``k`` have the ``P`` panes ``[plo[k], plo[k] + P)`` (``plo``
+    increasing); panes outside the live ring ``[base, top)`` are empty
+    (``ident``/``tident``). Answers the cells ``(wi[m], codes[m])`` (row of
+    ``plo``, code). ``tvals`` is the time lane of first/last (empty for
+    min/max). Combine: ``op`` 0 min, 1 max, 2 first (smallest time, ties
+    smallest value), 3 last (largest time, ties largest value) -- associative.
+
+    Prefix/suffix block trick (van Herk / Gil-Werman): the pane span
+    ``[plo[0], plo[-1] + P)`` is cut into blocks of ``P`` panes from
+    ``plo[0]``; ``pre[j]`` = combine of panes from j's block start to ``j``,
+    ``suf[j]`` = from ``j`` to its block end. A window starting at block
+    offset 0 is ``suf[a]``, otherwise ``suf[a] (+) pre[a + P - 1]`` (it
+    straddles exactly two blocks). Cost: O(S x n) for the two passes (``S``
+    = span in panes, ``n`` codes) + O(1) per answered cell, independent of
+    ``P``; memory 2 (4 with times) x S x n temporaries.
+    Returns (values, times) at the answered cells (times empty for min/max).
+    """
+    m = wi.shape[0]
+    has_t = op >= 2
+    out = np.empty(m, vals.dtype)
+    outt = np.empty(m if has_t else 0, np.int64)
+    if m == 0:
+        return out, outt
+    a0 = plo[0]
+    S = plo[plo.shape[0] - 1] + P - a0
+    pre = np.empty(S * n, vals.dtype)
+    suf = np.empty(S * n, vals.dtype)
+    nt = S * n if has_t else 0
+    pret = np.empty(nt, np.int64)
+    suft = np.empty(nt, np.int64)
+    # prefix pass (left to right within each block)
+    for j in range(S):
+        p = a0 + j
+        live = base <= p and p < top
+        r = (p & mask) * C
+        first_in_block = j % P == 0
+        q = j * n
+        for c in range(n):
+            if live:
+                v = vals[r + c]
+                t = tvals[r + c] if has_t else 0
+            else:
+                v = ident
+                t = tident
+            if not first_in_block:
+                pv = pre[q - n + c]
+                pt = pret[q - n + c] if has_t else 0
+                if not _sel_better(op, t, v, pt, pv):
+                    v = pv
+                    t = pt
+            pre[q + c] = v
+            if has_t:
+                pret[q + c] = t
+    # suffix pass (right to left within each block)
+    for j in range(S - 1, -1, -1):
+        p = a0 + j
+        live = base <= p and p < top
+        r = (p & mask) * C
+        last_in_block = j % P == P - 1 or j == S - 1
+        q = j * n
+        for c in range(n):
+            if live:
+                v = vals[r + c]
+                t = tvals[r + c] if has_t else 0
+            else:
+                v = ident
+                t = tident
+            if not last_in_block:
+                sv = suf[q + n + c]
+                st = suft[q + n + c] if has_t else 0
+                if not _sel_better(op, t, v, st, sv):
+                    v = sv
+                    t = st
+            suf[q + c] = v
+            if has_t:
+                suft[q + c] = t
+    for i in range(m):
+        a = plo[wi[i]] - a0
+        c = codes[i]
+        v = suf[a * n + c]
+        t = suft[a * n + c] if has_t else 0
+        if a % P != 0:
+            b = (a + P - 1) * n + c
+            v2 = pre[b]
+            t2 = pret[b] if has_t else 0
+            if _sel_better(op, t2, v2, t, v):
+                v = v2
+                t = t2
+        out[i] = v
+        if has_t:
+            outt[i] = t
+    return out, outt
+
+
+def paned_select_ref(op: str, panes: dict, P: int, plo, wi, codes) -> list:
+    """Tuple-at-a-time reference of :func:`paned_select` over a dict {(pane, code): partial}.
+
+    ``panes`` holds min/max values, or ``(time, value)`` pairs for first/last
+    (missing = empty pane). Folds the ``P`` panes of each asked window left to
+    right; returns one partial per cell (None when every pane is empty).
+    """
+    out: list = []
+    for k, c in zip(wi, codes):
+        acc = None
+        for p in range(int(plo[k]), int(plo[k]) + P):
+            x = panes.get((p, int(c)))
+            if x is None:
+                continue
+            if acc is None:
+                acc = x
+            elif op in ("min", "first"):
+                acc = min(acc, x)
+            else:
+                acc = max(acc, x)
+        out.append(acc)
+    return out
 
 
 @nb.njit(cache=True)

@@ -16,13 +16,18 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   (004 Eq. 6.2: ``2 G slide/g`` per window instead of ``G P``). Floating
   sums drift under add/subtract, so the running state is recomputed from
   the panes every ``P`` windows (amortized O(G) per window, error bounded).
-  Other lanes (min, max, first, last) are combined over the window's ``P``
-  panes with vectorized elementwise reductions (O(P G), no per-tuple work);
-  holistic aggregates combine the panes' (value, count) tables.
+  Selective lanes (min, max, first, last) are answered for all windows of
+  a punctuation by the prefix/suffix block kernel
+  :func:`~oop.window.kernels.paned_select` (O(1) per window and group
+  after two O(G) passes per pane, independent of ``P``); holistic
+  aggregates (median, quantiles, distinct, heavy hitters, UDAFs) still
+  combine the panes' (value, count) tables window by window in Python.
   Landmark windows fold each pane into the running state once.
-  When every lane is sum-type (count/sum/mean/var/std, no update mode)
-  all windows of a punctuation go through one compiled pass
-  (:func:`~oop.window.kernels.paned_sums`); otherwise window by window.
+  Sliding/tumbling windows without ``late="update"``: every bounded lane of
+  all windows of a punctuation goes through compiled passes
+  (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.kernels.paned_sums`
+  then ``paned_select``); landmark windows and update mode go window by
+  window (:meth:`PaneCombiner.window_cells`).
 * Purge: panes before the first pane of the previous window (the
   differential update subtracts them at the next window).
 
@@ -145,25 +150,39 @@ class PaneCombiner:
                     t[: self.running_t[k].shape[0]] = self.running_t[k]
                     self.running_t[k] = t
 
-    def emit_sums(self, ring: Ring, wids: Sequence[int], n: int
-                  ) -> tuple[np.ndarray, np.ndarray, dict] | None:
-        """All windows of ``wids`` in one compiled pass (:func:`~oop.window.kernels.paned_sums`).
+    def emit_block(self, ring: Ring, wids: Sequence[int], n: int
+                   ) -> tuple[np.ndarray, np.ndarray, dict] | None:
+        """Every window of ``wids`` (consecutive ids) in compiled passes, no per-window Python.
 
-        Only when every live lane is sum-type (count, sum, mean, var, std);
-        returns None otherwise (the caller combines window by window). Shares
-        the running state with :meth:`window_cells`.
+        Sum-type lanes (count, sum, mean, var, std, and the row / non-null
+        counts) go through :func:`~oop.window.kernels.paned_sums` (differential,
+        004 Eq. 6.2), which also finds the live ``(window, code)`` cells; each
+        min/max/first/last lane is then answered at those cells by
+        :func:`~oop.window.kernels.paned_select` (prefix/suffix blocks over the
+        pane span: O(panes x codes) per punctuation, O(1) per cell, whatever
+        ``P``). Holistic aggregates have no lanes: the caller combines their
+        pane tables per window. Returns None for landmark windows (the running
+        fold of :meth:`window_cells` handles them). Shares the sum-type running
+        state with :meth:`window_cells`.
         """
         real = [li for li in self.lanes if ring._alias(li.key) == li.key]
-        if self.landmark or not wids or any(li.lane.op not in _SUM_OPS for li in real):
+        if self.landmark or not wids:
             return None
+        sel = [li for li in real if li.lane.op in K.SELECT_OPS]
+        if any(li.lane.op not in _SUM_OPS and li.lane.op not in K.SELECT_OPS for li in real):
+            return None  # pragma: no cover - every bounded lane op is one of the two kinds
+        sums = [li for li in real if li.lane.op in _SUM_OPS]
         self._grow(n)
-        ik = [("rows", None)] + [li.key for li in real if li.dtype == np.int64 and li.key != ("rows", None)]
-        fk = [li.key for li in real if li.dtype == np.float64]
+        ik = [("rows", None)] + [li.key for li in sums if li.dtype == np.int64 and li.key != ("rows", None)]
+        fk = [li.key for li in sums if li.dtype == np.float64]
         missing = False
-        for li in real:
+        for li in sums:
             if li.key not in self.running or self.running[li.key].shape[0] < n:
                 self.running[li.key] = np.zeros(max(n, 1), li.dtype)
                 missing = True
+        if ("rows", None) not in self.running or self.running[("rows", None)].shape[0] < n:
+            self.running[("rows", None)] = np.zeros(max(n, 1), np.int64)
+            missing = True
         w = np.asarray(list(wids), np.int64)
         k: Sliding = self.kind  # type: ignore[assignment]
         plo = ((w + 1) * k.s - k.r) // self.g
@@ -179,10 +198,24 @@ class PaneCombiner:
         self.run_w = int(w[-1])
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
+        empty_t = np.zeros(0, np.int64)
+        for li in sel:
+            op = li.lane.op
+            tv = ring.tarr[li.key] if op in ("first", "last") else empty_t
+            tident = _I64MAX if op == "first" else _I64MIN
+            vals, times = K.paned_select(ring.arr[li.key], tv, K.SELECT_OPS[op],
+                                         li.dtype(li.identity()), tident, ring.C, ring.mask,
+                                         ring.base, ring.top, n, self.P, plo, wi, codes)
+            lanes[li.key] = vals
+            if op in ("first", "last"):
+                lanes[("t:" + op, li.key[1])] = times
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
         return w[wi], codes, lanes
+
+    # the sum-type-only entry point of earlier versions
+    emit_sums = emit_block
 
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:

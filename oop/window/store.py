@@ -375,6 +375,33 @@ class Ring:
             if li.key in self.tarr:
                 self.view(li.key, unit, time=True)[:] = _I64MAX if li.lane.op == "first" else _I64MIN
 
+    def reset_range(self, lo: int, hi: int) -> None:
+        """Reset the rows of units ``[lo, hi)`` (those that are live: ``[base, top)``).
+
+        Same as :meth:`reset` per unit, but as at most two slice fills per
+        lane (the ring wraps once at most). Cost: O((hi - lo) x C), no
+        per-unit Python.
+        """
+        lo = max(lo, self.base)
+        hi = min(hi, self.top, self.base + self.R)
+        if hi <= lo:
+            return
+        C = self.C
+        r0 = lo & self.mask
+        cnt = hi - lo
+        segs = [(r0 * C, (r0 + cnt) * C)] if r0 + cnt <= self.R else \
+            [(r0 * C, self.R * C), (0, (r0 + cnt - self.R) * C)]
+        rows = self.arr[("rows", None)]
+        self.live -= sum(int(np.count_nonzero(rows[a:b])) for a, b in segs)
+        for li in self.lanes:
+            arr, ident = self.arr[li.key], li.identity()
+            tarr = self.tarr.get(li.key)
+            tid = _I64MAX if li.lane.op == "first" else _I64MIN
+            for a, b in segs:
+                arr[a:b] = ident
+                if tarr is not None:
+                    tarr[a:b] = tid
+
     def purge_below(self, unit: int, clean: bool = False) -> None:
         """Reset every unit ``< unit`` and move ``base`` there.
 
@@ -382,8 +409,7 @@ class Ring:
         (:meth:`reset_cells` after emitting them), so only ``base`` moves.
         """
         if not clean:
-            for u in range(self.base, min(unit, self.top)):
-                self.reset(u)
+            self.reset_range(self.base, unit)
         self.base = max(self.base, unit)
         self.top = max(self.top, self.base)
 
