@@ -229,7 +229,9 @@ class AdaptLogic:
         for c in self.value_cols:  # validity columns are added at a column's first null
             cols[c] = self.value_dtypes[c]
         self.buffer = LazyBuffer(cfg.n_bins, cols)
-        self.eager = EagerStore(self.aggs, count_tupcnt=self.mode_name == "adaptive")
+        #: forced eager (WID) / lazy (buffering) keep no monitoring state: no winVol, no tupcnt
+        self.monitor = self.mode_name == "adaptive"
+        self.eager = EagerStore(self.aggs)
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
         self.wed = WindowExtentDuration(self.kind.r)
         self.offsets = SourceOffsets(self.S)
@@ -245,7 +247,7 @@ class AdaptLogic:
         # tupcnt derived from the partials (no column of its own): tumbling windows over one
         # source, where tupcnt == the partial's row count == a count() state or, while the
         # column has shown no null, an nn lane (materialized at the first null)
-        self.tupcnt_from: int | None = self._derivable_tupcnt()
+        self.tupcnt_from: int | None = self._derivable_tupcnt() if self.monitor else None
         self.n_live = 0  # groups with winVol > 0 (tuples or partials held): entries of H
         self.n_eager_live = 0  # live groups in mode EAGER
         self._scratch = np.zeros(0, np.int64)  # all -1: group_pairs' slots (not state)
@@ -272,7 +274,7 @@ class AdaptLogic:
         if self.eager.n_partials:
             return self.eager.nbytes / self.eager.n_partials
         item = {c: t.itemsize for c, t in self.value_dtypes.items()}
-        tc = 0 if self.tupcnt_from is not None else 4 * self.S
+        tc = 4 * self.S if self.monitor and self.tupcnt_from is None else 0
         return np.dtype(GID).itemsize + tc + sum(a.fixed_bytes(item.get(a.column or "", 8)) for a in self.aggs)
 
     @property
@@ -296,6 +298,10 @@ class AdaptLogic:
 
     # ---- per-group arrays ---------------------------------------------------------
     def _grow(self, n: int) -> None:
+        if not self.monitor:  # forced modes hold no per-group entries
+            self.n_groups = max(self.n_groups, n)
+            self.cap = max(self.cap, n)
+            return
         if n <= self.cap:
             self.n_groups = max(self.n_groups, n)
             return
@@ -331,15 +337,21 @@ class AdaptLogic:
     @property
     def mode(self) -> np.ndarray:
         """Flags of every group code (a copy; for reports and checks)."""
+        if not self.monitor:
+            return np.zeros(self.n_groups, np.int8)
         return self._mode(np.arange(self.n_groups))
 
     @property
     def wv(self) -> np.ndarray:
         """winVol of every group code and source (a copy without the flag bit)."""
+        if not self.monitor:
+            return np.zeros((self.n_groups, self.S), np.int32)
         return self._vol(np.arange(self.n_groups))
 
     def _recount_live(self) -> None:
-        g = self.n_groups
+        if not self.monitor:
+            self._count_held_groups()
+            return
         live = self.wv.any(axis=1)
         self.n_live = int(np.count_nonzero(live))
         self.n_eager_live = int(np.count_nonzero(live & (self.mode == EAGER)))
@@ -420,28 +432,27 @@ class AdaptLogic:
         self.offsets.observe_many(src, ts)
         # winVol per (group, source); the touched groups and those that come alive (no
         # tuples and no partials before this batch: a group with partials has winVol > 0)
-        if len(self._scratch) < self.cap:
-            self._scratch = np.full(self.cap, -1, np.int64)
-        ug, is_born = touch_groups(self._wv, gids, src, self._scratch, VOL_MASK)
-        born = ug[is_born]
-        if len(born):
-            self.n_live += len(born)
-            self.n_eager_live += int(np.count_nonzero(self._mode(born) == EAGER))
-        self.volume.add(len(gids))
-        if self.volume.active >= VOL_MASK:  # no group's winVol can reach the flag bit below this
-            raise ConfigError(f"adaptive_window: {self.volume.active} tuples in open windows "
-                              "exceed AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
         self._start_extents(lo, hi)
-        # lazy -> eager on tuple arrival
-        lazy_touched = ug[self._mode(ug) == LAZY]
-        if self.mode_name == "eager":
-            sw = lazy_touched
-        elif self.mode_name == "adaptive" and len(lazy_touched):
-            th = self.cfg.thresholds.up * self._theta(lazy_touched)
-            sw = lazy_touched[self._winvol(lazy_touched) > th]
-            self.switches_to_eager += len(sw)
-        else:
-            sw = lazy_touched[:0]
+        sw = np.zeros(0, np.int64)
+        if self.monitor:
+            if len(self._scratch) < self.n_groups:  # kernels index it by group code
+                self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
+            ug, is_born = touch_groups(self._wv, gids, src, self._scratch, VOL_MASK)
+            born = ug[is_born]
+            if len(born):
+                self.n_live += len(born)
+                self.n_eager_live += int(np.count_nonzero(self._mode(born) == EAGER))
+            self.volume.add(len(gids))
+            if self.volume.active >= VOL_MASK:  # no group's winVol reaches the flag bit
+                raise ConfigError(
+                    f"adaptive_window: {self.volume.active} tuples in open windows exceed "
+                    "AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
+            # lazy -> eager on tuple arrival
+            lazy_touched = ug[self._mode(ug) == LAZY]
+            if len(lazy_touched):
+                th = self.cfg.thresholds.up * self._theta(lazy_touched)
+                sw = lazy_touched[self._winvol(lazy_touched) > th]
+                self.switches_to_eager += len(sw)
         chunk: Chunk = {"gid": gids.astype(GID), "ts": ts}
         if self.S > 1:
             chunk["src"] = src
@@ -456,7 +467,10 @@ class AdaptLogic:
             self.n_eager_live += len(sw)
             if self.buffer.n_rows:
                 pulled = self.buffer.take_groups(sw)
-        eager_rows = self._mode(gids) == EAGER
+        if self.monitor:
+            eager_rows = self._mode(gids) == EAGER
+        else:
+            eager_rows = np.full(len(gids), self.mode_name == "eager")
         if not eager_rows.all():
             lazy_rows = ~eager_rows
             self.buffer.append({k: a[lazy_rows] for k, a in chunk.items()})
@@ -502,8 +516,8 @@ class AdaptLogic:
         if len(rows) == 0:
             return {}
         g = ch["gid"][rows].astype(np.int64)
-        if len(self._scratch) < self.cap:
-            self._scratch = np.full(self.cap, -1, np.int64)
+        if len(self._scratch) < self.n_groups:  # kernels index it by group code
+            self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         order, starts = group_pairs(ws, g, self._scratch)  # counting sort, no argsort
         rows, ws, g, is_last = rows[order], ws[order], g[order], is_last[order]
         ts = ch["ts"][rows]
@@ -517,8 +531,8 @@ class AdaptLogic:
         j = self.tupcnt_from
         if j is not None and self.aggs[j].fn != "count" and not _valid(ch, self.aggs[j].column).all():
             self._materialize_tupcnt()  # nn no longer equals rows
-        if self.tupcnt_from is not None:
-            tupcnt = np.zeros((len(starts), 0), np.int32)  # derived: no column held
+        if self.tupcnt_from is not None or not self.monitor:
+            tupcnt = np.zeros((len(starts), 0), np.int32)  # derived, or nothing monitors
         elif self.S == 1:
             tupcnt = np.add.reduceat(is_last.astype(np.int32), starts,
                                      dtype=np.int32).reshape(-1, 1)
@@ -550,7 +564,7 @@ class AdaptLogic:
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
         blks = [self.eager.blocks[w].gids for w in closing if w in self.eager.blocks]
         cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
-        pre = self._winvol(cand)  # winVol before expiry: the closing extents' volume
+        pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
         expired: list[np.ndarray] = []
         lazy_blocks = self._close_buffer(old, fo, expired) if self.buffer.n_rows else {}
         out: list[tuple[int, Block]] = []
@@ -558,7 +572,7 @@ class AdaptLogic:
         for w in closing:
             eb = self.eager.pop(w)
             lb = lazy_blocks.pop(w, None)
-            if eb is not None and len(eb):
+            if eb is not None and len(eb) and self.monitor:
                 tc = self.counts(eb)
                 self._wv[eb.gids] -= tc.astype(np.int32)  # low bits only: never below 0
                 self.volume.expire(int(tc.sum()))
@@ -575,7 +589,7 @@ class AdaptLogic:
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         th_cfg = self.cfg.thresholds
-        if self.mode_name == "adaptive" and len(cand):
+        if self.monitor and len(cand):
             is_e = self._mode(cand) == EAGER  # eager groups hold no buffered tuples
             eg = cand[is_e]
             if len(eg):
@@ -587,7 +601,7 @@ class AdaptLogic:
                 self.n_eager_live -= len(sw)
         if expired:
             cand = np.unique(np.concatenate([cand.astype(GID)] + expired))
-        dead = cand[~self._vol(cand).any(axis=1)]  # entries removed from H
+        dead = cand[~self._vol(cand).any(axis=1)] if self.monitor else cand[:0]  # out of H
         if len(dead):
             self.n_live -= len(dead)
             is_e = self._mode(dead) == EAGER
@@ -608,13 +622,14 @@ class AdaptLogic:
         lo_c = np.maximum(lo, old) if old != INT64_MIN else lo
         rows, ws = expand(lo_c, np.minimum(hi, fo))
         expired = hi <= fo
-        if expired.any():
+        if expired.any() and self.monitor:
             gone_g = ch["gid"][expired]
             expired_gids.append(gone_g)
             flat = gone_g.astype(np.int64) * self.S + (ch["src"][expired] if self.S > 1 else 0)
             u, c = np.unique(flat, return_counts=True)
             self._wv.reshape(-1)[u] -= c.astype(np.int32)
             self.volume.expire(len(flat))
+        if expired.any():
             self.buffer.keep_rows(ch, ~expired)
         if len(rows) == 0:
             return {}
@@ -632,7 +647,21 @@ class AdaptLogic:
         finally:
             self._flushing = False
 
+    def _count_held_groups(self) -> None:
+        """Forced modes keep no winVol: count the groups holding partials / tuples. O(state)."""
+        g = max(self.n_groups, 1)
+        held = np.zeros(g, bool)
+        for b in self.eager.blocks.values():
+            held[b.gids] = True
+        n_e = int(np.count_nonzero(held))
+        for chs in self.buffer.bins:
+            for ch in chs:
+                held[ch["gid"]] = True
+        self.n_live, self.n_eager_live = int(np.count_nonzero(held)), n_e
+
     def _sample(self, v: int) -> None:
+        if not self.monitor:
+            self._count_held_groups()
         eager = self.n_eager_live
         trans = 0
         if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
@@ -673,7 +702,7 @@ class AdaptLogic:
         self.first_open = s["first_open"]
         self.open_wids = SortedSet(s["open_wids"])
         self._wv, self.tupcnt_from = s["wv"], s["tupcnt_from"]
-        self.cap = len(self._wv)
+        self.cap = len(self._wv) if self.monitor else s["n_groups"]
         self.n_groups = s["n_groups"]
         (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
         self.timeline, self.peak = s["timeline"], s["peak"]
@@ -687,6 +716,15 @@ class AdaptLogic:
         g = self.n_groups
         assert (self._wv[:g] >= 0).all(), "negative winVol"
         assert not (self._wv[:g, 1:] & MODE_BIT).any(), "flag bit outside column 0"
+        if not self.monitor:
+            assert not self._wv.any() and self.volume.active == 0, "forced mode monitors"
+            for b in self.eager.blocks.values():
+                assert b.tupcnt.shape[1] == 0, "forced mode holds tupcnt"
+            if self.mode_name == "eager":
+                assert self.buffer.n_rows == 0
+            else:
+                assert self.eager.n_partials == 0
+            return
         live = self.wv.any(axis=1)
         assert int(np.count_nonzero(live)) == self.n_live, "live-group count disagrees"
         assert int(np.count_nonzero(live & (self.mode == EAGER))) == self.n_eager_live, \
