@@ -6,7 +6,9 @@ partial aggregates (one :data:`~oop.adapt.algebra.State` per aggregate) and
 ``tupcnt`` -- per partial and per source, the number of tuples whose *last*
 window is this one (004: "the number of tuples that will expire when the
 aggregate is released"), which is what ``winVol`` drops by when the window
-closes.
+closes. ``tupcnt`` has no columns when nothing monitors ``winVol`` (forced
+eager / lazy) or when it is derived from the partial's row count (tumbling,
+one source: see :mod:`oop.adapt.logic`). Group codes are int32.
 
 :class:`EagerStore` maps window id -> block. Because punctuation is linear,
 whole blocks close at once: the Aggregate pops the block of every window the
@@ -92,10 +94,8 @@ def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, n
 class EagerStore:
     """Window id -> :class:`Block`. Tracks partial count and bytes incrementally."""
 
-    def __init__(self, aggs: Sequence[BlockAgg], count_tupcnt: bool = True) -> None:
+    def __init__(self, aggs: Sequence[BlockAgg]) -> None:
         self.aggs = list(aggs)
-        #: False when nothing monitors winVol (forced eager = WID): tupcnt is then not state
-        self.count_tupcnt = count_tupcnt
         self.blocks: dict[int, Block] = {}
         self.n_partials = 0
         self.nbytes = 0
@@ -115,7 +115,7 @@ class EagerStore:
         return new
 
     def _bytes(self, b: Block) -> int:
-        return b.nbytes if self.count_tupcnt else b.nbytes - int(b.tupcnt.nbytes)
+        return b.nbytes  # every column held, tupcnt included (it has 0 columns when not held)
 
     def pop(self, wid: int) -> Block | None:
         b = self.blocks.pop(wid, None)
