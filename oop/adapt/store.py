@@ -64,13 +64,20 @@ def merge_blocks(aggs: Sequence[BlockAgg], a: Block, b: Block) -> tuple[Block, n
     pos = np.searchsorted(a.gids, b.gids)
     pos_c = np.minimum(pos, len(a) - 1)
     exists = a.gids[pos_c] == b.gids
-    if exists.any():
-        idx = pos_c[exists]
-        a.tupcnt[idx] += b.tupcnt[exists]
+    n_exist = int(np.count_nonzero(exists))
+    if n_exist == len(b):  # every group of b has a partial in a: merge in place
+        if a.tupcnt.shape[1]:
+            a.tupcnt[pos_c] += b.tupcnt
         for agg, sa, sb in zip(aggs, a.states, b.states):
-            agg.merge_at(sa, idx, state_take(sb, np.flatnonzero(exists)) if not exists.all() else sb)
-    if exists.all():
+            agg.merge_at(sa, pos_c, sb)
         return a, b.gids[:0]
+    if n_exist:
+        idx = pos_c[exists]
+        sel_e = np.flatnonzero(exists)
+        if a.tupcnt.shape[1]:
+            a.tupcnt[idx] += b.tupcnt[sel_e]
+        for agg, sa, sb in zip(aggs, a.states, b.states):
+            agg.merge_at(sa, idx, state_take(sb, sel_e))
     new = ~exists
     nb_gids = b.gids[new]
     ins = pos[new]  # insertion points in a (sorted, since b.gids is sorted)
@@ -96,6 +103,7 @@ class EagerStore:
 
     def __init__(self, aggs: Sequence[BlockAgg]) -> None:
         self.aggs = list(aggs)
+        self.fixed = not any(a.holistic for a in self.aggs)
         self.blocks: dict[int, Block] = {}
         self.n_partials = 0
         self.nbytes = 0
@@ -115,7 +123,14 @@ class EagerStore:
         return new
 
     def _bytes(self, b: Block) -> int:
-        return b.nbytes  # every column held, tupcnt included (it has 0 columns when not held)
+        """Every column held, tupcnt included (0 columns when not held); bags by content."""
+        if self.fixed:  # fixed-width partials: rows x row width
+            w = b.gids.itemsize + b.tupcnt.itemsize * b.tupcnt.shape[1]
+            for st in b.states:
+                for x in st:
+                    w += x.itemsize
+            return len(b) * w
+        return b.nbytes
 
     def pop(self, wid: int) -> Block | None:
         b = self.blocks.pop(wid, None)
