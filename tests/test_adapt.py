@@ -329,3 +329,48 @@ def test_dense_tumbling_group_does_not_flip_at_every_boundary():
     assert outs[0] == outs[1] and [r["count"] for r in outs[0]] == [5, 5, 5, 5]
     assert flips["remaining"][0] >= 3 and flips["remaining"][1] >= 3
     assert flips["closed_extent"] == (1, 0)
+
+
+def test_compact_state_layout_and_tupcnt_materialized_at_first_null():
+    """Tumbling, one source: tupcnt is read from the nn lane (no column) until the first null.
+
+    Timeline (Tumbling 10, absolute thresholds up=0 / down=0: every group eager)::
+
+        ts:   1 2 (val ok) | 3 4 (val null) |P10| 12 |P20|
+        tupcnt columns: 0            1 (materialized from nn = 2 rows)
+    """
+    kind = Tumbling(10)
+    feed = [pa.record_batch({"ts": [1, 2], "key": ["a", "b"], "val": [1, 2]})]
+    op = AdaptWID(kind, [agg.sum("val")], by="key",
+                  thresholds=Thresholds(up=0, down=0, absolute=True))
+    s = oop.from_batches([*feed, pa.record_batch({"ts": [3, 4], "key": ["a", "a"],
+                                                  "val": pa.array([None, 7], pa.int64())}),
+                          oop.Punctuation("ts", 10),
+                          pa.record_batch({"ts": [12], "key": ["b"], "val": [4]}),
+                          oop.Punctuation("ts", 20)],
+                         time="ts", unit="ms", punctuation=oop.External())
+    res = s.via(op).run()
+    lg = op.logic
+    assert lg.tupcnt_from is None  # materialized at the null of the second batch
+    assert res.table.to_pylist() == [
+        {"key": "a", "window_start": 0, "window_end": 10, "sum_val": 8},
+        {"key": "b", "window_start": 0, "window_end": 10, "sum_val": 2},
+        {"key": "b", "window_start": 10, "window_end": 20, "sum_val": 4},
+    ]
+    op._check()
+    # before any null: no tupcnt column, group entry = 4 B (flag packed into winVol)
+    op2 = AdaptWID(kind, [agg.sum("val")], by="key",
+                   thresholds=Thresholds(up=0, down=0, absolute=True))
+    oop.from_batches(feed, time="ts", unit="ms", punctuation=oop.External()).via(op2).run()
+    assert op2.logic.tupcnt_from == 0 and op2.logic.group_entry_bytes == 4
+    assert op2.logic.aggr == 4 + 8 + 8  # int32 code + nn + sum, no tupcnt
+
+
+def test_forced_modes_hold_no_monitoring_state():
+    t = pa.table({"ts": list(range(40)), "key": [i % 7 for i in range(40)], "val": list(range(40))})
+    for mode in ("eager", "lazy"):
+        op = AdaptWID(Sliding(10, 5), [agg.count()], by="key", thresholds=Thresholds(mode=mode))
+        oop.from_arrow(t, time="ts", unit="ms", batch_size=6).via(op).run()
+        lg = op.logic
+        assert lg._wv.size == 0 and lg.group_entry_bytes == 0 and lg.volume.active == 0
+        assert op.adapt_metrics()["timeline"]["eager" if mode == "eager" else "lazy"][0] > 0
