@@ -103,6 +103,11 @@ def test_broadcast_multicast_reshard(data) -> None:
     assert _rows(m.table) == exp
     r = s.reshard(2).query(ident).collect()
     assert _rows(r.table) == _rows(t)
+    # the shard outputs as one driver-side stream (Meld), composed further on the driver
+    res = s.reshard(2).query(ident).to_stream().window(Tumbling(1000), [agg.count()]).run()
+    rep = compare_windows(res.table, window_oracle(t, Tumbling(1000), [agg.count()], (), "ts",
+                                                   "ms"), values=["count"])
+    assert rep.ok and res.late_total == 0, rep
 
 
 def test_late_tuples_are_counted_not_lost(data) -> None:
