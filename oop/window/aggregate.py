@@ -73,15 +73,27 @@ __all__ = ["WindowAggregate", "choose_method"]
 _METHODS = ("auto", "wid", "paned")
 
 
+_SELECT_FNS = ("min", "max", "first", "last")
+
+
 def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
                   groups_per_pane: float) -> tuple[str, dict[str, float]]:
     """WID or Paned-WID by the cost model of 004 Eqs. 6.1-6.4 (unit costs a = a' = b = c = 1).
 
     Per window: WID updates ``range/slide`` cells per tuple of a slide
     (``T_slide x range/slide``); panes cost ``T_slide`` (PLQ) + ``G x
-    panes/slide`` (pane outputs) + the window-level query: ``2 G panes/slide``
-    when every aggregate is full-differential (Eq. 6.2), ``G x P`` otherwise
-    (Eq. 6.1). Returns ``(method, the costs)``.
+    panes/slide`` (pane outputs) + the window-level query, per aggregate:
+    ``2 G panes/slide`` when it is full-differential (Eq. 6.2);
+    ``G x min(P, 2 panes/slide + 1)`` for min/max/first/last (the
+    prefix/suffix block combine of :func:`~oop.window.kernels.paned_select`
+    touches each entering pane twice and answers a window with one combine;
+    Eq. 6.1's ``G x P`` is the direct combine, taken when smaller); ``G x P``
+    otherwise (holistic: Eq. 6.1). The most expensive aggregate's term is
+    used. Returns ``(method, the costs)``. Cost: O(len(aggs)).
+
+    >>> from oop.window import agg
+    >>> choose_method(Sliding(250, 5), [agg.max("v")], 1.0, 1)[0]
+    'paned'
     """
     if isinstance(kind, Landmark):
         return "paned", {}
@@ -93,8 +105,15 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
     T_slide = tuples_per_time * kind.s
     G = max(1.0, min(groups_per_pane, tuples_per_time * g))
     wid = T_slide * (kind.r / kind.s)
-    diff = all(a.differential == "full" for a in aggs)
-    wlq = 2 * G * per_slide if diff else G * P
+
+    def wlq_of(a: Agg) -> float:
+        if a.differential == "full":
+            return 2.0 * per_slide
+        if a.fn in _SELECT_FNS:
+            return float(min(P, 2 * per_slide + 1))
+        return float(P)
+
+    wlq = G * max((wlq_of(a) for a in aggs), default=0.0)
     paned = T_slide + G * per_slide + wlq
     return ("paned" if paned < wid else "wid"), {"cost_wid": wid, "cost_paned": paned,
                                                  "T_slide": T_slide, "G": G}
