@@ -289,3 +289,16 @@ def test_covered_windows_kernel_equals_reference(pairs):
     hi = lo + np.array([d for _, d in pairs], np.int64)
     got = covered_windows(lo, hi)
     assert got is not None and got.tolist() == covered_windows_reference(lo, hi).tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.booleans()), min_size=1, max_size=40),
+       st.data())
+def test_segment_tupcnt_kernel_equals_reference(rows, data):
+    from oop.adapt.kernels import segment_tupcnt, segment_tupcnt_reference
+    src = np.array([r[0] for r in rows], np.int8)
+    last = np.array([r[1] for r in rows], bool)
+    cuts = data.draw(st.lists(st.integers(1, len(rows) - 1), unique=True)) if len(rows) > 1 else []
+    starts = np.array([0] + sorted(cuts), np.int64)
+    got = segment_tupcnt(starts, src, last, 3)
+    assert got.dtype == np.int32
+    assert got.tolist() == segment_tupcnt_reference(starts, src, last, 3).tolist()

@@ -11,6 +11,8 @@
   distinct groups it touched and which of them were not live before: O(n).
 * :func:`covered_windows_kernel` -- the distinct window ids a batch's tuples
   fall into (to start their extents' ``wed``): O(sum(hi - lo) + span).
+* :func:`segment_tupcnt` -- ``tupcnt`` per partial and source: rows of each
+  segment whose last window is this one, by source: O(n).
 * :func:`bin_order` -- stable counting sort of buffered rows by bin
   (``gid % n_bins``) for :class:`~oop.adapt.buffer.LazyBuffer`: O(n + bins).
 
@@ -31,7 +33,7 @@ from numba import njit
 
 __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
            "touch_groups", "touch_groups_reference", "covered_windows_kernel",
-           "covered_windows_reference"]
+           "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference"]
 
 
 @njit(cache=True)
@@ -202,3 +204,30 @@ def covered_windows_reference(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Tuple-at-a-time reference of :func:`covered_windows_kernel`."""
     return np.asarray(sorted({w for a, b in zip(lo.tolist(), hi.tolist()) for w in range(a, b)}),
                       np.int64)
+
+
+@njit(cache=True)
+def segment_tupcnt(starts: np.ndarray, src: np.ndarray, is_last: np.ndarray,
+                   n_sources: int) -> np.ndarray:
+    """(segments, sources) int32: rows ``i`` of segment ``j`` with ``is_last[i]``, by ``src[i]``."""
+    n = src.shape[0]
+    m = starts.shape[0]
+    out = np.zeros((m, n_sources), np.int32)
+    for j in range(m):
+        e = starts[j + 1] if j + 1 < m else n
+        for i in range(starts[j], e):
+            if is_last[i]:
+                out[j, src[i]] += 1
+    return out
+
+
+def segment_tupcnt_reference(starts: np.ndarray, src: np.ndarray, is_last: np.ndarray,
+                             n_sources: int) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`segment_tupcnt`."""
+    out = np.zeros((len(starts), n_sources), np.int32)
+    bounds = list(starts.tolist()) + [len(src)]
+    for j in range(len(starts)):
+        for i in range(bounds[j], bounds[j + 1]):
+            if is_last[i]:
+                out[j, int(src[i])] += 1
+    return out

@@ -81,7 +81,7 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import covered_windows_kernel, group_pairs, touch_groups
+from oop.adapt.kernels import covered_windows_kernel, group_pairs, segment_tupcnt, touch_groups
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -474,15 +474,25 @@ class AdaptLogic:
         if not eager_rows.all():
             lazy_rows = ~eager_rows
             self.buffer.append({k: a[lazy_rows] for k, a in chunk.items()})
-        parts = []
+        parts, bounds = [], []
         if eager_rows.any():
-            parts.append({k: a[eager_rows] for k, a in chunk.items()})
+            if eager_rows.all():
+                parts.append(chunk)
+                bounds.append((lo, hi))
+            else:
+                parts.append({k: a[eager_rows] for k, a in chunk.items()})
+                bounds.append((lo[eager_rows], hi[eager_rows]))
         if pulled is not None and len(pulled["gid"]):
             parts.append(pulled)
+            bounds.append(self._wids(pulled["ts"]))
         if parts:
-            ch = parts[0] if len(parts) == 1 else {k: np.concatenate([p[k] for p in parts])
-                                                   for k in chunk}
-            self._to_eager(ch)
+            if len(parts) == 1:
+                ch, (lo_e, hi_e) = parts[0], bounds[0]
+            else:
+                ch = {k: np.concatenate([p[k] for p in parts]) for k in chunk}
+                lo_e = np.concatenate([b[0] for b in bounds])
+                hi_e = np.concatenate([b[1] for b in bounds])
+            self._to_eager(ch, lo_e, hi_e)
         self._track_peak()
         return n_late
 
@@ -503,8 +513,8 @@ class AdaptLogic:
             self.wed.start(w, self.lwm.value, fallback=s)
         self.open_wids.update(ws.tolist())
 
-    def _to_eager(self, ch: Chunk) -> None:
-        lo, hi = self._wids(ch["ts"])
+    def _to_eager(self, ch: Chunk, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Fold rows into partials; ``[lo, hi)``: their open window ids (``_wids``)."""
         rows, ws = expand(lo, hi)
         is_last = ws == hi[rows] - 1
         for w, blk in self._blocks(ch, rows, ws, is_last).items():
@@ -537,10 +547,7 @@ class AdaptLogic:
             tupcnt = np.add.reduceat(is_last.astype(np.int32), starts,
                                      dtype=np.int32).reshape(-1, 1)
         else:
-            src = ch["src"][rows]
-            onehot = np.zeros((len(rows), self.S), np.int32)
-            onehot[np.arange(len(rows)), src] = is_last
-            tupcnt = np.add.reduceat(onehot, starts, axis=0, dtype=np.int32)
+            tupcnt = segment_tupcnt(starts, ch["src"][rows], is_last, self.S)
         seg_w, seg_g = ws[starts], g[starts]
         wb = np.flatnonzero(np.diff(seg_w)) + 1
         bounds = np.concatenate([[0], wb, [len(starts)]]).tolist()
