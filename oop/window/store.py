@@ -164,6 +164,7 @@ class Ring:
         self.base = int(base)  # smallest unit that may be live
         self.top = int(base)  # one past the largest unit ever updated
         self.live = 0  # number of non-empty (unit, code) cells
+        self.n_used = 0  # codes < n_used may have been written (update's n_codes)
         self.fixed = False  # fixed R: rows are addressed per code (PA), base/top unused
         # a column's non-null count equals the row count until it shows a null: its nn lane
         # is only maintained (and read) from then on -- one random-access lane less per row
@@ -290,6 +291,7 @@ class Ring:
         """
         if codes.shape[0] == 0:
             return
+        self.n_used = max(self.n_used, n_codes)
         if self.fixed:
             self.reserve(self.top, n_codes)
         else:
@@ -378,29 +380,30 @@ class Ring:
     def reset_range(self, lo: int, hi: int) -> None:
         """Reset the rows of units ``[lo, hi)`` (those that are live: ``[base, top)``).
 
-        Same as :meth:`reset` per unit, but as at most two slice fills per
-        lane (the ring wraps once at most). Cost: O((hi - lo) x C), no
-        per-unit Python.
+        Same as :meth:`reset` per unit, but as at most two 2-D slice fills
+        per lane (the ring wraps once at most), over the code columns that
+        were ever written. Cost: O((hi - lo) x codes used), no per-unit Python.
         """
         lo = max(lo, self.base)
         hi = min(hi, self.top, self.base + self.R)
         if hi <= lo:
             return
-        C = self.C
+        R, C, n = self.R, self.C, min(self.n_used, self.C)
+        if n == 0:
+            return
         r0 = lo & self.mask
         cnt = hi - lo
-        segs = [(r0 * C, (r0 + cnt) * C)] if r0 + cnt <= self.R else \
-            [(r0 * C, self.R * C), (0, (r0 + cnt - self.R) * C)]
-        rows = self.arr[("rows", None)]
-        self.live -= sum(int(np.count_nonzero(rows[a:b])) for a, b in segs)
-        for li in self.lanes:
-            arr, ident = self.arr[li.key], li.identity()
-            tarr = self.tarr.get(li.key)
+        segs = [(r0, r0 + cnt)] if r0 + cnt <= R else [(r0, R), (0, r0 + cnt - R)]
+        rows = self.arr[("rows", None)].reshape(R, C)
+        self.live -= sum(int(np.count_nonzero(rows[a:b, :n])) for a, b in segs)
+        for li in self.lanes:  # only the code columns ever written: [0, n_used)
+            arr, ident = self.arr[li.key].reshape(R, C), li.identity()
+            tarr = self.tarr[li.key].reshape(R, C) if li.key in self.tarr else None
             tid = _I64MAX if li.lane.op == "first" else _I64MIN
             for a, b in segs:
-                arr[a:b] = ident
+                arr[a:b, :n] = ident
                 if tarr is not None:
-                    tarr[a:b] = tid
+                    tarr[a:b, :n] = tid
 
     def purge_below(self, unit: int, clean: bool = False) -> None:
         """Reset every unit ``< unit`` and move ``base`` there.
@@ -452,9 +455,11 @@ class Ring:
         self.shift = dict(s["shift"])
         self.arr = {k: v.copy() for k, v in s["arr"].items()}
         self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
+        self.n_used = self.C  # conservative: any column may hold data
 
     def _check(self) -> None:
         rows = self.arr[("rows", None)].reshape(self.R, self.C)
+        assert self.n_used >= self.C or int(np.count_nonzero(rows[:, self.n_used:])) == 0
         assert self.top - self.base <= self.R, (self.base, self.top, self.R)
         assert int(np.count_nonzero(rows)) == self.live, (int(np.count_nonzero(rows)), self.live)
         assert (rows >= 0).all()
