@@ -12,6 +12,12 @@ Queries (count + sum(v) per key):
 * tumbling 1 s -- engine ``method="wid"``;
 * sliding RANGE 10 s SLIDE 1 s -- engine ``method="paned"`` and plain ``"wid"``.
 
+and max(v) per key (a non-differential aggregate: Paned-WID combines panes
+with the prefix/suffix block kernel ``paned_select``):
+
+* sliding RANGE 10 s SLIDE 1 s -- ``"paned"``, ``"wid"``, ``"auto"``; numpy
+  reference: per-pane ``np.maximum.at`` then a 10-pane moving max.
+
 Engine measurement: the window operator driven directly with the
 pre-built batches and punctuations (``on_batch`` / ``on_punctuation``),
 timing the whole replay; result latency = wall time of each
@@ -40,6 +46,7 @@ chances) after a warm-up. Latency figures are those of the best run. Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from typing import Any
 
@@ -76,12 +83,14 @@ def make_workload(n: int, seed: int = 0) -> tuple[pa.Table, list[pa.RecordBatch]
 
 
 def drive(kind: Any, method: str, batches: list[pa.RecordBatch], puncts: list[int],
-          schema: pa.Schema) -> dict[str, Any]:
-    op = window_operator(kind, [agg.count(), agg.sum("v")], by="key", method=method)
+          schema: pa.Schema, aggs: Any = None) -> dict[str, Any]:
+    aggs = [agg.count(), agg.sum("v")] if aggs is None else aggs
+    op = window_operator(kind, aggs, by="key", method=method)
     op.open([StreamInfo("bench", schema, {"ts": "ms"}, "ts")])
     lat = []
     peak_items = peak_bytes = 0
     rows_out = 0
+    last_col = []  # the last aggregate column: methods must agree (exact sum after timing)
     last = None
     t0 = time.perf_counter()
     for b, p in zip(batches, puncts):
@@ -94,14 +103,20 @@ def drive(kind: Any, method: str, batches: list[pa.RecordBatch], puncts: list[in
             out = op.on_punctuation(Punctuation("ts", p))
             lat.append(time.perf_counter_ns() - t1)
             rows_out += sum(o.num_rows for o in out if isinstance(o, pa.RecordBatch))
+            last_col += [o.column(o.num_columns - 1) for o in out if isinstance(o, pa.RecordBatch)]
         s = op.state_size()
         peak_items, peak_bytes = max(peak_items, s.items), max(peak_bytes, s.bytes)
-    rows_out += sum(o.num_rows for o in op.flush() if isinstance(o, pa.RecordBatch))
+    for o in op.flush():
+        if isinstance(o, pa.RecordBatch):
+            rows_out += o.num_rows
+            last_col.append(o.column(o.num_columns - 1))
     wall = time.perf_counter() - t0
+    checksum = math.fsum(np.concatenate([c.to_numpy(zero_copy_only=False) for c in last_col])
+                         .astype(np.float64)) if last_col else 0.0
     a = np.asarray(lat, np.float64) / 1e6
     return {"wall": wall, "rows_out": rows_out, "p50": float(np.percentile(a, 50)),
             "p99": float(np.percentile(a, 99)), "max": float(a.max()), "peak_items": peak_items,
-            "peak_bytes": peak_bytes, "method": getattr(op, "plan_info", {}).get("method", method),
+            "peak_bytes": peak_bytes, "checksum": checksum, "method": getattr(op, "plan_info", {}).get("method", method),
             "layout": getattr(op, "plan_info", {}).get("layout", "?")}
 
 
@@ -145,6 +160,23 @@ def numpy_sliding_panes(ts: np.ndarray, key: np.ndarray, v: np.ndarray, r: int, 
     return int(np.count_nonzero(wc)) + 0 * ws.size
 
 
+def numpy_sliding_max_panes(ts: np.ndarray, key: np.ndarray, v: np.ndarray, r: int, s: int) -> int:
+    pane = ts // s
+    lo = pane.min()
+    P = int(pane.max() - lo) + 1
+    idx = (pane - lo) * KEYS + key
+    mx = np.full(P * KEYS, -np.inf)
+    np.maximum.at(mx, idx, v)
+    mx = mx.reshape(P, KEYS)
+    k = r // s
+    pad = np.full((k - 1, KEYS), -np.inf)
+    full = np.vstack([pad, mx, pad])
+    w = full[: P + k - 1].copy()
+    for j in range(1, k):  # window i = panes i-k+1 .. i
+        np.maximum(w, full[j: P + k - 1 + j], out=w)
+    return int(np.count_nonzero(w > -np.inf))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -161,13 +193,22 @@ def main(argv: list[str] | None = None) -> int:
     configs = [("tumbling 1s  WID", Tumbling("1s"), "wid"),
                ("sliding 10s/1s Paned-WID", Sliding("10s", "1s"), "paned"),
                ("sliding 10s/1s WID", Sliding("10s", "1s"), "wid"),
-               ("sliding 10s/1s auto", Sliding("10s", "1s"), "auto")]
-    for _, kind, method in configs:  # warm-up: numba caches, allocations
-        drive(kind, method, batches[:4], puncts[:4], schema)
+               ("sliding 10s/1s auto", Sliding("10s", "1s"), "auto"),
+               ("max sliding 10s/1s Paned", Sliding("10s", "1s"), "paned"),
+               ("max sliding 10s/1s WID", Sliding("10s", "1s"), "wid"),
+               ("max sliding 10s/1s auto", Sliding("10s", "1s"), "auto")]
+    max_aggs = [agg.max("v")]
+
+    def aggs_of(label: str) -> Any:
+        return max_aggs if label.startswith("max") else None
+
+    for label, kind, method in configs:  # warm-up: numba caches, allocations
+        drive(kind, method, batches[:4], puncts[:4], schema, aggs_of(label))
     np_refs = {
         "tumb": lambda: numpy_tumbling(ts, key, v, 1000),
         "swid": lambda: numpy_sliding_wid(ts, key, v, 10_000, 1000),
         "span": lambda: numpy_sliding_panes(ts, key, v, 10_000, 1000),
+        "smax": lambda: numpy_sliding_max_panes(ts, key, v, 10_000, 1000),
     }
     np_best: dict[str, float] = {}
     np_rows: dict[str, int] = {}
@@ -180,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             np_rows[name] = fn()
             np_best[name] = min(np_best.get(name, float("inf")), time.perf_counter() - t0)
         for label, kind, method in configs:
-            r = drive(kind, method, batches, puncts, schema)
+            r = drive(kind, method, batches, puncts, schema, aggs_of(label))
             if label not in results or r["wall"] < results[label]["wall"]:
                 r["label"] = label
                 results[label] = r
@@ -199,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     spaned = results["sliding 10s/1s Paned-WID"]
     swid = results["sliding 10s/1s WID"]
     sauto = results["sliding 10s/1s auto"]
+    mpaned = results["max sliding 10s/1s Paned"]
+    mwid = results["max sliding 10s/1s WID"]
+    mauto = results["max sliding 10s/1s auto"]
+    t_np_smax = np_best["smax"]
 
     def mtps(sec: float) -> float:
         return n / sec / 1e6
@@ -211,20 +256,28 @@ def main(argv: list[str] | None = None) -> int:
           f" {'':>7s} {'':>7s} {'':>7s} {'':>11s} {'':>8s} {rows_np_sl:10,d}")
     print(f"{'numpy sliding 10s/1s (panes)':34s} {mtps(t_np_span):10.2f}"
           f" {t_np_swid / t_np_span:8.2f}x {'':>7s} {'':>7s} {'':>7s} {'':>11s} {'':>8s} {rows_np_sl2:10,d}")
+    print(f"{'numpy max sliding 10s/1s (panes)':34s} {mtps(t_np_smax):10.2f} {'1.00x':>9s}"
+          f" {'':>7s} {'':>7s} {'':>7s} {'':>11s} {'':>8s} {np_rows['smax']:10,d}")
     for r in results.values():
-        ref = t_np_tumb if r["label"].startswith("tumbling") else t_np_swid
+        ref = t_np_tumb if r["label"].startswith("tumbling") else \
+            t_np_smax if r["label"].startswith("max") else t_np_swid
         print(f"{r['label'] + ' [' + r['method'] + ']':34s} {mtps(r['wall']):10.2f} "
               f"{ref / r['wall']:8.2f}x {r['p50']:7.3f} {r['p99']:7.3f} {r['max']:7.3f} "
               f"{r['peak_items']:11,d} {r['peak_bytes'] / 1e6:8.1f} {r['rows_out']:10,d}")
     print(f"\nsliding Paned-WID vs numpy-panes: {t_np_span / spaned['wall']:.2f}x; "
           f"Paned-WID vs plain WID: {swid['wall'] / spaned['wall']:.2f}x; "
           f"auto picked {sauto['method']}")
+    print(f"max sliding Paned-WID vs plain WID: {mwid['wall'] / mpaned['wall']:.2f}x; "
+          f"auto picked {mauto['method']}; max checksums agree: "
+          f"{mpaned['checksum'] == mwid['checksum'] == mauto['checksum']}")
     print(f"full pipeline tumbling 1s (from_batches -> window -> collect): {mtps(t_pipe):.2f} "
           f"Mtuples/s; executor latency {pm.latency_summary()}; peak state items "
           f"{pm.peak_state_items:,d}, bytes {pm.peak_state_bytes / 1e6:.1f} MB")
     print(f"layout: {tumb['layout']}; open windows x live keys bound: tumbling ~ "
           f"{(DELAY_MS // 1000 + 2)} x {KEYS}, sliding panes ~ {(10 + DELAY_MS // 1000 + 2)} x {KEYS}")
-    ok = rows_np_tumb == tumb["rows_out"] and rows_np_sl == rows_np_sl2 == spaned["rows_out"] == swid["rows_out"]
+    ok = (rows_np_tumb == tumb["rows_out"] and rows_np_sl == rows_np_sl2 == spaned["rows_out"] == swid["rows_out"]
+          and np_rows["smax"] == mpaned["rows_out"] == mwid["rows_out"]
+          and mpaned["checksum"] == mwid["checksum"])
     print(f"row counts agree with numpy: {ok}")
     return 0 if ok else 1
 
