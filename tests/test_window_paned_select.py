@@ -154,3 +154,18 @@ def test_auto_picks_panes_for_max_over_many_panes_and_wid_over_few():
     # holistic aggregates still combine P pane tables per window
     m, c = choose_method(Sliding(100, 10), [agg.median("v")], 1.0, 10)
     assert c["cost_paned"] > choose_method(Sliding(100, 10), [agg.max("v")], 1.0, 10)[1]["cost_paned"]
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(1, 5), st.integers(-30, 30), st.integers(-40, 40))
+def test_pane_window_geometry_matches_the_kind(g, pane_per_slide, slides_per_range, origin, pane):
+    """first_window/last_window (integer formulas) == the windows of the kind's wids()."""
+    s = g * pane_per_slide
+    r = s * slides_per_range + g * (pane_per_slide > 1)  # range need not be a multiple of slide
+    kind = Sliding(r, s, origin=origin)
+    pc = PaneCombiner(kind, [], [])
+    lo, hi = kind.wids(np.array([origin + pane * pc.g, origin + (pane + 1) * pc.g - 1]))
+    assert pc.first_window(pane) == int(lo[0]) and pc.last_window(pane) == int(hi[1]) - 1
+    for w in range(pc.first_window(pane), pc.last_window(pane) + 1):
+        a, b = pc.window_panes(w)
+        assert a <= pane < b

@@ -92,13 +92,15 @@ class PaneCombiner:
         """The first window containing ``pane``."""
         if self.landmark:
             return max(pane, 0)
-        return int(self.kind.wids(np.array([self.o + pane * self.g]))[0][0])
+        # window w holds panes [((w+1)s - r)/g, (w+1)s/g): the first w with (w+1)s > pane*g
+        return (pane * self.g) // self.kind.s  # type: ignore[attr-defined]
 
     def last_window(self, pane: int) -> int:
         """The last window containing ``pane``."""
         if self.landmark:
             return pane
-        return int(self.kind.wids(np.array([self.o + pane * self.g]))[1][0]) - 1
+        # the last w with (w+1)s - r <= pane*g
+        return (pane * self.g + self.kind.r) // self.kind.s - 1  # type: ignore[attr-defined]
 
     def first_unit_needed(self, w: int) -> int:
         """The first pane window ``w`` (the next to emit) needs."""
@@ -183,7 +185,7 @@ class PaneCombiner:
         if ("rows", None) not in self.running or self.running[("rows", None)].shape[0] < n:
             self.running[("rows", None)] = np.zeros(max(n, 1), np.int64)
             missing = True
-        w = np.asarray(list(wids), np.int64)
+        w = np.arange(wids[0], wids[-1] + 1, dtype=np.int64)  # consecutive ids
         k: Sliding = self.kind  # type: ignore[assignment]
         plo = ((w + 1) * k.s - k.r) // self.g
         phi = (w + 1) * k.s // self.g
