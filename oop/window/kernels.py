@@ -353,6 +353,8 @@ def paned_select(vals, tvals, op, ident, tident, C, mask, base, top, n, P, plo, 
     """
     m = wi.shape[0]
     has_t = op >= 2
+    if not has_t:
+        return _paned_minmax(vals, op == 1, ident, C, mask, base, top, n, P, plo, wi, codes)
     out = np.empty(m, vals.dtype)
     outt = np.empty(m if has_t else 0, np.int64)
     if m == 0:
@@ -425,6 +427,64 @@ def paned_select(vals, tvals, op, ident, tident, C, mask, base, top, n, P, plo, 
         out[i] = v
         if has_t:
             outt[i] = t
+    return out, outt
+
+
+@nb.njit(cache=True)
+def _paned_minmax(vals, is_max, ident, C, mask, base, top, n, P, plo, wi, codes):
+    """:func:`paned_select` for min/max: the same blocks, branch-free inner loops over codes."""
+    m = wi.shape[0]
+    out = np.empty(m, vals.dtype)
+    outt = np.empty(0, np.int64)
+    if m == 0:
+        return out, outt
+    a0 = plo[0]
+    S = plo[plo.shape[0] - 1] + P - a0
+    pre = np.empty((S, n), vals.dtype)
+    suf = np.empty((S, n), vals.dtype)
+    for j in range(S):
+        p = a0 + j
+        cur = pre[j]
+        if base <= p and p < top:
+            r = (p & mask) * C
+            cur[:] = vals[r:r + n]
+        else:
+            cur[:] = ident
+        if j % P != 0:
+            prv = pre[j - 1]
+            if is_max:
+                for c in range(n):
+                    cur[c] = max(cur[c], prv[c])
+            else:
+                for c in range(n):
+                    cur[c] = min(cur[c], prv[c])
+    for j in range(S - 1, -1, -1):
+        p = a0 + j
+        cur = suf[j]
+        if base <= p and p < top:
+            r = (p & mask) * C
+            cur[:] = vals[r:r + n]
+        else:
+            cur[:] = ident
+        if not (j % P == P - 1 or j == S - 1):
+            nxt = suf[j + 1]
+            if is_max:
+                for c in range(n):
+                    cur[c] = max(cur[c], nxt[c])
+            else:
+                for c in range(n):
+                    cur[c] = min(cur[c], nxt[c])
+    for i in range(m):
+        a = plo[wi[i]] - a0
+        c = codes[i]
+        v = suf[a, c]
+        if a % P != 0:
+            v2 = pre[a + P - 1, c]
+            if is_max:
+                v = max(v, v2)
+            else:
+                v = min(v, v2)
+        out[i] = v
     return out, outt
 
 
