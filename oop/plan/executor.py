@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import time as _time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -165,10 +165,30 @@ class Executor:
         """
         if not self.opened:
             self.open()
+        live = any(not s.op.exhausted for s in self.sources)
+        if live and stop_after_rounds is not None and self.rounds >= stop_after_rounds:
+            return self.checkpoint()
+        for rounds in self.steps():
+            if on_round is not None:
+                on_round(rounds)
+            if stop_after_rounds is not None and rounds >= stop_after_rounds:
+                if any(not s.op.exhausted for s in self.sources):
+                    return self.checkpoint()
+        return None
+
+    def steps(self) -> Iterator[int]:
+        """Run round by round, yielding the round count after each round.
+
+        A round pulls one feed item from every live source and pushes all it
+        causes through the plan, then gives idle sources ``on_idle(clock)``.
+        Between two yields the plan is at a consistent cut (checkpointable);
+        callers that interleave plans (e.g. one per Spark shard) drive them
+        with this generator.
+        """
+        if not self.opened:
+            self.open()
         live = [s for s in self.sources if not s.op.exhausted]
         while live:
-            if stop_after_rounds is not None and self.rounds >= stop_after_rounds:
-                return self.checkpoint()
             idle: list[Node] = []
             for s in live:
                 src: Source = s.op  # type: ignore[assignment]
@@ -182,10 +202,8 @@ class Executor:
                     idle.append(s)
             self.rounds += 1
             self._idle_round(idle)
-            if on_round is not None:
-                on_round(self.rounds)
             live = [s for s in live if not s.op.exhausted]
-        return None
+            yield self.rounds
 
     def _idle_round(self, idle: list[Node]) -> None:
         clock = max((s.op.hwm.value for s in self.sources), default=INT64_MIN)

@@ -72,7 +72,7 @@ from oop.spark import arrowio
 from oop.spark.replay import check_time, parse_punctuation_arg
 from oop.spark.session import spark_errors
 from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
-from oop.stream.elements import END_OF_STREAM, INT64_MAX, Element, Punctuation
+from oop.stream.elements import INT64_MAX, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import TimeSpec
 
@@ -166,28 +166,6 @@ class _Outbox(Operator):
         if isinstance(punctuation, Punctuation) and punctuation.attr == self.output.time:
             self.items.append(punctuation)
         return []
-
-
-def _step(ex: Executor) -> Iterator[None]:
-    """Run ``ex`` round by round (as :meth:`Executor.run`), yielding after each round."""
-    if not ex.opened:
-        ex.open()
-    live = [s for s in ex.sources if not s.op.exhausted]
-    while live:
-        idle = []
-        for s in live:
-            els = s.op.pull()
-            if els is None:
-                ex._from_source(s, [END_OF_STREAM])
-                idle.append(s)
-            elif els:
-                ex._from_source(s, els)
-            else:
-                idle.append(s)
-        ex.rounds += 1
-        ex._idle_round(idle)
-        yield None
-        live = [s for s in live if not s.op.exhausted]
 
 
 # ---- the melded input of one shard ---------------------------------------
@@ -599,7 +577,7 @@ def _shard_task(plan: Callable[..., Stream], specs: Sequence[InputSpec], out_sch
                 assert isinstance(src.generator, _CarriedLogic)
                 sd.gen = src.generator
             em = _Emitter(phys, out_schema, shard)
-            for _ in _step(ex):
+            for _ in ex.steps():
                 items, box.items = box.items, []
                 for el in items:
                     if isinstance(el, pa.RecordBatch):
@@ -671,7 +649,7 @@ def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.S
         box = _Outbox()
         ex = Executor([Node(box, [out.node])])
         em = _Emitter(phys, out_schema, pid)
-        for _ in _step(ex):
+        for _ in ex.steps():
             items, box.items = box.items, []
             for el in items:
                 if isinstance(el, pa.RecordBatch):
