@@ -82,6 +82,18 @@ class Stream:
 
         return self.via(Apply(columns, name=name))
 
+    def derive_time(self, column: str, fn: str, sources: Sequence[str], *,
+                    primary: bool = False, name: str = "derive_time") -> "Stream":
+        """Add ``column = fn(*sources)`` (``fn`` = ``"max"``/``"min"``) as a progressing attribute.
+
+        Punctuation on the sources is translated (max: any source's, or a joint
+        one; min: all sources' individual punctuation); window on it with
+        ``.window(..., time=column)``. See :mod:`oop.operators.derive_time`.
+        """
+        from oop.operators.derive_time import DeriveTime
+
+        return self.via(DeriveTime(column, fn, sources, primary=primary, name=name))
+
     def dupelim(self, columns: Sequence[str] | None = None, name: str = "dupelim") -> "Stream":
         """Drop tuples equal (on ``columns``, default all) to one seen before."""
         from oop.operators.dupelim import DupElim
@@ -142,6 +154,7 @@ class Stream:
         allowed_lateness: int | str = 0,
         emit_wid: bool = False,
         name: str = "window",
+        time: str | None = None,
     ) -> "Stream":
         """Window aggregation (WID / Paned-WID, 004 ch. 6); see :mod:`oop.window`.
 
@@ -149,13 +162,16 @@ class Stream:
         aggregate (+ ``wid``, + ``is_revision`` with ``late="update"``),
         punctuated on ``window_end``. ``late=None`` counts tuples behind the
         last punctuation as ``late_dropped``; ``"update"`` with
-        ``allowed_lateness`` re-emits revised rows.
+        ``allowed_lateness`` re-emits revised rows. ``time``: the progressing
+        attribute to window on (default: the primary one), e.g. ``"ts_right"``
+        after a join or a column made by :meth:`derive_time`; only punctuation
+        on it closes windows.
         """
         from oop.window.plan import window_operator
 
         return self.via(window_operator(kind, aggs, by=by, method=method, late=late,
                                         allowed_lateness=allowed_lateness, emit_wid=emit_wid,
-                                        name=name))
+                                        name=name, time=time))
 
     def adaptive_window(
         self,

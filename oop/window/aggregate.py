@@ -36,6 +36,12 @@ retained windows and re-emits the revised rows at once (``is_revision``
 true), dropping (and counting) older ones. Row-based kinds emit a window as
 soon as the row counter passes its end.
 
+``time=`` chooses the progressing attribute the windows are built on (any of
+the stream's ``StreamInfo.times``, e.g. ``ts_right`` or a derived max/min of
+an OA-Join output, :mod:`oop.operators.derive_time`); default: the stream's
+primary time. Tuples are bucketed by that column and only ``P(time, v)`` on
+it closes windows.
+
 On a punctuation ``P(time, v)``: emits every window with ``end <= v`` (all
 of them in one Arrow batch, built by one vectorized pass over the ring
 block / the panes), purges their state (in update mode: the state of
@@ -134,8 +140,10 @@ class WindowAggregate(Operator):
         emit_wid: bool = False,
         name: str = "window",
         layout: str = "auto",
+        time: str | None = None,
     ) -> None:
         super().__init__(name)
+        self.time_config = time
         if layout not in ("auto", "dense", "hash"):
             raise ConfigError(f"{name}: layout={layout!r}; use 'auto', 'dense' or 'hash'")
         self.layout_config = layout
@@ -174,11 +182,10 @@ class WindowAggregate(Operator):
         info = inputs[0]
         cols = [a.column for a in self.aggs if a.column]
         require_columns(info, [*self.by, *cols], self.name)
-        if info.time is None:
-            raise ConfigError(f"{self.name}: stream {info.name!r} has no progressing attribute")
-        check_time_column(info.schema, info.time, info.name)
+        attr = self._resolve_time(info)
+        check_time_column(info.schema, attr, info.name)
         check_agg_types(self.aggs, info.schema, self.name)
-        self.unit = info.unit()
+        self.unit = info.unit(attr)
         self.kind = self.kind_config if self.kind_config.row_based else self.kind_config.resolve(self.unit)
         from oop.stream.timecol import parse_duration
 
@@ -190,7 +197,7 @@ class WindowAggregate(Operator):
                 f"{self.name}: allowed_lateness={self.lateness_config!r} only applies with "
                 "late='update' (revise emitted windows); set late='update' or drop it"
             )
-        self.time = info.time
+        self.time = attr
         self.schema_in = info.schema
         self.bucket = BucketLogic(self.kind)
         self.enc = KeyEncoder(self.by)
@@ -213,7 +220,7 @@ class WindowAggregate(Operator):
         self._clean: tuple[int, int] | None = None
         if self.method is not None:
             self._set_method(self.method, {})
-        tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, info.time)
+        tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, attr)
         self.time_type = tt
         fields = [info.schema.field(c) for c in self.by]
         fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
@@ -224,6 +231,20 @@ class WindowAggregate(Operator):
             fields.append(pa.field("is_revision", pa.bool_()))
         self.out_schema = pa.schema(fields)
         return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
+
+    def _resolve_time(self, info: StreamInfo) -> str:
+        """The progressing attribute windows are built on: ``time=`` or the stream's primary one."""
+        if self.time_config is None:
+            if info.time is None:
+                raise ConfigError(f"{self.name}: stream {info.name!r} has no progressing attribute")
+            return info.time
+        if self.time_config not in info.times:
+            raise ConfigError(
+                f"{self.name}: time={self.time_config!r} is not a progressing attribute of stream "
+                f"{info.name!r}; its progressing attributes are {sorted(info.times)} (derive one "
+                "with Stream.derive_time, or leave time=None for the primary one)"
+            )
+        return self.time_config
 
     def _out_type(self, a: Agg) -> pa.DataType:
         f = a.fn

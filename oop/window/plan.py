@@ -34,14 +34,18 @@ def window_operator(
     emit_wid: bool = False,
     name: str = "window",
     layout: str = "auto",
+    time: str | None = None,
 ) -> Operator:
     """The operator computing the window query (see the module docstring).
 
     ``layout`` (time and row windows): ``"dense"`` ring x codes, ``"hash"``
     cells (WID only), or ``"auto"`` (decided on the first batch from the key
-    density, :meth:`WindowAggregate._choose_layout`).
+    density, :meth:`WindowAggregate._choose_layout`). ``time``: the progressing
+    attribute to window on (default: the stream's primary one); punctuation on
+    other attributes does not close windows.
     """
-    kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name)
+    kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
+              time=time)
     if isinstance(kind, PartitionedRows):
         from oop.window.partitioned import PartitionedRowsAggregate
 
