@@ -212,6 +212,21 @@ def test_joint_punctuation_bounds_the_max_sooner_than_individual():
     assert first == {"individual": 700, "joint": 1000}
 
 
+@pytest.mark.parametrize("time", ["ts_right", "t_min"])
+def test_slide_by_tuple_window_on_join_time(time):
+    """The bins operator (004 §6.1.4) reads ``time=`` too. Its windows depend on arrival
+    order (every n-th tuple), so the oracle runs over the join output in arrival order."""
+    from oop.window.kinds import SlideByTuple
+
+    L, R = _tables(3, n=200)
+    stage = _plan(L, R, band=(10, 10), tumbling=None, mode="individual")
+    mid = stage.run()
+    kind = SlideByTuple(50, 3)
+    res = stage.window(kind, agg.count(), time=time).run()
+    assert canonical(res.table) == canonical(window_oracle(mid.table, kind, agg.count(), time=time))
+    assert any(0 < n < res.table.num_rows for n, _ in res.punctuations)
+
+
 # ---- the bound rule itself ---------------------------------------------------------------
 
 _punct = st.one_of(
