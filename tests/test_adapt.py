@@ -331,13 +331,14 @@ def test_dense_tumbling_group_does_not_flip_at_every_boundary():
     assert flips["closed_extent"] == (1, 0)
 
 
-def test_compact_state_layout_and_tupcnt_materialized_at_first_null():
-    """Tumbling, one source: tupcnt is read from the nn lane (no column) until the first null.
+def test_compact_state_layout_and_tupcnt_derived_from_presence_lane():
+    """Tumbling, one source: tupcnt is the dense store's presence lane (rows per cell), so a
+    null in the value column (nn < rows) changes nothing; no tupcnt lane is held.
 
     Timeline (Tumbling 10, absolute thresholds up=0 / down=0: every group eager)::
 
         ts:   1 2 (val ok) | 3 4 (val null) |P10| 12 |P20|
-        tupcnt columns: 0            1 (materialized from nn = 2 rows)
+        tupcnt lanes: 0 throughout (derived: tupcnt == rows of the cell)
     """
     kind = Tumbling(10)
     feed = [pa.record_batch({"ts": [1, 2], "key": ["a", "b"], "val": [1, 2]})]
@@ -351,7 +352,7 @@ def test_compact_state_layout_and_tupcnt_materialized_at_first_null():
                          time="ts", unit="ms", punctuation=oop.External())
     res = s.via(op).run()
     lg = op.logic
-    assert lg.tupcnt_from is None  # materialized at the null of the second batch
+    assert lg.tupcnt_from is None and lg.eager.tc_mode == "derived" and lg.eager.tc is None
     assert res.table.to_pylist() == [
         {"key": "a", "window_start": 0, "window_end": 10, "sum_val": 8},
         {"key": "b", "window_start": 0, "window_end": 10, "sum_val": 2},
@@ -362,8 +363,8 @@ def test_compact_state_layout_and_tupcnt_materialized_at_first_null():
     op2 = AdaptWID(kind, [agg.sum("val")], by="key",
                    thresholds=Thresholds(up=0, down=0, absolute=True))
     oop.from_batches(feed, time="ts", unit="ms", punctuation=oop.External()).via(op2).run()
-    assert op2.logic.tupcnt_from == 0 and op2.logic.group_entry_bytes == 4
-    assert op2.logic.aggr == 4 + 8 + 8  # int32 code + nn + sum, no tupcnt
+    assert op2.logic.eager.tc is None and op2.logic.group_entry_bytes == 4
+    assert op2.logic.aggr == 4 + 8 + 8  # cell: int32 rows + nn + sum, no tupcnt lane
 
 
 def test_forced_modes_hold_no_monitoring_state():

@@ -231,3 +231,145 @@ def segment_tupcnt_reference(starts: np.ndarray, src: np.ndarray, is_last: np.nd
             if is_last[i]:
                 out[j, int(src[i])] += 1
     return out
+
+
+# ---- the dense eager store's fold kernels (oop.adapt.dense) ------------------------------
+# Every kernel folds each row i into the cells (w & mask, slot[i]) for lo[i] <= w < hi[i].
+
+
+@njit(cache=True)
+def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask):  # type: ignore[no-untyped-def]
+    """Presence ``rows += 1`` (if held), ``tupcnt[., ., src] += 1`` in the row's last window
+    (if held), ``last_w[slot] = max(.., hi - 1)``. Returns cells of ``rows`` that became non-empty."""
+    new = 0
+    for i in range(lo.shape[0]):
+        s = slot[i]
+        if hi[i] - 1 > last_w[s]:
+            last_w[s] = hi[i] - 1
+        if has_tc:
+            tc[(hi[i] - 1) & mask, s, src[i]] += 1
+        if has_rows:
+            for w in range(lo[i], hi[i]):
+                r = w & mask
+                if pres[r, s] == 0:
+                    new += 1
+                pres[r, s] += 1
+    return new
+
+
+@njit(cache=True)
+def dense_fold_count(cnt, slot, lo, hi, mask, is_pres):  # type: ignore[no-untyped-def]
+    """``count += 1``; returns cells that became non-empty when this lane is the presence lane."""
+    new = 0
+    for i in range(lo.shape[0]):
+        s = slot[i]
+        for w in range(lo[i], hi[i]):
+            r = w & mask
+            if is_pres and cnt[r, s] == 0:
+                new += 1
+            cnt[r, s] += 1
+    return new
+
+
+@njit(cache=True)
+def dense_fold_sum(nn, sm, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
+    for i in range(lo.shape[0]):
+        if not valid[i]:
+            continue
+        s = slot[i]
+        for w in range(lo[i], hi[i]):
+            r = w & mask
+            nn[r, s] += 1
+            sm[r, s] += x[i]
+
+
+@njit(cache=True)
+def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ignore[no-untyped-def]
+    for i in range(lo.shape[0]):
+        if not valid[i]:
+            continue
+        s = slot[i]
+        v = x[i]
+        for w in range(lo[i], hi[i]):
+            r = w & mask
+            if nn[r, s] == 0 or (is_min and v < m[r, s]) or ((not is_min) and v > m[r, s]):
+                m[r, s] = v
+            nn[r, s] += 1
+
+
+@njit(cache=True)
+def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
+    """Welford's update of ``(n, mean, M2)`` (equal to Chan's merge up to float rounding)."""
+    for i in range(lo.shape[0]):
+        if not valid[i]:
+            continue
+        s = slot[i]
+        v = x[i]
+        for w in range(lo[i], hi[i]):
+            r = w & mask
+            n[r, s] += 1
+            d = v - mean[r, s]
+            mean[r, s] += d / n[r, s]
+            m2[r, s] += d * (v - mean[r, s])
+
+
+@njit(cache=True)
+def dense_fold_firstlast(nn, t, val, slot, lo, hi, x, valid, ts, mask, is_first):  # type: ignore[no-untyped-def]
+    """Earliest (latest) valid tuple by (time, value) -- the tie rule of BlockAgg.reduce."""
+    for i in range(lo.shape[0]):
+        if not valid[i]:
+            continue
+        s = slot[i]
+        v = x[i]
+        tt = ts[i]
+        for w in range(lo[i], hi[i]):
+            r = w & mask
+            if nn[r, s] == 0:
+                take = True
+            elif is_first:
+                take = tt < t[r, s] or (tt == t[r, s] and v < val[r, s])
+            else:
+                take = tt > t[r, s] or (tt == t[r, s] and v > val[r, s])
+            if take:
+                t[r, s] = tt
+                val[r, s] = v
+            nn[r, s] += 1
+
+
+def dense_fold_reference(fn: str, lanes: list[np.ndarray], slot: np.ndarray, lo: np.ndarray,
+                         hi: np.ndarray, x: np.ndarray, valid: np.ndarray, ts: np.ndarray,
+                         mask: int) -> None:
+    """Tuple-at-a-time reference of the dense fold kernels for aggregate ``fn`` (in place).
+
+    ``var``/``std`` lanes are rebuilt from the cell's values (two-pass formula), so the
+    reference is independent of the kernel's update rule.
+    """
+    seen: dict[tuple[int, int], list[float]] = {}
+    for i in range(len(lo)):
+        s = int(slot[i])
+        for w in range(int(lo[i]), int(hi[i])):
+            r = w & mask
+            if fn == "count":
+                lanes[0][r, s] += 1
+                continue
+            if not valid[i]:
+                continue
+            v = x[i]
+            if fn in ("sum", "mean"):
+                lanes[1][r, s] += v
+            elif fn in ("min", "max"):
+                if lanes[0][r, s] == 0 or (v < lanes[1][r, s] if fn == "min" else v > lanes[1][r, s]):
+                    lanes[1][r, s] = v
+            elif fn in ("var", "std"):
+                seen.setdefault((r, s), []).append(float(v))
+            else:
+                key = (int(ts[i]), v)
+                cur = (int(lanes[1][r, s]), lanes[2][r, s])
+                if lanes[0][r, s] == 0 or (key < cur if fn == "first" else key > cur):
+                    lanes[1][r, s], lanes[2][r, s] = key
+            lanes[0][r, s] += 1
+    for (r, s), vals in seen.items():
+        a = np.asarray(vals)
+        lanes[0][r, s] = len(a)
+        lanes[1][r, s] = a.mean()
+        lanes[2][r, s] = ((a - a.mean()) ** 2).sum()

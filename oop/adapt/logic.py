@@ -82,6 +82,7 @@ from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import covered_windows_kernel, group_pairs, segment_tupcnt, touch_groups
+from oop.adapt.dense import DenseEagerStore
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -231,7 +232,17 @@ class AdaptLogic:
         self.buffer = LazyBuffer(cfg.n_bins, cols)
         #: forced eager (WID) / lazy (buffering) keep no monitoring state: no winVol, no tupcnt
         self.monitor = self.mode_name == "adaptive"
-        self.eager = EagerStore(self.aggs)
+        #: bounded aggregates: dense (open-window ring x eager-group slot) lanes; holistic
+        #: ones: sorted blocks of bags (oop.adapt.store)
+        self.dense = not any(a.holistic for a in self.aggs)
+        self.eager: EagerStore | DenseEagerStore
+        if self.dense:
+            tumbling_one = self.kind.r == self.kind.s and self.S == 1
+            tc = "none" if not self.monitor else "derived" if tumbling_one else "stored"
+            ring = 2 * (-(-self.kind.r // self.kind.s))
+            self.eager = DenseEagerStore(self.aggs, self.value_dtypes, self.S, tc, ring=ring)
+        else:
+            self.eager = EagerStore(self.aggs)
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
         self.wed = WindowExtentDuration(self.kind.r)
         self.offsets = SourceOffsets(self.S)
@@ -247,7 +258,8 @@ class AdaptLogic:
         # tupcnt derived from the partials (no column of its own): tumbling windows over one
         # source, where tupcnt == the partial's row count == a count() state or, while the
         # column has shown no null, an nn lane (materialized at the first null)
-        self.tupcnt_from: int | None = self._derivable_tupcnt() if self.monitor else None
+        self.tupcnt_from: int | None = (self._derivable_tupcnt()
+                                        if self.monitor and not self.dense else None)
         self.n_live = 0  # groups with winVol > 0 (tuples or partials held): entries of H
         self.n_eager_live = 0  # live groups in mode EAGER
         self._scratch = np.zeros(0, np.int64)  # all -1: group_pairs' slots (not state)
@@ -271,6 +283,8 @@ class AdaptLogic:
     @property
     def aggr(self) -> float:
         """Bytes per partial aggregate: measured from the store, else from the layout."""
+        if self.dense:  # bytes of one (window, slot) cell of the dense lanes
+            return float(self.eager.cell_bytes)  # type: ignore[union-attr]
         if self.eager.n_partials:
             return self.eager.nbytes / self.eager.n_partials
         item = {c: t.itemsize for c, t in self.value_dtypes.items()}
@@ -515,10 +529,13 @@ class AdaptLogic:
 
     def _to_eager(self, ch: Chunk, lo: np.ndarray, hi: np.ndarray) -> None:
         """Fold rows into partials; ``[lo, hi)``: their open window ids (``_wids``)."""
+        if self.dense:
+            self.eager.fold(ch, lo, hi)  # type: ignore[union-attr]
+            return
         rows, ws = expand(lo, hi)
         is_last = ws == hi[rows] - 1
         for w, blk in self._blocks(ch, rows, ws, is_last).items():
-            self.eager.add(w, blk)
+            self.eager.add(w, blk)  # type: ignore[union-attr]
 
     def _blocks(self, ch: Chunk, rows: np.ndarray, ws: np.ndarray,
                 is_last: np.ndarray) -> dict[int, Block]:
@@ -569,7 +586,8 @@ class AdaptLogic:
         # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input tuples
         # expire and winVol decreases below the threshold"): groups with a closing partial
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
-        blks = [self.eager.blocks[w].gids for w in closing if w in self.eager.blocks]
+        popped = {w: self.eager.pop(w) for w in closing}
+        blks = [b.gids for b in popped.values() if b is not None]
         cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
         pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
         expired: list[np.ndarray] = []
@@ -577,7 +595,7 @@ class AdaptLogic:
         out: list[tuple[int, Block]] = []
         hw = self.offsets.hwm
         for w in closing:
-            eb = self.eager.pop(w)
+            eb = popped[w]
             lb = lazy_blocks.pop(w, None)
             if eb is not None and len(eb) and self.monitor:
                 tc = self.counts(eb)
@@ -595,6 +613,8 @@ class AdaptLogic:
                 self.wed.complete(w, hw)
             self.open_wids.discard(w)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
+        if self.dense:
+            self.eager.release(fo)  # type: ignore[union-attr]  # slots with no partial left
         th_cfg = self.cfg.thresholds
         if self.monitor and len(cand):
             is_e = self._mode(cand) == EAGER  # eager groups hold no buffered tuples
@@ -658,8 +678,11 @@ class AdaptLogic:
         """Forced modes keep no winVol: count the groups holding partials / tuples. O(state)."""
         g = max(self.n_groups, 1)
         held = np.zeros(g, bool)
-        for b in self.eager.blocks.values():
-            held[b.gids] = True
+        if self.dense:
+            held[self.eager.held_gids()] = True  # type: ignore[union-attr]
+        else:
+            for b in self.eager.blocks.values():
+                held[b.gids] = True
         n_e = int(np.count_nonzero(held))
         for chs in self.buffer.bins:
             for ch in chs:
@@ -672,7 +695,10 @@ class AdaptLogic:
         eager = self.n_eager_live
         trans = 0
         if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
-            with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
+            if self.dense:
+                with_p = self.eager.held_gids()  # type: ignore[union-attr]
+            else:
+                with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
             trans = int(np.count_nonzero(self._mode(with_p) == LAZY))
         t = self.timeline
         t.punct.append(int(v))

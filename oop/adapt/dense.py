@@ -1,0 +1,379 @@
+"""Dense eager store of AdaptWID: (open-window ring x eager-group slot) lanes (004 §6.3.4.2).
+
+For bounded aggregates the partials ``H`` of eager and transitional groups
+live in numpy arrays of shape ``(R, C)`` -- one per *lane* of every
+aggregate (the columns of :mod:`oop.adapt.algebra`'s states: ``nn``,
+``sum``, ``min``, ``n/mean/M2``, ``t/v`` ...) plus a presence lane ``rows``
+(tuples folded into the cell; the ``count`` lane doubles as it when there is
+one) and, when ``winVol`` is monitored and cannot be derived, ``tupcnt``
+``(R, C, sources)`` int32. Row ``w & (R - 1)`` holds window id ``w`` (``R`` a
+power of two, grown when the held windows span more); column ``slot`` holds
+one group. This is the WID operator's ring (:mod:`oop.window.store`) with the
+group axis restricted to groups that hold partials.
+
+Slots: a group gets a slot the first time it is folded eagerly (it turned
+eager, or forced eager mode); the slot is freed -- pushed on a free list --
+at the punctuation that emits its last partial (an eager group whose tuples
+all expired, or a transitional group whose old partials are all out: Fig.
+6-18). ``last_w[slot]`` (the greatest window with a partial) tells which.
+
+On a batch: allocate slots for new groups (vectorized), then one numba kernel
+per aggregate folds every (tuple, window in ``[lo, hi)``) into its cell: O(n x
+windows per tuple), no per-window Python. On a punctuation: each closing
+window's row is read into a :class:`~oop.adapt.store.Block` (present cells,
+sorted by group) and reset, O(C) per window; then slots whose last window
+closed are freed, O(C).
+
+Bytes (:attr:`nbytes`) are what is held: every lane array at its allocated
+``R x C`` capacity (empty cells included), the per-slot arrays (``gid_of``
+int32, ``last_w`` int64) at capacity, and the group -> slot entry (int32) of
+each allocated slot (the group-code-indexed map spans every group ever seen,
+like the key dictionary: its live entries are counted, as in
+:mod:`oop.adapt.logic`). Capacity grows by 1.5x (slots) / 2x (ring rows) and
+shrinks (compaction) when under a quarter is used.
+
+>>> from oop.window import aggregates as agg
+>>> from oop.adapt.algebra import block_agg
+>>> st = DenseEagerStore([block_agg(agg.sum("v"))], {"v": np.dtype(np.int64)}, n_sources=1,
+...                      tupcnt="derived")
+>>> ch = {"gid": np.array([3, 1, 3], np.int32), "ts": np.zeros(3, np.int64),
+...       "v": np.array([5, 7, 1])}
+>>> st.fold(ch, np.array([0, 0, 0]), np.array([1, 1, 2]))
+>>> b = st.pop(0)
+>>> b.gids.tolist(), b.states[0][1].tolist(), b.tupcnt[:, 0].tolist()
+([1, 3], [7, 6], [1, 2])
+>>> st.release(1); st.n_slots, st.pop(1).states[0][1].tolist()
+(1, [1])
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from oop.adapt.algebra import BlockAgg
+from oop.adapt.kernels import (dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
+                               dense_fold_rows, dense_fold_sum, dense_fold_var)
+from oop.adapt.store import Block
+
+__all__ = ["DenseEagerStore", "lane_dtypes"]
+
+GID = np.int32
+_I64MIN = np.iinfo(np.int64).min
+
+
+def lane_dtypes(a: BlockAgg, col_dtype: np.dtype | None) -> list[np.dtype]:
+    """dtypes of the state columns of ``a`` (as :meth:`BlockAgg.reduce` makes them)."""
+    f = a.fn
+    i8 = np.dtype(np.int64)
+    if f == "count":
+        return [i8]
+    assert col_dtype is not None
+    if f in ("sum", "mean"):
+        dt = np.float64 if f == "mean" or np.issubdtype(col_dtype, np.floating) else np.int64
+        return [i8, np.dtype(dt)]
+    if f in ("min", "max"):
+        return [i8, col_dtype]
+    if f in ("var", "std"):
+        return [i8, np.dtype(np.float64), np.dtype(np.float64)]
+    if f in ("first", "last"):
+        return [i8, i8, col_dtype]
+    raise ValueError(f"dense store: holistic aggregate {a.name!r} has no fixed lanes")
+
+
+def _pow2(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
+
+
+class DenseEagerStore:
+    """Eager partials in (ring x slot) lanes; see the module docstring.
+
+    ``tupcnt``: ``"stored"`` (a lane per source), ``"derived"`` (tumbling, one
+    source: tupcnt == the presence lane) or ``"none"`` (nothing monitors winVol).
+    """
+
+    def __init__(self, aggs: Sequence[BlockAgg], value_dtypes: dict[str, np.dtype],
+                 n_sources: int, tupcnt: str, ring: int = 4) -> None:
+        assert tupcnt in ("stored", "derived", "none")
+        self.aggs = list(aggs)
+        self.fixed = True
+        self.S = n_sources
+        self.tc_mode = tupcnt
+        self.dtypes = [lane_dtypes(a, value_dtypes.get(a.column or "")) for a in self.aggs]
+        # the presence lane: a count aggregate's lane, else a rows lane of its own
+        self.pres_from = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
+        self.R = _pow2(max(ring, 1))
+        self.C = 0
+        self.lanes: list[list[np.ndarray]] = [[np.zeros((self.R, 0), dt) for dt in dts]
+                                              for dts in self.dtypes]
+        self.rows = np.zeros((self.R, 0), np.int32) if self.pres_from is None else None
+        self.tc = np.zeros((self.R, 0, self.S), np.int32) if tupcnt == "stored" else None
+        self.gid_of = np.zeros(0, GID)  # slot -> group code (-1: free)
+        self.last_w = np.zeros(0, np.int64)  # slot -> greatest window with a partial
+        self.slot_of = np.zeros(0, np.int32)  # group code -> slot (-1: none)
+        self.free = np.zeros(0, np.int64)  # free slots (a stack)
+        self.n_slots = 0
+        self.n_partials = 0
+        self.wlo: int | None = None  # windows possibly held: [wlo, whi]
+        self.whi: int | None = None
+        self.nbytes = 0
+        self._recount_bytes()
+
+    # ---- layout --------------------------------------------------------------------
+    @property
+    def pres(self) -> np.ndarray:
+        return self.rows if self.pres_from is None else self.lanes[self.pres_from][0]
+
+    @property
+    def cell_bytes(self) -> int:
+        """Bytes of one (window, slot) cell: every lane's item size."""
+        b = sum(np.dtype(dt).itemsize for dts in self.dtypes for dt in dts)
+        if self.rows is not None:
+            b += 4
+        if self.tc is not None:
+            b += 4 * self.S
+        return b
+
+    def _arrays(self) -> list[np.ndarray]:
+        out = [x for lanes in self.lanes for x in lanes]
+        if self.rows is not None:
+            out.append(self.rows)
+        if self.tc is not None:
+            out.append(self.tc)
+        return out
+
+    def _recount_bytes(self) -> None:
+        self.nbytes = (sum(x.nbytes for x in self._arrays()) + self.gid_of.nbytes
+                       + self.last_w.nbytes + 4 * self.n_slots)
+
+    def _relayout(self, R: int, C: int, slot_map: np.ndarray | None = None) -> None:
+        """Reallocate every lane as ``(R, C)``, keeping the held windows' cells.
+
+        ``slot_map``: old slot -> new slot (compaction), or None (slots kept).
+        """
+        if self.wlo is not None:
+            ws = np.arange(self.wlo, self.whi + 1, dtype=np.int64)
+            old_r, new_r = ws & (self.R - 1), ws & (R - 1)
+        else:
+            old_r = new_r = np.zeros(0, np.int64)
+        if slot_map is None:
+            src = np.arange(min(self.C, C))
+            dst = src
+        else:
+            src = np.flatnonzero(slot_map >= 0)
+            dst = slot_map[src]
+
+        def move(x: np.ndarray) -> np.ndarray:
+            y = np.zeros((R, C) + x.shape[2:], x.dtype)
+            if len(old_r) and len(src):
+                y[np.ix_(new_r, dst)] = x[np.ix_(old_r, src)]
+            return y
+
+        self.lanes = [[move(x) for x in lanes] for lanes in self.lanes]
+        if self.rows is not None:
+            self.rows = move(self.rows)
+        if self.tc is not None:
+            self.tc = move(self.tc)
+        gid_of = np.full(C, -1, GID)
+        last_w = np.full(C, _I64MIN, np.int64)
+        gid_of[dst] = self.gid_of[src]
+        last_w[dst] = self.last_w[src]
+        self.gid_of, self.last_w = gid_of, last_w
+        self.R, self.C = R, C
+        self._recount_bytes()
+
+    def _alloc(self, gids: np.ndarray) -> np.ndarray:
+        """Slots of group codes ``gids`` (int64), allocating for those without one."""
+        top = int(gids.max()) + 1
+        if len(self.slot_of) < top:
+            s = np.full(max(top, 2 * len(self.slot_of)), -1, np.int32)
+            s[: len(self.slot_of)] = self.slot_of
+            self.slot_of = s
+        slots = self.slot_of[gids]
+        need = slots < 0
+        if need.any():
+            new = np.unique(gids[need])
+            k = len(new)
+            if k > len(self.free):  # grow the slot axis
+                C = max(self.n_slots + k, int(1.5 * self.C), 16)
+                old_c = self.C
+                self._relayout(self.R, C)
+                self.free = np.concatenate([np.arange(C - 1, old_c - 1, -1, dtype=np.int64),
+                                            self.free])
+            got = self.free[len(self.free) - k:][::-1]
+            self.free = self.free[: len(self.free) - k]
+            self.slot_of[new] = got
+            self.gid_of[got] = new
+            self.last_w[got] = _I64MIN
+            self.n_slots += k
+            self.nbytes += 4 * k
+            slots = self.slot_of[gids]
+        return slots.astype(np.int64)
+
+    # ---- batch ------------------------------------------------------------------------
+    def fold(self, ch: dict[str, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> None:
+        """Fold rows ``ch`` into the cells of their windows ``[lo, hi)`` (all non-empty)."""
+        if len(lo) == 0:
+            return
+        nlo, nhi = int(lo.min()), int(hi.max()) - 1
+        wlo = nlo if self.wlo is None else min(self.wlo, nlo)
+        whi = nhi if self.whi is None else max(self.whi, nhi)
+        if whi - wlo + 1 > self.R:
+            self._relayout(_pow2(whi - wlo + 1), self.C)
+        self.wlo, self.whi = wlo, whi
+        slot = self._alloc(ch["gid"].astype(np.int64))
+        mask = np.int64(self.R - 1)
+        src = ch.get("src")
+        src = np.zeros(len(lo), np.int8) if src is None else src
+        tc = self.tc if self.tc is not None else np.zeros((1, 1, 1), np.int32)
+        pres = self.rows if self.rows is not None else np.zeros((1, 1), np.int32)
+        self.n_partials += dense_fold_rows(pres, self.rows is not None, tc, self.tc is not None,
+                                           self.last_w, slot, lo, hi, src, mask)
+        ts = ch["ts"]
+        for a, lanes in zip(self.aggs, self.lanes):
+            f = a.fn
+            if f == "count":
+                self.n_partials += dense_fold_count(lanes[0], slot, lo, hi, mask,
+                                                    self.rows is None)
+                continue
+            x = ch[a.column]
+            m = ch.get(a.column + "?")
+            valid = np.ones(len(lo), np.bool_) if m is None else m
+            if f in ("sum", "mean"):
+                dense_fold_sum(lanes[0], lanes[1], slot, lo, hi, x.astype(lanes[1].dtype, copy=False),
+                               valid, mask)
+            elif f in ("min", "max"):
+                dense_fold_minmax(lanes[0], lanes[1], slot, lo, hi, x, valid, mask, f == "min")
+            elif f in ("var", "std"):
+                dense_fold_var(lanes[0], lanes[1], lanes[2], slot, lo, hi,
+                               x.astype(np.float64, copy=False), valid, mask)
+            else:
+                dense_fold_firstlast(lanes[0], lanes[1], lanes[2], slot, lo, hi, x, valid, ts,
+                                     mask, f == "first")
+
+    # ---- punctuation ------------------------------------------------------------------
+    def pop(self, wid: int) -> Block | None:
+        """The partials of window ``wid`` (sorted by group) as a block; the row is reset."""
+        if self.wlo is None or wid < self.wlo or wid > self.whi or self.C == 0:
+            return None
+        r = wid & (self.R - 1)
+        slots = np.flatnonzero(self.pres[r, : self.C] > 0)
+        if len(slots) == 0:
+            return None
+        gids = self.gid_of[slots]
+        order = np.argsort(gids, kind="stable")
+        slots, gids = slots[order], gids[order]
+        states = [[x[r, slots] for x in lanes] for lanes in self.lanes]
+        if self.tc is not None:
+            tupcnt = self.tc[r, slots]
+        elif self.tc_mode == "derived":
+            tupcnt = self.pres[r, slots].astype(np.int32).reshape(-1, 1)
+        else:
+            tupcnt = np.zeros((len(slots), 0), np.int32)
+        for x in self._arrays():
+            x[r, slots] = 0
+        self.n_partials -= len(slots)
+        return Block(gids.astype(GID), tupcnt, states)
+
+    def release(self, first_open: int) -> None:
+        """Every window below ``first_open`` is out: free the slots with no partial left."""
+        if self.wlo is not None and first_open > self.wlo:
+            if first_open > self.whi:
+                self.wlo = self.whi = None
+            else:
+                self.wlo = first_open
+        if self.n_slots == 0:
+            return
+        held = self.gid_of >= 0
+        dead = np.flatnonzero(held & (self.last_w < first_open))
+        if len(dead):
+            self.slot_of[self.gid_of[dead]] = -1
+            self.gid_of[dead] = -1
+            self.free = np.concatenate([self.free, dead[::-1].astype(np.int64)])
+            self.n_slots -= len(dead)
+            self.nbytes -= 4 * len(dead)
+        if self.C > 64 and self.n_slots < self.C // 4:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Move the held slots to the front and shrink the slot axis to 2x them."""
+        held = np.flatnonzero(self.gid_of >= 0)
+        smap = np.full(self.C, -1, np.int64)
+        smap[held] = np.arange(len(held))
+        C = max(2 * len(held), 16)
+        gids = self.gid_of[held].astype(np.int64)
+        self._relayout(self.R, C, smap)
+        self.slot_of[gids] = np.arange(len(held), dtype=np.int32)
+        self.free = np.arange(C - 1, len(held) - 1, -1, dtype=np.int64)
+
+    def add(self, wid: int, block: Block) -> np.ndarray:  # pragma: no cover - block API only
+        raise NotImplementedError("DenseEagerStore folds rows (fold), it does not merge blocks")
+
+    # ---- views (checks, reports: not the hot path) -------------------------------------
+    def held_gids(self) -> np.ndarray:
+        """Group codes holding partials (sorted)."""
+        return np.sort(self.gid_of[self.gid_of >= 0])
+
+    @property
+    def blocks(self) -> dict[int, Block]:
+        """Window id -> block of its partials (copies; for checks and reports)."""
+        out: dict[int, Block] = {}
+        if self.wlo is None or self.C == 0:
+            return out
+        for w in range(self.wlo, self.whi + 1):
+            r = w & (self.R - 1)
+            slots = np.flatnonzero(self.pres[r, : self.C] > 0)
+            if not len(slots):
+                continue
+            gids = self.gid_of[slots]
+            order = np.argsort(gids)
+            slots = slots[order]
+            if self.tc is not None:
+                tupcnt = self.tc[r, slots].copy()
+            elif self.tc_mode == "derived":
+                tupcnt = self.pres[r, slots].astype(np.int32).reshape(-1, 1)
+            else:
+                tupcnt = np.zeros((len(slots), 0), np.int32)
+            out[w] = Block(gids[order].astype(GID), tupcnt,
+                           [[x[r, slots].copy() for x in lanes] for lanes in self.lanes])
+        return out
+
+    # ---- snapshot ------------------------------------------------------------------------
+    def snapshot(self) -> Any:
+        return {k: (v.copy() if isinstance(v, np.ndarray) else
+                    [[x.copy() for x in l] for l in v] if k == "lanes" else v)
+                for k, v in self.__dict__.items() if k not in ("aggs", "dtypes")}
+
+    def restore(self, state: Any) -> None:
+        for k, v in state.items():
+            if isinstance(v, np.ndarray):
+                v = v.copy()
+            elif k == "lanes":
+                v = [[x.copy() for x in l] for l in v]
+            setattr(self, k, v)
+
+    def _check(self) -> None:
+        held = np.flatnonzero(self.gid_of >= 0)
+        assert len(held) == self.n_slots, "slot count disagrees"
+        assert (self.slot_of[self.gid_of[held]] == held).all(), "slot maps disagree"
+        assert int(np.count_nonzero(self.slot_of >= 0)) == self.n_slots
+        assert len(self.free) == self.C - self.n_slots and len(np.unique(self.free)) == len(self.free)
+        assert not (self.gid_of[self.free] >= 0).any(), "a free slot is held"
+        pres = self.pres[:, : self.C]
+        assert int(np.count_nonzero(pres)) == self.n_partials, "partial count disagrees"
+        free = np.setdiff1d(np.arange(self.C), held)
+        for x in self._arrays():
+            assert not x[:, free].any(), "a free slot has state"
+        if self.wlo is None:
+            assert self.n_partials == 0
+        else:
+            assert self.whi - self.wlo + 1 <= self.R
+            inside = np.zeros(self.R, bool)
+            inside[np.arange(self.wlo, self.whi + 1) & (self.R - 1)] = True
+            assert not pres[~inside].any(), "cells outside the held windows"
+        nb = sum(x.nbytes for x in self._arrays()) + self.gid_of.nbytes + self.last_w.nbytes
+        assert self.nbytes == nb + 4 * self.n_slots, "bytes disagree with the arrays held"
