@@ -33,10 +33,10 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import ConfigError, SchemaMismatchError
+from oop.errors import ConfigError
 from oop.iop_baseline._pool import to_batches
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo
+from oop.operators.base import Operator, StreamInfo, require_union_compatible
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
@@ -71,18 +71,7 @@ class Merge(Operator):
 
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         first = inputs[0]
-        for i, info in enumerate(inputs[1:], start=1):
-            if not info.schema.equals(first.schema, check_metadata=False):
-                raise SchemaMismatchError(
-                    f"{self.name}: input {i} (stream {info.name!r}) has schema {info.schema} but "
-                    f"input 0 (stream {first.name!r}) has {first.schema}; project/cast the inputs "
-                    "to one schema before the union"
-                )
-            if info.time != first.time:
-                raise SchemaMismatchError(
-                    f"{self.name}: input {i} progresses on {info.time!r} but input 0 on "
-                    f"{first.time!r}; an order-preserving union needs one progressing attribute"
-                )
+        require_union_compatible(inputs, self.name, union="an order-preserving union")
         if first.time is None:
             raise ConfigError(f"{self.name}: stream {first.name!r} has no progressing attribute to merge on")
         self.attr = first.time

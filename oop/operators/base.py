@@ -36,7 +36,7 @@ from oop.errors import SchemaMismatchError, UnknownColumnError
 from oop.metrics import OperatorMetrics, StateSize
 from oop.stream.elements import Element
 
-__all__ = ["Operator", "StreamInfo", "require_columns"]
+__all__ = ["Operator", "StreamInfo", "require_columns", "require_union_compatible"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,27 @@ def require_columns(info: StreamInfo, columns: Sequence[str], operator: str) -> 
             f"{operator}: stream {info.name!r} has no column(s) {missing}; "
             f"its columns are {info.schema.names}"
         )
+
+
+def require_union_compatible(inputs: Sequence[StreamInfo], operator: str,
+                             union: str = "a union") -> None:
+    """Raise :class:`SchemaMismatchError` unless all ``inputs`` share input 0's schema and time.
+
+    Used by every n-ary union (Meld, the order-preserving Merge).
+    """
+    first = inputs[0]
+    for i, info in enumerate(inputs[1:], start=1):
+        if not info.schema.equals(first.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"{operator}: input {i} (stream {info.name!r}) has schema {info.schema} but "
+                f"input 0 (stream {first.name!r}) has {first.schema}; project/cast the inputs "
+                "to one schema before the union"
+            )
+        if info.time != first.time:
+            raise SchemaMismatchError(
+                f"{operator}: input {i} (stream {info.name!r}) progresses on {info.time!r} "
+                f"but input 0 on {first.time!r}; {union} needs one progressing attribute"
+            )
 
 
 class Operator(ABC):

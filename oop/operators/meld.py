@@ -56,9 +56,9 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import OopError, SchemaMismatchError
+from oop.errors import OopError
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo
+from oop.operators.base import Operator, StreamInfo, require_union_compatible
 from oop.progress.frontier import JointFrontier, MinFrontier
 from oop.stream.elements import (
     INT64_MAX,
@@ -94,18 +94,7 @@ class Meld(Operator):
 
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         first = inputs[0]
-        for i, info in enumerate(inputs[1:], start=1):
-            if not info.schema.equals(first.schema, check_metadata=False):
-                raise SchemaMismatchError(
-                    f"{self.name}: input {i} (stream {info.name!r}) has schema {info.schema} but "
-                    f"input 0 (stream {first.name!r}) has {first.schema}; project/cast the inputs "
-                    "to one schema before the union"
-                )
-            if info.time != first.time:
-                raise SchemaMismatchError(
-                    f"{self.name}: input {i} (stream {info.name!r}) progresses on {info.time!r} "
-                    f"but input 0 on {first.time!r}; a union needs one progressing attribute"
-                )
+        require_union_compatible(inputs, self.name)
         if first.time is not None:
             self.frontiers[first.time] = self.frontier
         return first.with_schema(first.schema, name=self.name)
