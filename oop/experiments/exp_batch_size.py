@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext

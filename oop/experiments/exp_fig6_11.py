@@ -24,7 +24,6 @@ together (by 10 for tiny).
 
 from __future__ import annotations
 
-import numpy as np
 
 from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from oop.datasets import Link, MultiSource
 from oop.experiments.base import Check, Experiment, Outcome, RunContext

@@ -15,25 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["oop_window", "iop_window", "sort_buffer", "merge", "meld", "state_of",
-           "window_available", "iop_window_available"]
-
-
-def window_available() -> bool:
-    try:
-        from oop.stream.api import Stream
-
-        return hasattr(Stream, "window")
-    except ImportError:  # pragma: no cover
-        return False
-
-
-def iop_window_available() -> bool:
-    try:
-        import oop.iop_baseline.buffering_window  # noqa: F401
-    except ImportError:
-        return False
-    return True
+__all__ = ["oop_window", "iop_window", "sort_buffer", "merge", "meld", "state_of"]
 
 
 def oop_window(stream: Any, kind: Any, aggs: Any, by: Sequence[str] | None = None,

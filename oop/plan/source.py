@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from oop.errors import (

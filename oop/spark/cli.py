@@ -72,7 +72,6 @@ def _late_policy(late: str) -> str:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Run ``oop replay --spark``; returns the exit code (see the module docstring)."""
-    import oop  # noqa: F401 - registers Stream.window when the window module is present
     from oop.replay.specs import parse_aggs, parse_window
     from oop.spark.plans import sharded_window
     from oop.spark.replay import check_time, parse_punctuation_arg, replay_stream

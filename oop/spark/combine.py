@@ -27,7 +27,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from oop.errors import ConfigError
 from oop.metrics import StateSize

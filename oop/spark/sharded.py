@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import time as _time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import numpy as np
