@@ -168,3 +168,26 @@ def test_bytes_are_the_arrays_held_and_shrink_after_release():
     st_.release(3)  # every slot freed; the slot axis compacts to the minimum
     st_._check()
     assert st_.n_slots == 0 and st_.C == 16 and st_.nbytes == st_.R * 16 * 20 + 16 * 12
+
+
+@given(st.lists(st.integers(0, 12), max_size=40), st.sets(st.integers(0, 12), max_size=5))
+def test_dense_slot_kernels_equal_reference(gids, has):
+    """Slot allocation: count of new groups and first-occurrence assignment from the stack."""
+    C = 20
+    slot_of = np.full(13, -1, np.int32)
+    gid_of = np.full(C, -1, np.int32)
+    last = np.zeros(C, np.int64)
+    for i, g in enumerate(sorted(has)):  # groups that already hold slots 0..
+        slot_of[g], gid_of[i] = i, g
+    free = list(range(C - 1, len(has) - 1, -1))
+    g = np.array(gids, np.int64)
+    k = K.dense_count_new(slot_of, g)
+    assert k == len(set(gids) - has) and (slot_of[list(has)] >= 0).all()
+    assert int(np.count_nonzero(slot_of == -1)) == 13 - len(has)  # marks undone
+    s2, gi2, l2 = slot_of.copy(), gid_of.copy(), last.copy()
+    ref = K.dense_assign_slots_reference(s2, gi2, l2, g, list(free), -7)
+    out = np.empty(len(g), np.int64)
+    n_free = K.dense_assign_slots(slot_of, gid_of, last, g, np.array(free, np.int64), len(free),
+                                  out, -7)
+    assert (out == ref).all() and (slot_of == s2).all() and (gid_of == gi2).all() and (last == l2).all()
+    assert n_free == len(free) - k

@@ -53,8 +53,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from oop.adapt.algebra import BlockAgg
-from oop.adapt.kernels import (dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
-                               dense_fold_rows, dense_fold_sum, dense_fold_var)
+from oop.adapt.kernels import (dense_assign_slots, dense_count_new, dense_fold_count,
+                               dense_fold_firstlast, dense_fold_minmax, dense_fold_rows,
+                               dense_fold_sum, dense_fold_var)
 from oop.adapt.store import Block
 
 __all__ = ["DenseEagerStore", "lane_dtypes"]
@@ -115,7 +116,8 @@ class DenseEagerStore:
         self.gid_of = np.zeros(0, GID)  # slot -> group code (-1: free)
         self.last_w = np.zeros(0, np.int64)  # slot -> greatest window with a partial
         self.slot_of = np.zeros(0, np.int32)  # group code -> slot (-1: none)
-        self.free = np.zeros(0, np.int64)  # free slots (a stack)
+        self.free = np.zeros(0, np.int64)  # free slots: a stack, ``free[:n_free]``
+        self.n_free = 0
         self.n_slots = 0
         self.n_partials = 0
         self.wlo: int | None = None  # windows possibly held: [wlo, whi]
@@ -187,32 +189,28 @@ class DenseEagerStore:
         self._recount_bytes()
 
     def _alloc(self, gids: np.ndarray) -> np.ndarray:
-        """Slots of group codes ``gids`` (int64), allocating for those without one."""
+        """Slots of group codes ``gids`` (int64), allocating for those without one (kernels)."""
         top = int(gids.max()) + 1
         if len(self.slot_of) < top:
             s = np.full(max(top, 2 * len(self.slot_of)), -1, np.int32)
             s[: len(self.slot_of)] = self.slot_of
             self.slot_of = s
-        slots = self.slot_of[gids]
-        need = slots < 0
-        if need.any():
-            new = np.unique(gids[need])
-            k = len(new)
-            if k > len(self.free):  # grow the slot axis
-                C = max(self.n_slots + k, int(1.5 * self.C), 16)
-                old_c = self.C
-                self._relayout(self.R, C)
-                self.free = np.concatenate([np.arange(C - 1, old_c - 1, -1, dtype=np.int64),
-                                            self.free])
-            got = self.free[len(self.free) - k:][::-1]
-            self.free = self.free[: len(self.free) - k]
-            self.slot_of[new] = got
-            self.gid_of[got] = new
-            self.last_w[got] = _I64MIN
-            self.n_slots += k
-            self.nbytes += 4 * k
-            slots = self.slot_of[gids]
-        return slots.astype(np.int64)
+        k = dense_count_new(self.slot_of, gids)
+        if k > self.n_free:  # grow the slot axis: new slots go under the free stack
+            C = max(self.n_slots + k, int(1.5 * self.C), 16)
+            old_c = self.C
+            self._relayout(self.R, C)
+            free = np.empty(C, np.int64)
+            fresh = np.arange(C - 1, old_c - 1, -1, dtype=np.int64)
+            free[: len(fresh)] = fresh
+            free[len(fresh): len(fresh) + self.n_free] = self.free[: self.n_free]
+            self.free, self.n_free = free, len(fresh) + self.n_free
+        slots = np.empty(len(gids), np.int64)
+        self.n_free = dense_assign_slots(self.slot_of, self.gid_of, self.last_w, gids, self.free,
+                                         self.n_free, slots, _I64MIN)
+        self.n_slots += k
+        self.nbytes += 4 * k
+        return slots
 
     # ---- batch ------------------------------------------------------------------------
     def fold(self, ch: dict[str, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> None:
@@ -293,7 +291,8 @@ class DenseEagerStore:
         if len(dead):
             self.slot_of[self.gid_of[dead]] = -1
             self.gid_of[dead] = -1
-            self.free = np.concatenate([self.free, dead[::-1].astype(np.int64)])
+            self.free[self.n_free: self.n_free + len(dead)] = dead[::-1]
+            self.n_free += len(dead)
             self.n_slots -= len(dead)
             self.nbytes -= 4 * len(dead)
         if self.C > 64 and self.n_slots < self.C // 4:
@@ -308,7 +307,9 @@ class DenseEagerStore:
         gids = self.gid_of[held].astype(np.int64)
         self._relayout(self.R, C, smap)
         self.slot_of[gids] = np.arange(len(held), dtype=np.int32)
-        self.free = np.arange(C - 1, len(held) - 1, -1, dtype=np.int64)
+        self.free = np.zeros(C, np.int64)
+        self.n_free = C - len(held)
+        self.free[: self.n_free] = np.arange(C - 1, len(held) - 1, -1, dtype=np.int64)
 
     def add(self, wid: int, block: Block) -> np.ndarray:  # pragma: no cover - block API only
         raise NotImplementedError("DenseEagerStore folds rows (fold), it does not merge blocks")
@@ -361,8 +362,9 @@ class DenseEagerStore:
         assert len(held) == self.n_slots, "slot count disagrees"
         assert (self.slot_of[self.gid_of[held]] == held).all(), "slot maps disagree"
         assert int(np.count_nonzero(self.slot_of >= 0)) == self.n_slots
-        assert len(self.free) == self.C - self.n_slots and len(np.unique(self.free)) == len(self.free)
-        assert not (self.gid_of[self.free] >= 0).any(), "a free slot is held"
+        free = self.free[: self.n_free]
+        assert self.n_free == self.C - self.n_slots and len(np.unique(free)) == len(free)
+        assert not (self.gid_of[free] >= 0).any(), "a free slot is held"
         pres = self.pres[:, : self.C]
         assert int(np.count_nonzero(pres)) == self.n_partials, "partial count disagrees"
         free = np.setdiff1d(np.arange(self.C), held)

@@ -373,3 +373,49 @@ def dense_fold_reference(fn: str, lanes: list[np.ndarray], slot: np.ndarray, lo:
         lanes[0][r, s] = len(a)
         lanes[1][r, s] = a.mean()
         lanes[2][r, s] = ((a - a.mean()) ** 2).sum()
+
+
+@njit(cache=True)
+def dense_count_new(slot_of, gids):  # type: ignore[no-untyped-def]
+    """Distinct group codes of ``gids`` without a slot (``slot_of[g] < 0``). ``slot_of`` is
+    left unchanged (marks are undone)."""
+    k = 0
+    for i in range(gids.shape[0]):
+        g = gids[i]
+        if slot_of[g] == -1:
+            slot_of[g] = -2
+            k += 1
+    for i in range(gids.shape[0]):
+        if slot_of[gids[i]] == -2:
+            slot_of[gids[i]] = -1
+    return k
+
+
+@njit(cache=True)
+def dense_assign_slots(slot_of, gid_of, last_w, gids, free, n_free, out, w_min):  # type: ignore[no-untyped-def]
+    """``out[i]`` = the slot of ``gids[i]``, popping free slots (a stack of ``n_free``) for
+    groups without one, in first-occurrence order. Returns the new ``n_free`` (the caller
+    made sure enough slots are free)."""
+    for i in range(gids.shape[0]):
+        g = gids[i]
+        s = slot_of[g]
+        if s < 0:
+            n_free -= 1
+            s = free[n_free]
+            slot_of[g] = s
+            gid_of[s] = g
+            last_w[s] = w_min
+        out[i] = s
+    return n_free
+
+
+def dense_assign_slots_reference(slot_of: np.ndarray, gid_of: np.ndarray, last_w: np.ndarray,
+                                 gids: np.ndarray, free: list[int], w_min: int) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`dense_assign_slots` (``free``: a Python stack)."""
+    out = []
+    for g in gids.tolist():
+        if slot_of[g] < 0:
+            s = free.pop()
+            slot_of[g], gid_of[s], last_w[s] = s, g, w_min
+        out.append(int(slot_of[g]))
+    return np.asarray(out, np.int64)

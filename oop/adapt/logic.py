@@ -239,7 +239,7 @@ class AdaptLogic:
         if self.dense:
             tumbling_one = self.kind.r == self.kind.s and self.S == 1
             tc = "none" if not self.monitor else "derived" if tumbling_one else "stored"
-            ring = 2 * (-(-self.kind.r // self.kind.s))
+            ring = -(-self.kind.r // self.kind.s) + 1  # windows of a tuple + one: grows on demand
             self.eager = DenseEagerStore(self.aggs, self.value_dtypes, self.S, tc, ring=ring)
         else:
             self.eager = EagerStore(self.aggs)
