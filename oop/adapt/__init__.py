@@ -4,8 +4,11 @@
 * :class:`~oop.adapt.cost.Thresholds`, :class:`~oop.adapt.cost.MemoryCostModel` --
   Eq. 6.5 / 6.8 / Cond. 6.9 and the two switching thresholds;
 * :class:`~oop.adapt.logic.AdaptLogic` -- the group state machine, testable without a plan;
-* :class:`~oop.adapt.buffer.LazyBuffer` (binned buffer B), :class:`~oop.adapt.store.EagerStore`
-  (partials H), :mod:`oop.adapt.algebra` (block aggregates from :mod:`oop.window.agg`);
+* :class:`~oop.adapt.buffer.LazyBuffer` (binned buffer B); partials H in
+  :class:`~oop.adapt.dense.DenseEagerStore` (bounded aggregates: (open-window ring x
+  eager-group slot) lanes, numba fold per batch) or :class:`~oop.adapt.store.EagerStore`
+  (sorted blocks, holistic aggregates); :mod:`oop.adapt.algebra` (block aggregates from
+  :mod:`oop.window.agg`);
 * :class:`~oop.adapt.panes.PanedAdaptWID` -- the pane-enhanced variant.
 """
 

@@ -1,7 +1,10 @@
 """AdaptWID's Aggregate logic: per-group eager/lazy state machine (004 §6.3.3-6.3.4).
 
-State (004 Fig. 6-17): the eager store ``H`` (one block of partials per open
-window id, :mod:`oop.adapt.store`), the shared lazy buffer ``B`` split into
+State (004 Fig. 6-17): the eager store ``H`` -- for bounded aggregates dense
+lanes over (open-window ring x eager-group slot), :mod:`oop.adapt.dense`, with
+``tupcnt`` a lane (or the presence lane: tumbling, one source); for holistic
+ones one sorted block of partials per open window id, :mod:`oop.adapt.store`
+-- the shared lazy buffer ``B`` split into
 bins (:mod:`oop.adapt.buffer`) and, per group ``g``: ``mode[g]`` (the flag
 ``alt``: lazy 0 / eager 1), ``winVol[g, source]`` (tuples of ``g`` still in an
 open window, per source; the flag is bit 30 of ``winVol[g, 0]``) -- 4 bytes
@@ -47,7 +50,8 @@ On a batch (columns of numpy arrays): compute each tuple's window-id range
 window (a tuple whose windows all closed is late), add to ``winVol``, start
 ``wed`` for new extents, switch lazy groups over the upper threshold to eager
 (scanning only their bins of B), then fold the eager groups' tuples into
-partials (one vectorized group-by per batch) and append the rest to B.
+partials (dense store: one numba kernel per aggregate and batch; block store:
+one vectorized group-by per batch) and append the rest to B.
 Nothing is emitted on a batch.
 
 On a punctuation ``v``: every window ``w < kind.first_open(v)`` is complete.

@@ -1,5 +1,9 @@
 """Eager partial aggregates of AdaptWID, one block per open window id (004 §6.3.4.2, Fig. 6-17).
 
+Used for holistic aggregates (bags); bounded ones use the dense lanes of
+:mod:`oop.adapt.dense`. :class:`Block` is also the unit both stores emit and
+the lazy path builds at a punctuation.
+
 A :class:`Block` holds, for one window id, the partials of every eager or
 transitional group with tuples in that window: sorted unique group ids, the
 partial aggregates (one :data:`~oop.adapt.algebra.State` per aggregate) and
@@ -131,6 +135,11 @@ class EagerStore:
                     w += x.itemsize
             return len(b) * w
         return b.nbytes
+
+    def held_gids(self) -> np.ndarray:
+        """Group codes holding partials (sorted unique)."""
+        blks = [b.gids for b in self.blocks.values()]
+        return np.unique(np.concatenate(blks)) if blks else np.zeros(0, np.int32)
 
     def pop(self, wid: int) -> Block | None:
         b = self.blocks.pop(wid, None)
