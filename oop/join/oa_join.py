@@ -33,8 +33,11 @@ matched, null-padded, right then. Then *ProducePunctuation*:
   and a box outside the band is simply empty.)
 
 The engine's window aggregate (``Stream.window``) closes windows from linear
-punctuation on its stream's primary time (S0.ts): keep ``individual`` or
-``both`` when a window follows; to window on S1.ts, join the other way round.
+punctuation on the attribute it windows on (``time=``, default S0.ts): keep
+``individual`` or ``both`` when a window on ``ts`` or ``ts_right`` follows. For
+windows on max/min of the two times, ``Stream.derive_time`` translates
+individual (and, for max, joint) punctuation into punctuation on the derived
+attribute (:mod:`oop.operators.derive_time`).
 
 A null time (the missing side of a null-padded outer row) satisfies no
 ``attr < v``: punctuation on that attribute does not constrain such rows.
