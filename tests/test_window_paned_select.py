@@ -29,7 +29,7 @@ from oop.window import kernels as K
 from oop.window.paned import PaneCombiner
 from oop.window.reference import window_oracle
 
-from tests.test_window import assert_same_rows
+from test_window import assert_same_rows
 
 I64MAX = np.iinfo(np.int64).max
 I64MIN = np.iinfo(np.int64).min
