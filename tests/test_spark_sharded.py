@@ -77,8 +77,11 @@ def test_redistribute_keeps_every_row_and_forwards_punctuation(data) -> None:
     s = shard(df, time="ts", arrival="arr", punctuation=oop.BoundedDelay(300), batch_size=500)
     q = s.redistribute(2, "k").query(lambda st_: st_.select(pc.field("v") >= 0), name="ident")
     phys = q.df.toArrow()
-    # every shard saw punctuation (forwarded to all outputs), all of it valid
-    assert _check_punctuation_rows(phys, "ts") > 4
+    # every shard saw punctuation (forwarded to all outputs), all of it valid; how often the
+    # melded frontier grows depends on how the producers' chunks interleave, so count per shard
+    assert _check_punctuation_rows(phys, "ts") >= 2
+    punct_shards = phys.filter(pc.equal(phys.column(K), PUNCT)).column(SRC).to_pylist()
+    assert set(punct_shards) == {0, 1}
     data_rows = phys.filter(pc.equal(phys.column(K), DATA))
     # a key lives in exactly one shard
     per_key = {}
