@@ -199,6 +199,19 @@ class Stream:
                       name=name)
         return self.via(op, *others)
 
+    def pair_window(self, aggs: Any, *, times: tuple[str, str] = ("ts", "ts_right"),
+                    sizes: tuple[Any, Any] = (1, 1), origins: tuple[int, int] = (0, 0),
+                    by: str | Sequence[str] = (), name: str = "pair_window") -> "Stream":
+        """Aggregate per 2-D cell of two progressing attributes (a join's ``ts``, ``ts_right``).
+
+        Cells close on individual punctuation on either time or on joint
+        punctuation covering them (004 §7.2, Q7-1): see :mod:`oop.join.pair_window`.
+        """
+        from oop.join.pair_window import PairWindow
+
+        return self.via(PairWindow(aggs, times=times, sizes=sizes, origins=origins, by=by,
+                                   name=name))
+
     # ---- running -----------------------------------------------------
     def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
         """Build (but do not run) the plan ending in a collecting sink.
