@@ -77,7 +77,7 @@ from oop.stream.elements import (
     JointPunctuation,
     Punctuation,
 )
-from oop.stream.late import LatePolicy, split_late
+from oop.stream.late import split_late
 from oop.stream.timecol import parse_duration, time_values
 
 __all__ = ["OAJoin"]
@@ -233,9 +233,7 @@ class OAJoin(Operator):
         batch, late, times = split_late(batch, times, self.b[i], cfg.late,
                                         self.inputs[i].name, self.time_attrs[i])
         if late is not None:
-            self.metrics.count_late(cfg.late.value, late.num_rows)
-            if cfg.late is LatePolicy.SIDE_OUTPUT:
-                self.side_outputs.setdefault("late", []).append(late)
+            self.route_late(late, cfg.late)
         n = batch.num_rows
         if n == 0:
             return []

@@ -35,6 +35,7 @@ import pyarrow as pa
 from oop.errors import SchemaMismatchError, UnknownColumnError
 from oop.metrics import OperatorMetrics, StateSize
 from oop.stream.elements import Element
+from oop.stream.late import LatePolicy
 
 __all__ = ["Operator", "StreamInfo", "require_columns", "require_union_compatible"]
 
@@ -186,6 +187,13 @@ class Operator(ABC):
     def flush(self) -> list[Element]:
         """Everything still held, at end of stream. Default: nothing."""
         return []
+
+    def route_late(self, late: pa.RecordBatch, policy: Any, counted_as: str | None = None) -> None:
+        """Account for late rows already split off: side-output them under
+        ``side_output``, and count them under ``counted_as`` (default: the policy's name)."""
+        if policy is LatePolicy.SIDE_OUTPUT:
+            self.side_outputs.setdefault("late", []).append(late)
+        self.metrics.count_late(counted_as or policy.value, late.num_rows)
 
     # ---- state -------------------------------------------------------
     def state_size(self) -> StateSize:

@@ -232,9 +232,7 @@ class Source(Operator):
         return batch.filter(pa.array(~mask))
 
     def _route_late(self, late: pa.RecordBatch) -> None:
-        if self.late_policy is LatePolicy.SIDE_OUTPUT:
-            self.side_outputs.setdefault("late", []).append(late)
-        self.metrics.count_late(self.late_policy.value, late.num_rows)
+        self.route_late(late, self.late_policy)
 
     def on_idle(self, clock: int) -> list[Element]:
         assert self.generator is not None

@@ -52,7 +52,6 @@ Other punctuation is dropped (its attributes are not in the output).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -70,7 +69,7 @@ from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder
-from oop.window.kinds import Landmark, Sliding, Tumbling, WindowKind
+from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, column_values,
                               group_bounds, lane_infos, quantiles_from_counts)
 
@@ -325,10 +324,7 @@ class WindowAggregate(Operator):
             on_time, late, times = split_late(batch, times, self.lwm, policy, self.inputs[0].name,
                                               self.time)
             if late is not None:
-                if policy is LatePolicy.SIDE_OUTPUT:
-                    self.side_outputs.setdefault("late", []).append(late)
-                self.metrics.count_late("late_dropped" if self.late is None else policy.value,
-                                        late.num_rows)
+                self.route_late(late, policy, "late_dropped" if self.late is None else None)
             batch = on_time
         if isinstance(self.kind, Landmark):
             before = times < self.kind.o

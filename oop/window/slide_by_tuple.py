@@ -268,10 +268,7 @@ class SlideByTupleAggregate(WindowAggregate):
             on_time, late, times = split_late(batch, times, self.lwm, policy, self.inputs[0].name,
                                               self.time)
             if late is not None:
-                if policy is LatePolicy.SIDE_OUTPUT:
-                    self.side_outputs.setdefault("late", []).append(late)
-                self.metrics.count_late("late_dropped" if self.late is None else policy.value,
-                                        late.num_rows)
+                self.route_late(late, policy, "late_dropped" if self.late is None else None)
             batch = on_time
         n = batch.num_rows
         if n == 0:
