@@ -15,11 +15,33 @@ is emitted and its cells are reset. The batch is processed in chunks of
 ``32 * slide`` rows so that a partition completes at most 33 windows per
 chunk and ``R >= range/slide + 34`` ring rows never collide
 (each partition has at most ``ceil(range/slide)`` open windows).
-Punctuation: ``P(time, v)`` is dropped (results do not depend on it);
-``window_end`` punctuation is not emitted because partitions progress
-independently (a group-wise punctuation would be needed). End of stream:
-emits every partition's incomplete windows.
-Cost: O(range/slide) per row; state O(partitions x range/slide) cells.
+Punctuation in: ``P(time, v)`` is consumed and not forwarded (results
+do not depend on it; see below).
+
+Punctuation out (group-wise, :class:`~oop.stream.elements.GroupPunctuation`
+on ``window_end``, keyed by the ``by`` columns): partition ``p`` emits its
+windows in id order, so once windows ``0 .. done_p - 1`` are out every
+later row of ``p`` has ``w >= done_p``, i.e.
+``window_end >= (done_p + 1) * slide``. After each input batch that
+completed windows, the operator emits ``GroupPunctuation("window_end",
+keys, (done + 1) * slide)`` for exactly the partitions whose ``done``
+advanced (the bound is tight: it is the ``window_end`` of the next window
+of ``p``). Nothing *linear* is sound:
+
+* on ``window_end`` -- a partition seen for the first time starts at rank 0,
+  so its first window has ``window_end = slide`` however far the others
+  are (only the trivial ``P(window_end, slide)`` holds);
+* on event time -- after input ``P(ts, v)`` a window completed by a later
+  row holds a row with ``ts >= v`` (so e.g. its ``max(ts)`` is ``>= v``),
+  but the incomplete windows emitted at end of stream can hold only rows
+  with ``ts < v``, and ``min(ts)`` of any window can stay below ``v``. So
+  the output declares no progressing attribute and the input punctuation
+  is not forwarded.
+
+End of stream: emits every partition's incomplete windows (no punctuation
+needed: END_OF_STREAM follows).
+Cost: O(range/slide) per row; state O(partitions x range/slide) cells;
+punctuation O(partitions touched) per batch.
 """
 
 from __future__ import annotations
@@ -31,7 +53,7 @@ import pyarrow as pa
 
 from oop.errors import ConfigError
 from oop.operators.base import StreamInfo
-from oop.stream.elements import Element, Punctuation
+from oop.stream.elements import Element, GroupPunctuation
 from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
@@ -72,6 +94,7 @@ class PartitionedRowsAggregate(WindowAggregate):
         self.R = -(-self.kind.range // self.kind.slide) + _CHUNK_WINDOWS + 2
         self.done = np.zeros(64, np.int64)  # per partition: first window not emitted
         self.counters = np.zeros(64, np.int64)
+        self._key_schema = pa.schema([self.out_schema.field(c) for c in self.by])
         return StreamInfo(out.name, out.schema, {}, None)
 
     def _grow(self, n: int) -> None:
@@ -89,6 +112,7 @@ class PartitionedRowsAggregate(WindowAggregate):
         from oop.window.kernels import rank_in_partition
 
         out: list[Element] = []
+        advanced: list[np.ndarray] = []
         for start in range(0, batch.num_rows, self.chunk):
             b = batch.slice(start, self.chunk)
             times = time_values(b, self.time, self.inputs[0].name)
@@ -104,10 +128,19 @@ class PartitionedRowsAggregate(WindowAggregate):
             self._add_holistic(b, codes, lo, hi, cols)
             touched = np.unique(codes)
             complete = self.counters[touched] // self.kind.slide
+            advanced.append(touched[complete > self.done[touched]])
             res = self._emit_upto(touched, complete)
             if res is not None:
                 out.append(res)
+        parts = np.unique(np.concatenate(advanced))
+        if parts.shape[0]:
+            out.append(self._group_punctuation(parts))
         return out
+
+    def _group_punctuation(self, parts: np.ndarray) -> GroupPunctuation:
+        """``window_end >= (done_p + 1) * slide`` for every later row of partition ``p`` in ``parts``."""
+        keys = pa.RecordBatch.from_arrays(self.enc.keys(parts), schema=self._key_schema)
+        return GroupPunctuation("window_end", keys, (self.done[parts] + 1) * self.kind.slide)
 
     def _emit_upto(self, parts: np.ndarray, upto: np.ndarray) -> pa.RecordBatch | None:
         assert self.ring is not None
@@ -161,7 +194,12 @@ class PartitionedRowsAggregate(WindowAggregate):
         self.enc._check()
         if self.ring is not None:
             self.ring._check()
-            assert (self.done * self.kind.slide <= self.counters + self.kind.slide).all()
+            # per partition, windows emitted = complete ones (open stream) or all of them (flushed)
+            n = self.enc.n_codes
+            done, cnt = self.done[:n], self.counters[:n]
+            flushed = np.where(cnt > 0, (cnt - 1 + self.kind.range) // self.kind.slide, 0)
+            assert ((done == cnt // self.kind.slide) | (done == flushed)).all()
+            assert not self.done[n:].any() and not self.counters[n:].any()
 
 
 class _Placeholder(PartitionedRows):
