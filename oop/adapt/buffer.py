@@ -8,12 +8,17 @@ of the switching groups.
 
 Rows are stored column-wise (``gid``, ``ts``, optional ``src``, the value
 columns the aggregates read) as a list of numpy chunks per bin; a bin is
-compacted to one chunk when it is scanned. ``row_bytes`` -- the size of one
+compacted to one chunk when it is scanned. An appended batch is first
+*staged* as one chunk (a list append: no per-batch sort on the hot path) and
+binned -- one stable counting sort over all staged rows, so each row is
+binned once -- the first time bins are needed (a switch, a punctuation's pass over
+``B``, a snapshot, a check). ``row_bytes`` -- the size of one
 buffered tuple, ``tup`` in the cost model -- is the sum of the column item
 sizes, i.e. measured from this layout.
 
-Cost: ``append`` O(n log n) per batch (stable sort by bin); ``take_groups``
-O(rows in the touched bins); ``compact``/``filter_bin`` O(rows in the bin).
+Cost: ``append`` O(columns) per batch (staged); binning O(staged rows) once per
+row; ``take_groups`` O(staged rows + rows in the touched bins);
+``compact``/``filter_bin`` O(rows in the bin).
 
 >>> b = LazyBuffer(4, {"gid": np.dtype(np.int64), "ts": np.dtype(np.int64)})
 >>> b.append({"gid": np.array([0, 1, 5, 1]), "ts": np.array([10, 11, 12, 13])})
@@ -57,9 +62,42 @@ class LazyBuffer:
         self.dtypes = {c: np.dtype(t) for c, t in columns.items()}
         self.names = list(self.dtypes)
         self.row_bytes = int(sum(t.itemsize for t in self.dtypes.values()))
-        self.bins: list[list[Chunk]] = [[] for _ in range(self.n_bins)]
-        self.bin_rows = np.zeros(self.n_bins, np.int64)
+        self._bins: list[list[Chunk]] = [[] for _ in range(self.n_bins)]
+        self._bin_rows = np.zeros(self.n_bins, np.int64)
+        self.staged: list[Chunk] = []  # appended, not yet binned
         self.n_rows = 0
+
+    @property
+    def bins(self) -> list[list[Chunk]]:
+        """Chunks per bin (staged rows are binned first)."""
+        self._settle()
+        return self._bins
+
+    @property
+    def bin_rows(self) -> np.ndarray:
+        """Rows per bin (staged rows are binned first)."""
+        self._settle()
+        return self._bin_rows
+
+    def _settle(self) -> None:
+        """Bin the staged chunks: one stable counting sort by ``gid % n_bins`` each."""
+        if not self.staged:
+            return
+        staged, self.staged = self.staged, []
+        cols = _concat(staged, self.names, self.dtypes)  # one sort for every staged row
+        n = len(cols["gid"])
+        if self.n_bins == 1:
+            self._bins[0].append(cols)
+            self._bin_rows[0] += n
+            return
+        order, cuts = bin_order(cols["gid"], self.n_bins)  # stable counting sort
+        srt = {c: cols[c][order] for c in self.names}  # one gather per column, then views
+        cl = cuts.tolist()
+        for k in range(self.n_bins):
+            a, e = cl[k], cl[k + 1]
+            if e > a:
+                self._bins[k].append({c: srt[c][a:e] for c in self.names})
+                self._bin_rows[k] += e - a
 
     @property
     def nbytes(self) -> int:
@@ -67,24 +105,11 @@ class LazyBuffer:
         return self.n_rows * self.row_bytes
 
     def append(self, chunk: Chunk) -> None:
-        """Add rows (columns aligned); each row goes to bin ``gid % n_bins``."""
+        """Add rows (columns aligned); each row will go to bin ``gid % n_bins``. O(columns)."""
         n = len(chunk["gid"])
         if n == 0:
             return
-        cols = {c: np.asarray(chunk[c], dtype=self.dtypes[c]) for c in self.names}
-        if self.n_bins == 1:
-            self.bins[0].append(cols)
-            self.bin_rows[0] += n
-            self.n_rows += n
-            return
-        order, cuts = bin_order(cols["gid"], self.n_bins)  # stable counting sort
-        srt = {c: cols[c][order] for c in self.names}  # one gather per column, then views
-        cl = cuts.tolist()
-        for k in range(self.n_bins):
-            s, e = cl[k], cl[k + 1]
-            if e > s:
-                self.bins[k].append({c: srt[c][s:e] for c in self.names})
-                self.bin_rows[k] += e - s
+        self.staged.append({c: np.asarray(chunk[c], dtype=self.dtypes[c]) for c in self.names})
         self.n_rows += n
 
     def add_column(self, name: str, dtype: np.dtype, fill: Any) -> None:
@@ -95,7 +120,8 @@ class LazyBuffer:
         if name in self.dtypes:
             return
         dt = np.dtype(dtype)
-        for chs in self.bins:
+        self._settle()
+        for chs in self._bins:
             for ch in chs:
                 ch[name] = np.full(len(ch["gid"]), fill, dt)
         self.dtypes[name] = dt
@@ -104,8 +130,9 @@ class LazyBuffer:
 
     def compact(self, b: int) -> Chunk:
         """Bin ``b`` as one chunk (merging its chunks). O(rows in the bin)."""
-        ch = _concat(self.bins[b], self.names, self.dtypes)
-        self.bins[b] = [ch] if len(ch["gid"]) else []
+        self._settle()
+        ch = _concat(self._bins[b], self.names, self.dtypes)
+        self._bins[b] = [ch] if len(ch["gid"]) else []
         return ch
 
     def filter_bin(self, b: int, keep: np.ndarray) -> Chunk:
@@ -114,8 +141,8 @@ class LazyBuffer:
         removed = {c: ch[c][~keep] for c in self.names}
         kept = {c: ch[c][keep] for c in self.names}
         n_removed = len(removed["gid"])
-        self.bins[b] = [kept] if len(kept["gid"]) else []
-        self.bin_rows[b] -= n_removed
+        self._bins[b] = [kept] if len(kept["gid"]) else []
+        self._bin_rows[b] -= n_removed
         self.n_rows -= n_removed
         return removed
 
@@ -125,21 +152,23 @@ class LazyBuffer:
         The buffer is rebuilt from it (each bin one chunk, views into it), so a
         following :meth:`keep_rows` can split the kept rows back by bin. O(|B|).
         """
-        chunks = [ch for chs in self.bins for ch in chs]
+        self._settle()
+        chunks = [ch for chs in self._bins for ch in chs]
         whole = _concat(chunks, self.names, self.dtypes)
-        cl = np.concatenate([[0], np.cumsum(self.bin_rows)]).tolist()
-        self.bins = [[{c: whole[c][cl[b]:cl[b + 1]] for c in self.names}]
+        cl = np.concatenate([[0], np.cumsum(self._bin_rows)]).tolist()
+        self._bins = [[{c: whole[c][cl[b]:cl[b + 1]] for c in self.names}]
                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
         return whole
 
     def keep_rows(self, whole: Chunk, keep: np.ndarray) -> None:
         """Keep the rows of :meth:`all_rows`' chunk where ``keep`` (bins stay contiguous). O(|B|)."""
         kept = {c: whole[c][keep] for c in self.names}
+        assert not self.staged, "keep_rows follows all_rows"
         per_bin = np.bincount(kept["gid"] % self.n_bins, minlength=self.n_bins)
         cl = np.concatenate([[0], np.cumsum(per_bin)]).tolist()
-        self.bins = [[{c: kept[c][cl[b]:cl[b + 1]] for c in self.names}]
-                     if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
-        self.bin_rows = per_bin.astype(np.int64)
+        self._bins = [[{c: kept[c][cl[b]:cl[b + 1]] for c in self.names}]
+                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+        self._bin_rows = per_bin.astype(np.int64)
         self.n_rows = int(cl[-1])
 
     def take_groups(self, gids: np.ndarray) -> Chunk:
@@ -148,8 +177,9 @@ class LazyBuffer:
         if len(gids) == 0 or self.n_rows == 0:
             return _concat([], self.names, self.dtypes)
         out: list[Chunk] = []
+        self._settle()
         for b in np.unique(gids % self.n_bins).tolist():
-            if self.bin_rows[b] == 0:
+            if self._bin_rows[b] == 0:
                 continue
             ch = self.compact(b)
             hit = np.isin(ch["gid"], gids)
@@ -162,27 +192,33 @@ class LazyBuffer:
 
     # ---- checkpointing ----------------------------------------------------
     def snapshot(self) -> Any:
-        return {"bins": [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in self.bins],
-                "bin_rows": self.bin_rows.copy(), "n_rows": self.n_rows,
+        self._settle()
+        return {"bins": [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in self._bins],
+                "bin_rows": self._bin_rows.copy(), "n_rows": self.n_rows,
                 "dtypes": dict(self.dtypes)}
 
     def restore(self, state: Any) -> None:
-        self.bins = [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in state["bins"]]
-        self.bin_rows = state["bin_rows"].copy()
+        self._bins = [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in state["bins"]]
+        self._bin_rows = state["bin_rows"].copy()
+        self.staged = []
         self.n_rows = int(state["n_rows"])
         self.dtypes = dict(state["dtypes"])
         self.names = list(self.dtypes)
         self.row_bytes = int(sum(t.itemsize for t in self.dtypes.values()))
 
     def _check(self) -> None:
-        total = 0
-        for b, chs in enumerate(self.bins):
+        for ch in self.staged:
+            n = len(ch["gid"])
+            assert all(len(ch[c]) == n for c in self.names), "misaligned staged chunk"
+        staged = sum(len(ch["gid"]) for ch in self.staged)
+        total = staged
+        for b, chs in enumerate(self._bins):
             rows = 0
             for ch in chs:
                 n = len(ch["gid"])
                 assert all(len(ch[c]) == n for c in self.names), "misaligned chunk"
                 assert (ch["gid"] % self.n_bins == b).all(), f"row in the wrong bin {b}"
                 rows += n
-            assert rows == self.bin_rows[b], (b, rows, self.bin_rows[b])
+            assert rows == self._bin_rows[b], (b, rows, self._bin_rows[b])
             total += rows
         assert total == self.n_rows, (total, self.n_rows)

@@ -53,15 +53,17 @@ from typing import Any, Sequence
 import numpy as np
 
 from oop.adapt.algebra import BlockAgg
-from oop.adapt.kernels import (dense_assign_slots, dense_count_new, dense_fold_count,
-                               dense_fold_firstlast, dense_fold_minmax, dense_fold_rows,
-                               dense_fold_sum, dense_fold_var)
+from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense_count_new,
+                               dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
+                               dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
 from oop.adapt.store import Block
 
 __all__ = ["DenseEagerStore", "lane_dtypes"]
 
 GID = np.int32
 _I64MIN = np.iinfo(np.int64).min
+_DUMMY2 = np.zeros((1, 1), np.int32)  # stand-ins for lanes a store does not hold
+_DUMMY3 = np.zeros((1, 1, 1), np.int32)
 
 
 def lane_dtypes(a: BlockAgg, col_dtype: np.dtype | None) -> list[np.dtype]:
@@ -123,6 +125,8 @@ class DenseEagerStore:
         self.wlo: int | None = None  # windows possibly held: [wlo, whi]
         self.whi: int | None = None
         self.nbytes = 0
+        self._ones_buf = np.ones(0, np.bool_)  # scratch (not state)
+        self._zeros_buf = np.zeros(0, np.int8)
         self._recount_bytes()
 
     # ---- layout --------------------------------------------------------------------
@@ -188,23 +192,31 @@ class DenseEagerStore:
         self.R, self.C = R, C
         self._recount_bytes()
 
-    def _alloc(self, gids: np.ndarray) -> np.ndarray:
-        """Slots of group codes ``gids`` (int64), allocating for those without one (kernels)."""
-        top = int(gids.max()) + 1
+    def _grow_map(self, top: int) -> None:
+        """The group -> slot map covers group codes ``< top``."""
         if len(self.slot_of) < top:
             s = np.full(max(top, 2 * len(self.slot_of)), -1, np.int32)
             s[: len(self.slot_of)] = self.slot_of
             self.slot_of = s
+
+    def _grow_slots(self, k: int) -> None:
+        """Make at least ``k`` slots free: grow the slot axis (new slots under the free stack)."""
+        if k <= self.n_free:
+            return
+        C = max(self.n_slots + k, int(1.5 * self.C), 16)
+        old_c = self.C
+        self._relayout(self.R, C)
+        free = np.empty(C, np.int64)
+        fresh = np.arange(C - 1, old_c - 1, -1, dtype=np.int64)
+        free[: len(fresh)] = fresh
+        free[len(fresh): len(fresh) + self.n_free] = self.free[: self.n_free]
+        self.free, self.n_free = free, len(fresh) + self.n_free
+
+    def _alloc(self, gids: np.ndarray) -> np.ndarray:
+        """Slots of group codes ``gids`` (int64), allocating for those without one (kernels)."""
+        self._grow_map(int(gids.max()) + 1)
         k = dense_count_new(self.slot_of, gids)
-        if k > self.n_free:  # grow the slot axis: new slots go under the free stack
-            C = max(self.n_slots + k, int(1.5 * self.C), 16)
-            old_c = self.C
-            self._relayout(self.R, C)
-            free = np.empty(C, np.int64)
-            fresh = np.arange(C - 1, old_c - 1, -1, dtype=np.int64)
-            free[: len(fresh)] = fresh
-            free[len(fresh): len(fresh) + self.n_free] = self.free[: self.n_free]
-            self.free, self.n_free = free, len(fresh) + self.n_free
+        self._grow_slots(k)
         slots = np.empty(len(gids), np.int64)
         self.n_free = dense_assign_slots(self.slot_of, self.gid_of, self.last_w, gids, self.free,
                                          self.n_free, slots, _I64MIN)
@@ -217,30 +229,66 @@ class DenseEagerStore:
         """Fold rows ``ch`` into the cells of their windows ``[lo, hi)`` (all non-empty)."""
         if len(lo) == 0:
             return
-        nlo, nhi = int(lo.min()), int(hi.max()) - 1
+        self._span(int(lo.min()), int(hi.max()) - 1)
+        slot = self._alloc(ch["gid"].astype(np.int64))
+        cols = {c: (x, ch.get(c + "?")) for c, x in ch.items() if not c.endswith("?")}
+        self._fold(slot, lo, hi, ch.get("src"), ch["ts"], cols)
+
+    def fold_sel(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray | None,
+                 lo: np.ndarray, hi: np.ndarray,
+                 cols: dict[str, tuple[np.ndarray, np.ndarray | None]], cls: np.ndarray,
+                 want: int, wlo: int, whi: int, top: int) -> None:
+        """Fold the rows ``i`` of a whole batch with ``cls[i] == want`` (no gather).
+
+        ``gids`` int64; ``cols``: column -> (values, validity or None: all valid);
+        ``[wlo, whi]``: the windows those rows fall into (a superset is fine); ``top`` >
+        every group code in ``gids``. O(rows x
+        windows per row), one slot kernel plus one kernel per aggregate.
+        """
+        self._span(wlo, whi)
+        self._grow_map(top)
+        slot = np.empty(len(gids), np.int64)
+        while True:
+            r = dense_assign_slots_sel(self.slot_of, self.gid_of, self.last_w, gids, cls, want,
+                                       self.free, self.n_free, slot, _I64MIN)
+            if r >= 0:
+                break
+            self._grow_slots(-r - 1)
+        k = self.n_free - r
+        self.n_free = r
+        self.n_slots += k
+        self.nbytes += 4 * k
+        self._fold(slot, lo, hi, src, ts, cols)
+
+    def _span(self, nlo: int, nhi: int) -> None:
+        """The held windows become ``[min(wlo, nlo), max(whi, nhi)]`` (ring grown to fit)."""
         wlo = nlo if self.wlo is None else min(self.wlo, nlo)
         whi = nhi if self.whi is None else max(self.whi, nhi)
         if whi - wlo + 1 > self.R:
             self._relayout(_pow2(whi - wlo + 1), self.C)
         self.wlo, self.whi = wlo, whi
-        slot = self._alloc(ch["gid"].astype(np.int64))
+
+    def _fold(self, slot: np.ndarray, lo: np.ndarray, hi: np.ndarray, src: np.ndarray | None,
+              ts: np.ndarray, cols: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> None:
         mask = np.int64(self.R - 1)
-        src = ch.get("src")
-        src = np.zeros(len(lo), np.int8) if src is None else src
-        tc = self.tc if self.tc is not None else np.zeros((1, 1, 1), np.int32)
-        pres = self.rows if self.rows is not None else np.zeros((1, 1), np.int32)
-        self.n_partials += dense_fold_rows(pres, self.rows is not None, tc, self.tc is not None,
-                                           self.last_w, slot, lo, hi, src, mask)
-        ts = ch["ts"]
+        if src is None:
+            src = self._zeros_i8(len(lo))
+        tc = self.tc if self.tc is not None else _DUMMY3
+        pres = self.rows if self.rows is not None else _DUMMY2
+        if self.rows is not None or self.tc is not None:
+            self.n_partials += dense_fold_rows(pres, self.rows is not None, tc,
+                                               self.tc is not None, self.last_w, slot, lo, hi,
+                                               src, mask)
+        else:
+            dense_last_w(self.last_w, slot, hi)
         for a, lanes in zip(self.aggs, self.lanes):
             f = a.fn
             if f == "count":
                 self.n_partials += dense_fold_count(lanes[0], slot, lo, hi, mask,
                                                     self.rows is None)
                 continue
-            x = ch[a.column]
-            m = ch.get(a.column + "?")
-            valid = np.ones(len(lo), np.bool_) if m is None else m
+            x, m = cols[a.column]
+            valid = self._ones(len(lo)) if m is None else m
             if f in ("sum", "mean"):
                 dense_fold_sum(lanes[0], lanes[1], slot, lo, hi, x.astype(lanes[1].dtype, copy=False),
                                valid, mask)
@@ -252,6 +300,16 @@ class DenseEagerStore:
             else:
                 dense_fold_firstlast(lanes[0], lanes[1], lanes[2], slot, lo, hi, x, valid, ts,
                                      mask, f == "first")
+
+    def _ones(self, n: int) -> np.ndarray:
+        if len(self._ones_buf) < n:
+            self._ones_buf = np.ones(max(n, 2 * len(self._ones_buf)), np.bool_)
+        return self._ones_buf[:n]
+
+    def _zeros_i8(self, n: int) -> np.ndarray:
+        if len(self._zeros_buf) < n:
+            self._zeros_buf = np.zeros(max(n, 2 * len(self._zeros_buf)), np.int8)
+        return self._zeros_buf[:n]
 
     # ---- punctuation ------------------------------------------------------------------
     def pop(self, wid: int) -> Block | None:
@@ -347,7 +405,8 @@ class DenseEagerStore:
     def snapshot(self) -> Any:
         return {k: (v.copy() if isinstance(v, np.ndarray) else
                     [[x.copy() for x in l] for l in v] if k == "lanes" else v)
-                for k, v in self.__dict__.items() if k not in ("aggs", "dtypes")}
+                for k, v in self.__dict__.items()
+                if k not in ("aggs", "dtypes", "_ones_buf", "_zeros_buf")}
 
     def restore(self, state: Any) -> None:
         for k, v in state.items():

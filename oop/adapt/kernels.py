@@ -33,7 +33,9 @@ from numba import njit
 
 __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
            "touch_groups", "touch_groups_reference", "covered_windows_kernel",
-           "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference"]
+           "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
+           "route_batch", "route_batch_reference", "dense_assign_slots_sel",
+           "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference"]
 
 
 @njit(cache=True)
@@ -234,7 +236,8 @@ def segment_tupcnt_reference(starts: np.ndarray, src: np.ndarray, is_last: np.nd
 
 
 # ---- the dense eager store's fold kernels (oop.adapt.dense) ------------------------------
-# Every kernel folds each row i into the cells (w & mask, slot[i]) for lo[i] <= w < hi[i].
+# Every kernel folds each row i into the cells (w & mask, slot[i]) for lo[i] <= w < hi[i];
+# rows with slot[i] < 0 are skipped (the batch's lazy and late rows: no gather needed).
 
 
 @njit(cache=True)
@@ -244,6 +247,8 @@ def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask)
     new = 0
     for i in range(lo.shape[0]):
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         if hi[i] - 1 > last_w[s]:
             last_w[s] = hi[i] - 1
         if has_tc:
@@ -258,11 +263,23 @@ def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask)
 
 
 @njit(cache=True)
+def dense_last_w(last_w, slot, hi):  # type: ignore[no-untyped-def]
+    """``last_w[slot] = max(.., hi - 1)`` (what :func:`dense_fold_rows` does when the store
+    holds neither a rows nor a tupcnt lane)."""
+    for i in range(hi.shape[0]):
+        s = slot[i]
+        if s >= 0 and hi[i] - 1 > last_w[s]:
+            last_w[s] = hi[i] - 1
+
+
+@njit(cache=True)
 def dense_fold_count(cnt, slot, lo, hi, mask, is_pres):  # type: ignore[no-untyped-def]
     """``count += 1``; returns cells that became non-empty when this lane is the presence lane."""
     new = 0
     for i in range(lo.shape[0]):
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         for w in range(lo[i], hi[i]):
             r = w & mask
             if is_pres and cnt[r, s] == 0:
@@ -277,6 +294,8 @@ def dense_fold_sum(nn, sm, slot, lo, hi, x, valid, mask):  # type: ignore[no-unt
         if not valid[i]:
             continue
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         for w in range(lo[i], hi[i]):
             r = w & mask
             nn[r, s] += 1
@@ -289,6 +308,8 @@ def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ign
         if not valid[i]:
             continue
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         v = x[i]
         for w in range(lo[i], hi[i]):
             r = w & mask
@@ -304,6 +325,8 @@ def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[n
         if not valid[i]:
             continue
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         v = x[i]
         for w in range(lo[i], hi[i]):
             r = w & mask
@@ -320,6 +343,8 @@ def dense_fold_firstlast(nn, t, val, slot, lo, hi, x, valid, ts, mask, is_first)
         if not valid[i]:
             continue
         s = slot[i]
+        if s < 0:  # not folded (a lazy or late row)
+            continue
         v = x[i]
         tt = ts[i]
         for w in range(lo[i], hi[i]):
@@ -347,6 +372,8 @@ def dense_fold_reference(fn: str, lanes: list[np.ndarray], slot: np.ndarray, lo:
     seen: dict[tuple[int, int], list[float]] = {}
     for i in range(len(lo)):
         s = int(slot[i])
+        if s < 0:
+            continue
         for w in range(int(lo[i]), int(hi[i])):
             r = w & mask
             if fn == "count":
@@ -419,3 +446,308 @@ def dense_assign_slots_reference(slot_of: np.ndarray, gid_of: np.ndarray, last_w
             slot_of[g], gid_of[s], last_w[s] = s, g, w_min
         out.append(int(slot_of[g]))
     return np.asarray(out, np.int64)
+
+
+# ---- AdaptWID's fused per-batch pass (oop.adapt.logic) ------------------------------------
+#: row classes written by :func:`route_batch`
+ROW_LATE, ROW_LAZY, ROW_EAGER = 0, 1, 2
+
+
+@njit(cache=True)
+def route_batch(gids, src, ts, lo, hi, first_open, wv, scratch, vmask, mbit, monitor,
+                forced_eager, base, range_f, skew_on, up, cls, hwm, out):  # type: ignore[no-untyped-def]
+    """One pass of AdaptWID's Bucket + monitoring + routing over a batch (004 §6.3.4).
+
+    For every row ``i``: clip ``lo[i]`` to ``first_open`` (in place); a row with no open
+    window left is late (``cls[i] = 0``). For the others: ``winVol[g, src] += 1`` and the
+    per-source high-watermark ``hwm[src]`` (in place); then every *lazy* group the batch
+    touched switches to eager when ``winVol > up * theta`` with Cond. 6.9's
+    ``theta = base + sum_K winVol[g, K] / range_f * off[K]`` (``off[K]``: source K's
+    offset to the earliest-arriving source, from ``hwm``; no skew term unless
+    ``skew_on``) -- its flag ``mbit`` is set in ``wv[g, 0]``; finally ``cls[i]`` = 2 (eager: fold into partials) or 1 (lazy:
+    buffer) by the group's flag after the switches. ``monitor`` False (forced modes):
+    no winVol, every row eager iff ``forced_eager``.
+
+    Writes ``out`` (int64[9]): late rows, lazy rows, eager rows, groups born (winVol was
+    all zero), of them flagged eager, smallest ``lo`` and greatest ``hi - 1`` of the
+    eager rows, then of all rows in time (empty: int64 max, min). Returns the switched groups (first-occurrence order). ``scratch``
+    (int64 over group codes, all -1) is left all -1. O(n x sources).
+    """
+    n = gids.shape[0]
+    S = wv.shape[1]
+    ug = np.empty(n if monitor else 0, np.int64)
+    nu = 0
+    n_late = 0
+    n_born = 0
+    n_born_e = 0
+    wmin = np.int64(9223372036854775807)
+    wmax = np.int64(-9223372036854775807 - 1)
+    for i in range(n):
+        if lo[i] < first_open:
+            lo[i] = first_open
+        if lo[i] >= hi[i]:
+            cls[i] = 0
+            n_late += 1
+            continue
+        cls[i] = 1
+        if lo[i] < wmin:
+            wmin = lo[i]
+        if hi[i] - 1 > wmax:
+            wmax = hi[i] - 1
+        k = src[i]
+        if ts[i] > hwm[k]:
+            hwm[k] = ts[i]
+        if monitor:
+            g = gids[i]
+            if scratch[g] < 0:
+                scratch[g] = nu
+                ug[nu] = g
+                nu += 1
+                alive = False
+                for j in range(S):
+                    if wv[g, j] & vmask != 0:
+                        alive = True
+                if not alive:
+                    n_born += 1
+                    if wv[g, 0] & mbit != 0:
+                        n_born_e += 1
+            wv[g, k] += 1
+    off = np.zeros(S, np.float64)  # SourceOffsets.offsets(): top - hwm, 0 if unseen
+    top = np.int64(-9223372036854775807 - 1)
+    for j in range(S):
+        if hwm[j] > top:
+            top = hwm[j]
+    if skew_on:
+        for j in range(S):
+            if hwm[j] != np.int64(-9223372036854775807 - 1):
+                off[j] = top - hwm[j]
+    sw = np.empty(nu, np.int64)
+    n_sw = 0
+    for u in range(nu):
+        g = ug[u]
+        scratch[g] = -1
+        if wv[g, 0] & mbit != 0:
+            continue
+        vol = 0
+        skew = 0.0
+        for j in range(S):
+            c = wv[g, j] & vmask
+            vol += c
+            skew += c / range_f * off[j]
+        if vol > up * (base + skew):
+            wv[g, 0] |= mbit
+            sw[n_sw] = g
+            n_sw += 1
+    n_eager = 0
+    emin = np.int64(9223372036854775807)
+    emax = np.int64(-9223372036854775807 - 1)
+    for i in range(n):
+        if cls[i] == 0:
+            continue
+        if monitor:
+            e = wv[gids[i], 0] & mbit != 0
+        else:
+            e = forced_eager
+        if e:
+            cls[i] = 2
+            n_eager += 1
+            if lo[i] < emin:
+                emin = lo[i]
+            if hi[i] - 1 > emax:
+                emax = hi[i] - 1
+    out[0] = n_late
+    out[1] = n - n_late - n_eager
+    out[2] = n_eager
+    out[3] = n_born
+    out[4] = n_born_e
+    out[5] = emin
+    out[6] = emax
+    out[7] = wmin
+    out[8] = wmax
+    return sw[:n_sw].copy()
+
+
+def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray, lo: np.ndarray,
+                          hi: np.ndarray, first_open: int, wv: np.ndarray, vmask: int, mbit: int,
+                          monitor: bool, forced_eager: bool, base: float, range_f: float,
+                          skew_on: bool, up: float, hwm: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """Tuple-at-a-time reference of :func:`route_batch` (``wv``, ``hwm``, ``lo`` in place).
+
+    Returns ``(cls, switched groups, out list, lo)``.
+    """
+    n = len(gids)
+    cls = np.zeros(n, np.int8)
+    touched: list[int] = []
+    born = born_e = 0
+    los: list[int] = []
+    his: list[int] = []
+    for i in range(n):
+        lo[i] = max(int(lo[i]), int(first_open))
+        if lo[i] >= hi[i]:
+            continue
+        cls[i] = 1
+        los.append(int(lo[i]))
+        his.append(int(hi[i]) - 1)
+        k = int(src[i])
+        hwm[k] = max(int(hwm[k]), int(ts[i]))
+        if monitor:
+            g = int(gids[i])
+            if g not in touched:
+                touched.append(g)
+                if all(int(x) & vmask == 0 for x in wv[g]):
+                    born += 1
+                    born_e += int(int(wv[g, 0]) & mbit != 0)
+            wv[g, k] += 1
+    i64min = int(np.iinfo(np.int64).min)
+    seen = [int(h) for h in hwm if int(h) != i64min]
+    off = [(max(seen) - int(h)) if (skew_on and int(h) != i64min) else 0 for h in hwm]
+    sw = []
+    for g in touched:
+        if int(wv[g, 0]) & mbit:
+            continue
+        counts = [int(x) & vmask for x in wv[g]]
+        theta = base + sum(c / range_f * float(o) for c, o in zip(counts, off))
+        if sum(counts) > up * theta:
+            wv[g, 0] |= mbit
+            sw.append(g)
+    for i in range(n):
+        if cls[i]:
+            e = bool(int(wv[int(gids[i]), 0]) & mbit) if monitor else forced_eager
+            cls[i] = 2 if e else 1
+    n_late = int(np.count_nonzero(cls == 0))
+    n_eager = int(np.count_nonzero(cls == 2))
+    big, small = int(np.iinfo(np.int64).max), int(np.iinfo(np.int64).min)
+    elo = [int(lo[i]) for i in range(n) if cls[i] == 2]
+    ehi = [int(hi[i]) - 1 for i in range(n) if cls[i] == 2]
+    out = [n_late, n - n_late - n_eager, n_eager, born, born_e,
+           min(elo, default=big), max(ehi, default=small),
+           min(los, default=big), max(his, default=small)]
+    return cls, np.asarray(sw, np.int64), out, lo
+
+
+@njit(cache=True)
+def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_free, out, w_min):  # type: ignore[no-untyped-def]
+    """:func:`dense_assign_slots` for the rows with ``cls[i] == want`` (``out[i] = -1`` for
+    the others), in one call: first counts the distinct groups without a slot; if more
+    than ``n_free``, returns ``-(that count) - 1`` and changes nothing (the caller grows
+    the slot axis and calls again); else returns the new ``n_free``."""
+    k = 0
+    for i in range(gids.shape[0]):
+        if cls[i] == want and slot_of[gids[i]] == -1:
+            slot_of[gids[i]] = -2
+            k += 1
+    if k:
+        for i in range(gids.shape[0]):
+            if slot_of[gids[i]] == -2:
+                slot_of[gids[i]] = -1
+    if k > n_free:
+        return -k - 1
+    for i in range(gids.shape[0]):
+        if cls[i] != want:
+            out[i] = -1
+            continue
+        g = gids[i]
+        s = slot_of[g]
+        if s < 0:
+            n_free -= 1
+            s = free[n_free]
+            slot_of[g] = s
+            gid_of[s] = g
+            last_w[s] = w_min
+        out[i] = s
+    return n_free
+
+
+def dense_assign_slots_sel_reference(slot_of: np.ndarray, gid_of: np.ndarray, last_w: np.ndarray,
+                                     gids: np.ndarray, cls: np.ndarray, want: int,
+                                     free: list[int], w_min: int) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`dense_assign_slots_sel` (enough free slots)."""
+    out = []
+    for g, c in zip(gids.tolist(), cls.tolist()):
+        if c != want:
+            out.append(-1)
+            continue
+        if slot_of[g] < 0:
+            s = free.pop()
+            slot_of[g], gid_of[s], last_w[s] = s, g, w_min
+        out.append(int(slot_of[g]))
+    return np.asarray(out, np.int64)
+
+
+@njit(cache=True)
+def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch):  # type: ignore[no-untyped-def]
+    """One pass over the lazy buffer at a punctuation closing windows ``[old, fo)`` (004 §6.3.4).
+
+    For each buffered row with window range ``[lo, hi)`` (the Bucket: ``lo = floor((ts -
+    origin) / slide)``, ``hi = floor((ts - origin + range) / slide)``): the (row, window)
+    pairs for its closing windows ``max(lo, old) <= w < min(hi, fo)`` (``old`` int64 min:
+    none closed before), whether ``w`` is the row's last window, and whether the row
+    expires (``hi <= fo``: purged). With ``monitor``: ``winVol[g, src] -= 1`` per expired
+    row. ``scratch`` (int64 over group codes, all -1) is left all -1.
+
+    Returns ``(rows, ws, is_last, keep, expired distinct groups)``. O(rows + pairs).
+    """
+    n = gid.shape[0]
+    lo = np.empty(n, np.int64)
+    hi = np.empty(n, np.int64)
+    total = 0
+    for i in range(n):
+        d = ts[i] - origin
+        a = d // slide
+        b = (d + range_) // slide
+        lo[i] = a
+        hi[i] = b
+        e = b if b < fo else fo
+        if a < old:
+            a = old
+        if e > a:
+            total += e - a
+    rows = np.empty(total, np.int64)
+    ws = np.empty(total, np.int64)
+    is_last = np.empty(total, np.bool_)
+    keep = np.empty(n, np.bool_)
+    gone = np.empty(n, np.int64)
+    n_gone = 0
+    k = 0
+    for i in range(n):
+        a = lo[i] if lo[i] > old else old
+        e = hi[i] if hi[i] < fo else fo
+        for w in range(a, e):
+            rows[k] = i
+            ws[k] = w
+            is_last[k] = w == hi[i] - 1
+            k += 1
+        keep[i] = hi[i] > fo
+        if not keep[i] and monitor:
+            g = gid[i]
+            wv[g, src[i]] -= 1
+            if scratch[g] < 0:
+                scratch[g] = 0
+                gone[n_gone] = g
+                n_gone += 1
+    for j in range(n_gone):
+        scratch[gone[j]] = -1
+    return rows, ws, is_last, keep, gone[:n_gone].copy()
+
+
+def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
+                         slide: int, origin: int, old: int, fo: int, wv: np.ndarray,
+                         monitor: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                 np.ndarray]:
+    """Tuple-at-a-time reference of :func:`close_scan` (``wv`` in place)."""
+    rows, ws, last, keep, gone = [], [], [], [], []
+    for i in range(len(gid)):
+        d = int(ts[i]) - origin
+        lo, hi = d // slide, (d + range_) // slide
+        for w in range(max(lo, old), min(hi, fo)):
+            rows.append(i)
+            ws.append(w)
+            last.append(w == hi - 1)
+        keep.append(hi > fo)
+        if hi <= fo and monitor:
+            wv[int(gid[i]), int(src[i])] -= 1
+            if int(gid[i]) not in gone:
+                gone.append(int(gid[i]))
+    return (np.asarray(rows, np.int64), np.asarray(ws, np.int64), np.asarray(last, bool),
+            np.asarray(keep, bool), np.asarray(gone, np.int64))

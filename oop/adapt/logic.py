@@ -85,7 +85,8 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import covered_windows_kernel, group_pairs, segment_tupcnt, touch_groups
+from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, covered_windows_kernel,
+                               group_pairs, route_batch, segment_tupcnt)
 from oop.adapt.dense import DenseEagerStore
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -103,6 +104,7 @@ MODE_BIT = np.int32(1 << 30)
 VOL_MASK = np.int32((1 << 30) - 1)
 #: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
 GID = np.int32
+_GID_MAX = int(np.iinfo(GID).max)
 
 
 @njit(cache=True)
@@ -216,6 +218,10 @@ class AdaptLogic:
     def __init__(self, cfg: AdaptConfig, value_dtypes: dict[str, np.dtype]) -> None:
         self.cfg = cfg
         self.kind = cfg.kind
+        # the Bucket's window geometry as plain ints (kind.r / .s / .o validate on each read)
+        self._range, self._slide, self._origin = cfg.kind.r, cfg.kind.s, cfg.kind.o
+        self._tumbling = self._range == self._slide
+        self._range_f = float(self._range)
         self.mode_name = cfg.thresholds.mode
         self.S = cfg.n_sources
         self.aggs: list[BlockAgg] = [block_agg(a) for a in cfg.aggs]
@@ -267,6 +273,10 @@ class AdaptLogic:
         self.n_live = 0  # groups with winVol > 0 (tuples or partials held): entries of H
         self.n_eager_live = 0  # live groups in mode EAGER
         self._scratch = np.zeros(0, np.int64)  # all -1: group_pairs' slots (not state)
+        self._zeros8 = np.zeros(0, np.int8)  # source 0 of one-source batches (not state)
+        self._route_out = np.zeros(9, np.int64)  # route_batch's counters (not state)
+        #: Cond. 6.9's skew term: only over several sources, and not for absolute thresholds
+        self._skew_on = self.S > 1 and not cfg.thresholds.absolute
         # counters
         self.tuples_in = 0
         self.late = 0
@@ -308,11 +318,24 @@ class AdaptLogic:
     def state_items(self) -> int:
         return self.eager.n_partials + self.buffer.n_rows
 
+    def total_bytes(self) -> int:
+        """``state_bytes()["total"]`` without building the dict. O(1)."""
+        return (self.eager.nbytes + self.buffer.n_rows * self.buffer.row_bytes
+                + self.n_live * self.group_entry_bytes)
+
     def _track_peak(self) -> None:
-        sb = self.state_bytes()
-        for k, v in sb.items():
-            if v > self.peak[k]:
-                self.peak[k] = v
+        pk = self.peak
+        p = self.eager.nbytes
+        b = self.buffer.n_rows * self.buffer.row_bytes
+        g = self.n_live * self.group_entry_bytes
+        if p > pk["partials"]:
+            pk["partials"] = p
+        if b > pk["buffer"]:
+            pk["buffer"] = b
+        if g > pk["groups"]:
+            pk["groups"] = g
+        if p + b + g > pk["total"]:
+            pk["total"] = p + b + g
 
     # ---- per-group arrays ---------------------------------------------------------
     def _grow(self, n: int) -> None:
@@ -424,104 +447,137 @@ class AdaptLogic:
 
     # ---- tuples ---------------------------------------------------------------------
     def on_batch(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray | None,
-                 values: dict[str, tuple[np.ndarray, np.ndarray]]) -> int:
-        """Fold a batch in (``values``: column -> (values, validity)). Returns tuples found late."""
+                 values: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> int:
+        """Fold a batch in; returns the tuples found late. O(n x windows per tuple).
+
+        ``values``: column -> (values, validity; None: no null). One fused kernel
+        (:func:`~oop.adapt.kernels.route_batch`) clips the rows' window ranges, updates
+        winVol and the per-source high-watermarks, switches lazy groups over the upper
+        threshold and classifies each row eager / lazy / late; the eager rows are folded
+        in place (dense store: no gather), the lazy rows appended to B (one gather per
+        column), the switching groups' buffered tuples pulled from their bins and folded.
+        """
         n = len(gids)
         if n == 0:
             return 0
         self.tuples_in += n
         ts = np.asarray(ts, np.int64)
         gids = np.asarray(gids, np.int64)
-        src = np.zeros(n, np.int8) if src is None else np.asarray(src, np.int8)
-        lo, hi = self._wids(ts)
-        ok = lo < hi
-        n_late = int(n - np.count_nonzero(ok))
-        if n_late:
-            self.late += n_late
-            gids, ts, src, lo, hi = gids[ok], ts[ok], src[ok], lo[ok], hi[ok]
-            values = {c: (v[ok], m[ok]) for c, (v, m) in values.items()}
-            if len(gids) == 0:
-                return n_late
+        if self.S == 1 or src is None:
+            src = self._src0(n)
+        else:
+            src = np.asarray(src, np.int8)
+        lo, hi = self._bucket(ts)
         top = int(gids.max()) + 1
-        if top > np.iinfo(GID).max:
+        if top > _GID_MAX:
             raise ConfigError(f"adaptive_window: {top} groups exceed the int32 group codes of "
                               "AdaptWID's state; aggregate on fewer groups or use Stream.window")
         self._grow(top)
-        self.offsets.observe_many(src, ts)
-        # winVol per (group, source); the touched groups and those that come alive (no
-        # tuples and no partials before this batch: a group with partials has winVol > 0)
-        self._start_extents(lo, hi)
-        sw = np.zeros(0, np.int64)
+        if self.monitor and len(self._scratch) < self.n_groups:  # kernels index it by group code
+            self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
+        th = self.cfg.thresholds
+        base = 1.0
+        if self.monitor and not th.absolute:  # Cond. 6.9: aggr * wed / (tup * SLIDE)
+            base = float(self.aggr) * float(self.wed.value) / (float(self.tup) * self._slide)
+        hws = self.offsets.hwms
+        hwm = np.array([h.value for h in hws], np.int64)
+        cls = np.empty(n, np.int8)
+        out = self._route_out
+        sw = route_batch(gids, src, ts, lo, hi, self.first_open, self._wv, self._scratch,
+                         VOL_MASK, MODE_BIT, self.monitor, self.mode_name == "eager", base,
+                         self._range_f, self._skew_on, float(th.up), cls, hwm, out)
+        n_late, n_lazy, n_eager, n_born, n_born_e, elo, ehi, wlo, whi = out.tolist()
+        if n_late:
+            self.late += n_late
+            if n_late == n:
+                return n_late
+        for k, h in enumerate(hws):
+            h.value = int(hwm[k])
         if self.monitor:
-            if len(self._scratch) < self.n_groups:  # kernels index it by group code
-                self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
-            ug, is_born = touch_groups(self._wv, gids, src, self._scratch, VOL_MASK)
-            born = ug[is_born]
-            if len(born):
-                self.n_live += len(born)
-                self.n_eager_live += int(np.count_nonzero(self._mode(born) == EAGER))
-            self.volume.add(len(gids))
+            self.n_live += n_born
+            self.n_eager_live += n_born_e
+            self.volume.add(n - n_late)
             if self.volume.active >= VOL_MASK:  # no group's winVol reaches the flag bit
                 raise ConfigError(
                     f"adaptive_window: {self.volume.active} tuples in open windows exceed "
                     "AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
-            # lazy -> eager on tuple arrival
-            lazy_touched = ug[self._mode(ug) == LAZY]
-            if len(lazy_touched):
-                th = self.cfg.thresholds.up * self._theta(lazy_touched)
-                sw = lazy_touched[self._winvol(lazy_touched) > th]
-                self.switches_to_eager += len(sw)
-        chunk: Chunk = {"gid": gids.astype(GID), "ts": ts}
-        if self.S > 1:
-            chunk["src"] = src
+        self._start_extents(lo, hi, cls, n_late, wlo, whi)
+        cols: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
         for col, (v, m) in values.items():
-            chunk[col] = v
-            if col + "?" in self.buffer.dtypes or not m.all():
+            if m is not None and col + "?" not in self.buffer.dtypes and not m.all():
                 self.buffer.add_column(col + "?", np.dtype(np.bool_), True)  # first null
-                chunk[col + "?"] = m
+            if col + "?" in self.buffer.dtypes:
+                if m is None:
+                    m = np.ones(n, np.bool_)
+            else:
+                m = None  # no null in this column yet: nothing to carry
+            cols[col] = (v, m)
         pulled = None
         if len(sw):
-            self._set_mode(sw, EAGER)
+            self.switches_to_eager += len(sw)
             self.n_eager_live += len(sw)
             if self.buffer.n_rows:
                 pulled = self.buffer.take_groups(sw)
-        if self.monitor:
-            eager_rows = self._mode(gids) == EAGER
-        else:
-            eager_rows = np.full(len(gids), self.mode_name == "eager")
-        if not eager_rows.all():
-            lazy_rows = ~eager_rows
-            self.buffer.append({k: a[lazy_rows] for k, a in chunk.items()})
-        parts, bounds = [], []
-        if eager_rows.any():
-            if eager_rows.all():
-                parts.append(chunk)
-                bounds.append((lo, hi))
+        if n_lazy:
+            self.buffer.append(self._chunk(gids, ts, src, cols, cls == ROW_LAZY))
+        if n_eager:
+            if self.dense:
+                self.eager.fold_sel(gids, ts, src if self.S > 1 else None, lo, hi, cols,  # type: ignore[union-attr]
+                                    cls, ROW_EAGER, elo, ehi, self.n_groups)
             else:
-                parts.append({k: a[eager_rows] for k, a in chunk.items()})
-                bounds.append((lo[eager_rows], hi[eager_rows]))
+                sel = cls == ROW_EAGER
+                self._to_eager(self._chunk(gids, ts, src, cols, sel), lo[sel], hi[sel])
         if pulled is not None and len(pulled["gid"]):
-            parts.append(pulled)
-            bounds.append(self._wids(pulled["ts"]))
-        if parts:
-            if len(parts) == 1:
-                ch, (lo_e, hi_e) = parts[0], bounds[0]
-            else:
-                ch = {k: np.concatenate([p[k] for p in parts]) for k in chunk}
-                lo_e = np.concatenate([b[0] for b in bounds])
-                hi_e = np.concatenate([b[1] for b in bounds])
-            self._to_eager(ch, lo_e, hi_e)
+            self._to_eager(pulled, *self._wids(pulled["ts"]))
         self._track_peak()
         return n_late
 
-    def _start_extents(self, lo: np.ndarray, hi: np.ndarray) -> None:
+    def _chunk(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray,
+               cols: dict[str, tuple[np.ndarray, np.ndarray | None]], sel: np.ndarray) -> Chunk:
+        """The rows ``sel`` of a batch as a buffer chunk (one gather per column)."""
+        ch: Chunk = {"gid": gids[sel].astype(GID), "ts": ts[sel]}
+        if self.S > 1:
+            ch["src"] = src[sel]
+        for col, (v, m) in cols.items():
+            ch[col] = v[sel]
+            if m is not None:
+                ch[col + "?"] = m[sel]
+        return ch
+
+    def _src0(self, n: int) -> np.ndarray:
+        """Source 0 for ``n`` rows (a reused all-zero scratch: read only)."""
+        if len(self._zeros8) < n:
+            self._zeros8 = np.zeros(max(n, 2 * len(self._zeros8)), np.int8)
+        return self._zeros8[:n]
+
+    def _bucket(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Window-id range ``[lo, hi)`` of each time (fresh arrays): ``kind.wids``."""
+        d = ts - self._origin if self._origin else ts
+        lo = d // self._slide
+        if self._tumbling:
+            return lo, lo + 1
+        return lo, (d + self._range) // self._slide
+
+    def _start_extents(self, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray | None = None,
+                       n_late: int = 0, wlo: int | None = None, whi: int | None = None) -> None:
+        """Start ``wed`` for the windows the rows in time open (``cls > 0``).
+
+        Fast path: every window in ``[wlo, whi]`` is open already (O(log) in the open set).
+        """
+        opened = self.open_wids
+        if wlo is not None and whi is not None and opened and wlo >= opened[0] \
+                and whi <= opened[-1] \
+                and opened.bisect_right(whi) - opened.bisect_left(wlo) == whi - wlo + 1:
+            return
+        if n_late and cls is not None:
+            ok = cls != ROW_LATE
+            lo, hi = lo[ok], hi[ok]
         ws = covered_windows(lo, hi)
         if ws is None:  # the batch spans far more windows than it has tuples
             ulo, inv = np.unique(lo, return_inverse=True)
             top = np.full(len(ulo), INT64_MIN, np.int64)
             np.maximum.at(top, inv, hi)
             ws = np.unique(expand(ulo, top)[1])
-        opened = self.open_wids
         fresh = [w for w in ws.tolist() if w not in opened]  # per window, not tuple
         if not fresh:
             return
@@ -582,7 +638,7 @@ class AdaptLogic:
     def on_punctuation(self, v: int) -> list[tuple[int, Block]]:
         """Close every window complete under ``v``; return ``(wid, merged block)`` in wid order."""
         self.lwm.advance(v)
-        fo = int(self.kind.first_open(v))
+        fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
         if fo <= self.first_open:
             return []
         old, self.first_open = self.first_open, fo
@@ -649,22 +705,21 @@ class AdaptLogic:
         Appends the group codes of purged tuples to ``expired_gids``.
         """
         ch = self.buffer.all_rows()  # one pass over B (bins stay contiguous)
-        lo, hi = self.kind.wids(ch["ts"])
-        lo_c = np.maximum(lo, old) if old != INT64_MIN else lo
-        rows, ws = expand(lo_c, np.minimum(hi, fo))
-        expired = hi <= fo
-        if expired.any() and self.monitor:
-            gone_g = ch["gid"][expired]
-            expired_gids.append(gone_g)
-            flat = gone_g.astype(np.int64) * self.S + (ch["src"][expired] if self.S > 1 else 0)
-            u, c = np.unique(flat, return_counts=True)
-            self._wv.reshape(-1)[u] -= c.astype(np.int32)
-            self.volume.expire(len(flat))
-        if expired.any():
-            self.buffer.keep_rows(ch, ~expired)
+        if len(self._scratch) < self.n_groups:
+            self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
+        src = ch["src"] if self.S > 1 else self._src0(len(ch["gid"]))
+        rows, ws, is_last, keep, gone = close_scan(
+            ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
+            self._wv, self.monitor, self._scratch)
+        n_gone = len(keep) - int(np.count_nonzero(keep))
+        if n_gone:
+            if self.monitor:
+                expired_gids.append(gone.astype(GID))
+                self.volume.expire(n_gone)
+            self.buffer.keep_rows(ch, keep)
         if len(rows) == 0:
             return {}
-        return self._blocks(ch, rows, ws, ws == hi[rows] - 1)
+        return self._blocks(ch, rows, ws, is_last)
 
     def flush(self) -> list[tuple[int, Block]]:
         """End of stream: close every open window."""

@@ -57,7 +57,8 @@ from oop.window.kinds import WindowKind
 __all__ = ["AdaptWID"]
 
 
-def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray]:
+def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values with nulls as 0, validity -- None when the column has no null)."""
     arr = batch.column(col)
     if pa.types.is_boolean(arr.type):
         arr = pc.cast(arr, pa.int8())
@@ -65,10 +66,8 @@ def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray]:
         valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
         zero = pa.scalar(0, arr.type)
         v = np.asarray(pc.fill_null(arr, zero).to_numpy(zero_copy_only=False))
-    else:
-        valid = np.ones(len(arr), bool)
-        v = np.asarray(arr.to_numpy(zero_copy_only=False))
-    return v, valid
+        return v, valid
+    return np.asarray(arr.to_numpy(zero_copy_only=False)), None
 
 
 class AdaptWID(Operator):
@@ -104,6 +103,7 @@ class AdaptWID(Operator):
         self.cfg: AdaptConfig | None = None
         self._time = ""
         self._unit = "ms"
+        self._src_bufs: dict[int, np.ndarray] = {}  # per-port source column (not state)
 
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -174,10 +174,18 @@ class AdaptWID(Operator):
         gids = self.keys.encode(batch)
         ts = time_values(batch, self._time, self.inputs[port].name)
         vals = {c: _values(batch, c) for c in self.logic.value_cols}
-        src = np.full(batch.num_rows, port, np.int8) if self.n_inputs > 1 else None
+        src = self._src(batch.num_rows, port) if self.n_inputs > 1 else None
         late = self.logic.on_batch(gids, ts, src, vals)
         self.metrics.count_late("drop", late)
         return []
+
+    def _src(self, n: int, port: int) -> np.ndarray:
+        """``port`` for ``n`` rows: a slice of a reused per-port array (read only)."""
+        buf = self._src_bufs.get(port)
+        if buf is None or len(buf) < n:
+            buf = np.full(max(n, 2 * (0 if buf is None else len(buf))), port, np.int8)
+            self._src_bufs[port] = buf
+        return buf[:n]
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
         if not isinstance(punctuation, Punctuation) or punctuation.attr != self._time:
@@ -230,7 +238,7 @@ class AdaptWID(Operator):
     def state_size(self) -> StateSize:
         if self.logic is None:
             return StateSize()
-        return StateSize(self.logic.state_items(), self.logic.state_bytes()["total"])
+        return StateSize(self.logic.state_items(), self.logic.total_bytes())
 
     def adapt_metrics(self) -> dict[str, Any]:
         """Switches, peak bytes by kind, and the eager/lazy/transitional timeline."""
