@@ -43,7 +43,7 @@ def _run(items, schema, kind, aggs=AGGS, by=("key",)):
 
 
 def check_group_punctuation(table: pa.Table, punctuations, kind, by=("key",)) -> int:
-    """Assert soundness, monotonicity and tightness of the group punctuation; return how many bounds."""
+    """Assert the group punctuation is sound, monotone and tight; return the number of bounds."""
     keys = list(zip(*(table.column(c).to_pylist() for c in by)))
     ends = table.column("window_end").to_numpy()
     bound: dict = {}
@@ -88,7 +88,8 @@ def test_oracle_and_group_punctuation_is_sound(feed, kind):
     counts = {}
     for k in t.column("key").to_pylist():
         counts[k] = counts.get(k, 0) + 1
-    assert final == {k: (c // kind.slide + 1) * kind.slide for k, c in counts.items() if c >= kind.slide}
+    s = kind.slide
+    assert final == {k: (c // s + 1) * s for k, c in counts.items() if c >= s}
     assert res.late_total == 0
 
 
@@ -126,7 +127,8 @@ def test_scenario_two_partitions():
     batches = [t.slice(0, 3).to_batches()[0], t.slice(3, 4).to_batches()[0],
                t.slice(7, 2).to_batches()[0]]
     res, _ = _run(batches, t.schema, PartitionedRows(4, 2), aggs=[agg.sum("val")])
-    rows = [(r["key"], r["window_start"], r["window_end"], r["sum_val"]) for r in res.table.to_pylist()]
+    rows = [(r["key"], r["window_start"], r["window_end"], r["sum_val"])
+            for r in res.table.to_pylist()]
     assert rows == [("a", -2, 2, 3),                                   # batch 1
                     ("b", -2, 2, 30), ("a", 0, 4, 10),                 # batch 2, by (wid, key)
                     ("b", 0, 4, 100),                                  # batch 3
