@@ -138,7 +138,7 @@ class PartitionedRowsAggregate(WindowAggregate):
         return out
 
     def _group_punctuation(self, parts: np.ndarray) -> GroupPunctuation:
-        """Later rows of each partition ``p`` in ``parts`` have ``window_end >= (done_p+1)*slide``."""
+        """Per partition in ``parts``: later rows have ``window_end >= (done + 1) * slide``."""
         keys = pa.RecordBatch.from_arrays(self.enc.keys(parts), schema=self._key_schema)
         return GroupPunctuation("window_end", keys, (self.done[parts] + 1) * self.kind.slide)
 
