@@ -14,11 +14,21 @@ point").
 4.0
 >>> pick(RunContext(quick=True, seed=0, out_dir=Path(".")), tiny=1, quick=2, full=3)
 2
+
+Row tables (``Outcome.rows`` is a list of dicts) and result tables:
+
+>>> rows = [{"g": 1, "p": "a", "v": 5}, {"g": 2, "p": "a", "v": 7}, {"g": 2, "p": "b", "v": 9}]
+>>> col(rows, "v"), lookup(rows, "v", g=2, p="b")
+([5, 7, 9], 9)
+>>> import pyarrow as pa
+>>> sorted_rows(pa.table({"k": [2, 1, 2], "c": [5, 6, 4]}), ["k", "c"])
+[(1, 6), (2, 4), (2, 5)]
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
@@ -26,8 +36,10 @@ import numpy as np
 
 from oop.experiments.base import RunContext
 
-__all__ = ["pick", "timed", "rank_trend", "growth", "wins_everywhere", "line_plot", "plt",
-           "state_peak", "panel_plot"]
+__all__ = ["pick", "timed", "time_runs", "rank_trend", "growth", "wins_everywhere", "line_plot",
+           "plt", "state_peak", "panel_plot", "col", "lookup", "sorted_rows", "mean_latency_ms",
+           "OopIop", "oop_iop_window", "memory_row", "meld_vs_merge", "union_memory_checks",
+           "memory_plot"]
 
 T = TypeVar("T")
 
@@ -45,6 +57,139 @@ def timed(fn: Callable[[], T], repeats: int = 1) -> tuple[float, T]:
         res = fn()
         best = min(best, time.perf_counter() - t0)
     return best, res  # type: ignore[return-value]
+
+
+def time_runs(build: Callable[[], Any], repeats: int,
+              budget_s: float = float("inf")) -> tuple[float, Any]:
+    """``(min wall seconds, last Result)`` of up to ``repeats`` runs of a freshly built plan.
+
+    ``build()`` returns a stream (building is not timed, ``.run()`` is);
+    repeating stops once ``budget_s`` seconds have been spent. Cost: the runs.
+    """
+    times: list[float] = []
+    res = None
+    for _ in range(max(1, repeats)):
+        if times and sum(times) > budget_s:
+            break
+        s = build()
+        t0 = time.perf_counter()
+        res = s.run()
+        times.append(time.perf_counter() - t0)
+    return min(times), res
+
+
+def col(rows: Sequence[dict[str, Any]], key: str) -> list[Any]:
+    """The ``key`` column of a list of row dicts."""
+    return [r[key] for r in rows]
+
+
+def lookup(rows: Sequence[dict[str, Any]], key: str, **where: Any) -> Any:
+    """``key`` of the first row whose fields equal ``where`` (StopIteration if none). O(rows)."""
+    return next(r[key] for r in rows if all(r[k] == v for k, v in where.items()))
+
+
+def sorted_rows(table: Any, columns: Sequence[str]) -> list[tuple]:
+    """The ``columns`` of an Arrow table as a sorted list of tuples: results compared as bags."""
+    return sorted(zip(*(table.column(c).to_pylist() for c in columns)))
+
+
+def mean_latency_ms(traced: Any, max_ts: int) -> float:
+    """Mean logical latency (ms of event time) of the windows ending by ``max_ts``.
+
+    Windows ending after the last event time are completed only by end of
+    stream and are not timed.
+    """
+    inner = traced.table.column("window_end").to_numpy() <= max_ts
+    return round(float(traced.logical_latency()[inner].mean()), 2)
+
+
+@dataclass
+class OopIop:
+    """One window query run both ways on the same source: OOP WID and IOP sort + buffering."""
+
+    oop: Any  # harness.Traced
+    iop: Any  # harness.Traced
+    same: bool  # identical result bags
+
+
+def oop_iop_window(src: Callable[[], Any], kind: Any, aggs: Any, by: Sequence[str],
+                   compare: Sequence[str]) -> OopIop:
+    """Trace the OOP plan (WID on the disordered stream) and the IOP plan (heartbeat
+    ``SortBuffer`` releasing on punctuation -> ``BufferingWindow``) over ``src()``,
+    and compare their outputs on the ``compare`` columns."""
+    from oop.experiments import plans
+    from oop.experiments.harness import run_traced
+    from oop.iop_baseline.buffering_window import BufferingWindow
+
+    o = run_traced(plans.oop_window(src(), kind, aggs, by=list(by)))
+    i = run_traced(plans.sort_buffer(src(), "punctuation").via(
+        BufferingWindow(kind, aggs, by=tuple(by))))
+    return OopIop(o, i, sorted_rows(o.table, compare) == sorted_rows(i.table, compare))
+
+
+def memory_row(oop_run: Any, iop_run: Any) -> dict[str, Any]:
+    """Peak state (bytes, items) and wall time of an OOP and an IOP traced run, as row fields."""
+    return {"oop_peak_bytes": oop_run.peak_bytes, "iop_peak_bytes": iop_run.peak_bytes,
+            "oop_peak_items": oop_run.peak_items, "iop_peak_items": iop_run.peak_items,
+            "oop_wall_s": round(oop_run.wall_s, 4), "iop_wall_s": round(iop_run.wall_s, 4)}
+
+
+def meld_vs_merge(ms: Any, kind: Any, aggs: Any,
+                  by: Sequence[str] | None = None) -> tuple[Any, Any]:
+    """Trace one window query over the links of ``ms`` (a ``MultiSource``) both ways:
+    OOP = ``Meld`` -> WID, IOP = order-preserving ``Merge`` -> the same window operator
+    (named ``inorder_agg``), so the plans differ only in how order is handled."""
+    from oop.experiments import plans
+    from oop.experiments.harness import run_traced
+
+    o = run_traced(plans.oop_window(plans.meld(ms.streams()), kind, aggs, by=by))
+    i = run_traced(plans.oop_window(plans.merge(ms.streams()), kind, aggs, by=by,
+                                    name="inorder_agg"))
+    return o, i
+
+
+def memory_plot(ctx: RunContext, filename: str, x: Sequence[float],
+                rows: Sequence[dict[str, Any]], labels: dict[str, str], *, unit: str,
+                xlabel: str, title: str) -> str:
+    """Two panels of :func:`memory_row` fields against ``x``: peak bytes (in ``unit``,
+    ``"KiB"`` or ``"MiB"``) and peak items; ``labels`` maps ``"iop"``/``"oop"`` to legends
+    (IOP drawn first)."""
+    scale = {"KiB": 1024, "MiB": 2**20}[unit]
+    return panel_plot(ctx, filename, x, [
+        (f"peak state ({unit})", {labels[w]: [b / scale for b in col(rows, f"{w}_peak_bytes")]
+                                  for w in ("iop", "oop")}),
+        ("peak state (items: tuples / partial aggregates)",
+         {labels[w]: col(rows, f"{w}_peak_items") for w in ("iop", "oop")})],
+        xlabel=xlabel, title=title)
+
+
+def union_memory_checks(x: Sequence[float], rows: Sequence[dict[str, Any]], *, what: str,
+                        grows: str, flat: str, less: str) -> list[Any]:
+    """The memory shape of a union under arrival skew (004 Fig. 8-8, 8-11) as checks.
+
+    ``rows`` hold :func:`memory_row` fields, ``x`` the skew; ``what`` names it
+    in the expectations; ``grows`` / ``flat`` / ``less`` are the source's
+    claims: IOP's peak bytes rise with ``x``; OOP's grow less (ratio and
+    bytes); OOP below IOP wherever ``x > 0``; and the same in items.
+    """
+    from oop.experiments.base import Check
+
+    ob, ib = col(rows, "oop_peak_bytes"), col(rows, "iop_peak_bytes")
+    oi, ii = col(rows, "oop_peak_items"), col(rows, "iop_peak_items")
+    return [
+        Check(grows, rank_trend(x, ib) > 0.8 and growth(ib) > 1,
+              {"rank_trend": rank_trend(x, ib), "growth": growth(ib)},
+              f"rank trend of IOP peak bytes vs {what} > 0.8 and last > first"),
+        Check(flat, growth(ob) < growth(ib) and (max(ob) - min(ob)) < (max(ib) - min(ib)),
+              {"oop_growth": growth(ob), "iop_growth": growth(ib),
+               "oop_range_bytes": max(ob) - min(ob), "iop_range_bytes": max(ib) - min(ib)},
+              "OOP growth (last/first) and increase (bytes) < IOP's"),
+        Check(less, all(o < i for o, i, d in zip(ob, ib, x) if d > 0),
+              {"oop_bytes": ob, "iop_bytes": ib}, f"oop < iop at every {what} > 0"),
+        Check("in items too (tuples held vs partial aggregates), OOP grows less than IOP",
+              (max(oi) - min(oi)) < (max(ii) - min(ii)) and growth(oi) < growth(ii),
+              {"oop_items": oi, "iop_items": ii}, "OOP items increase and growth < IOP's"),
+    ]
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:

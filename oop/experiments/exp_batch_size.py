@@ -23,21 +23,14 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import pick, plt, rank_trend
-from oop.experiments.harness import run_traced
-from oop.experiments import plans
-
-
-def _result(table: Any) -> list[tuple]:
-    return sorted(zip(*(table.column(c).to_pylist() for c in ("srcIP", "window_end", "count"))))
+from oop.experiments.common import (col, mean_latency_ms, oop_iop_window, panel_plot, pick,
+                                    rank_trend)
 
 
 def run(ctx: RunContext) -> Outcome:
     import oop
-    from oop.iop_baseline.buffering_window import BufferingWindow
     from oop.window import aggregates as agg
     from oop.window.kinds import Tumbling
 
@@ -49,54 +42,37 @@ def run(ctx: RunContext) -> Outcome:
     ds = Disordered(Packets(n=n, rate=rate, groups=100, seed=ctx.seed), Band(delay=disorder),
                     seed=ctx.seed)
     table = ds.table()
+    max_ts = int(table["ts"].to_numpy().max())
     kind = Tumbling(window)
 
     def src(b: int) -> Any:
         return oop.from_arrow(table, time="ts", unit="ms", batch_size=b,
                               punctuation=oop.BoundedDelay(disorder))
 
-    for how in ("oop", "iop"):  # warm-up
-        w = oop.from_arrow(table.slice(0, 5000), time="ts", unit="ms", batch_size=512,
-                           punctuation=oop.BoundedDelay(disorder))
-        (plans.oop_window(w, kind, agg.count(), by=["srcIP"]) if how == "oop" else
-         plans.sort_buffer(w, "punctuation").via(BufferingWindow(kind, agg.count(),
-                                                                 by=("srcIP",)))).run()
+    warm = table.slice(0, 5000)  # warm-up: compile the kernels outside the measurement
+    oop_iop_window(lambda: oop.from_arrow(warm, time="ts", unit="ms", batch_size=512,
+                                          punctuation=oop.BoundedDelay(disorder)),
+                   kind, agg.count(), ["srcIP"], ("srcIP", "window_end", "count"))
     rows = []
-    agree = True
     for b in ctx.progress(sizes, desc="batch size"):
-        o = run_traced(plans.oop_window(src(b), kind, agg.count(), by=["srcIP"]))
-        i = run_traced(plans.sort_buffer(src(b), "punctuation").via(
-            BufferingWindow(kind, agg.count(), by=("srcIP",))))
-        same = _result(o.table) == _result(i.table)
-        agree &= same
-        inner_o = o.table.column("window_end").to_numpy() <= int(table["ts"].to_numpy().max())
-        inner_i = i.table.column("window_end").to_numpy() <= int(table["ts"].to_numpy().max())
+        r = oop_iop_window(lambda: src(b), kind, agg.count(), ["srcIP"],
+                           ("srcIP", "window_end", "count"))
         rows.append({"batch_rows": b,
-                     "oop_tuples_per_s": round(n / o.wall_s), "iop_tuples_per_s": round(n / i.wall_s),
-                     "oop_latency_ms": round(float(o.logical_latency()[inner_o].mean()), 2),
-                     "iop_latency_ms": round(float(i.logical_latency()[inner_i].mean()), 2),
-                     "oop_peak_bytes": o.peak_bytes, "iop_peak_bytes": i.peak_bytes,
-                     "same_results": same})
-    x = [r["batch_rows"] for r in rows]
-    pyplot = plt()
-    fig, (a1, a2) = pyplot.subplots(1, 2, figsize=(9.0, 3.8), dpi=100)
-    for who, mk in (("oop", "o-"), ("iop", "s-")):
-        a1.plot(x, [r[f"{who}_tuples_per_s"] / 1e6 for r in rows], mk, label=who.upper())
-        a2.plot(x, [r[f"{who}_latency_ms"] for r in rows], mk, label=who.upper())
-    for a, yl in ((a1, "throughput (M tuples/s)"), (a2, "latency (ms of event time)")):
-        a.set_xscale("log")
-        a.set_xlabel("batch size (rows)")
-        a.set_ylabel(yl)
-        a.grid(True, alpha=0.3)
-        a.legend(fontsize=8)
-    fig.suptitle("batch size: throughput vs latency (after 000, Trill)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(ctx.out_dir / "throughput_latency_vs_batch.png")
-    pyplot.close(fig)
-    ot = [r["oop_tuples_per_s"] for r in rows]
-    it = [r["iop_tuples_per_s"] for r in rows]
-    ol = [r["oop_latency_ms"] for r in rows]
-    il = [r["iop_latency_ms"] for r in rows]
+                     "oop_tuples_per_s": round(n / r.oop.wall_s),
+                     "iop_tuples_per_s": round(n / r.iop.wall_s),
+                     "oop_latency_ms": mean_latency_ms(r.oop, max_ts),
+                     "iop_latency_ms": mean_latency_ms(r.iop, max_ts),
+                     "oop_peak_bytes": r.oop.peak_bytes, "iop_peak_bytes": r.iop.peak_bytes,
+                     "same_results": r.same})
+    agree = all(col(rows, "same_results"))
+    x = col(rows, "batch_rows")
+    ot, it = col(rows, "oop_tuples_per_s"), col(rows, "iop_tuples_per_s")
+    ol, il = col(rows, "oop_latency_ms"), col(rows, "iop_latency_ms")
+    plot = panel_plot(ctx, "throughput_latency_vs_batch.png", x, [
+        ("throughput (M tuples/s)", {"OOP": [v / 1e6 for v in ot], "IOP": [v / 1e6 for v in it]}),
+        ("latency (ms of event time)", {"OOP": ol, "IOP": il})],
+        xlabel="batch size (rows)", logx=True,
+        title="batch size: throughput vs latency (after 000, Trill)")
     checks = [
         Check("OOP throughput rises with the batch size", rank_trend(x, ot) > 0.8,
               {"trend": rank_trend(x, ot), "tuples_per_s": ot}, "rank trend > 0.8"),
@@ -111,7 +87,7 @@ def run(ctx: RunContext) -> Outcome:
     params = {"rows": n, "rate_per_s": rate, "band_delay_ms": disorder, "window_ms": window,
               "batch_sizes": sizes, "punctuation": f"BoundedDelay({disorder}) per batch",
               "aggregate": "count(*) GROUP BY srcIP", "timing": "one run per point, wall clock"}
-    return Outcome(params, rows, checks, ["throughput_latency_vs_batch.png"])
+    return Outcome(params, rows, checks, [plot])
 
 
 EXPERIMENT = Experiment(

@@ -24,28 +24,14 @@ tuple for both plans: minutes); the full size reads 200k rows from SLIDE 1.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
 from oop.datasets import Disordered, InOrder, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import line_plot, pick, rank_trend
+from oop.experiments.common import line_plot, pick, rank_trend, time_runs
 from oop.experiments import plans
-
-
-def _median_time(build: Any, repeats: int, budget_s: float = 2.0) -> tuple[float, Any]:
-    """Minimum of up to ``repeats`` runs; stops repeating once ``budget_s`` is spent."""
-    times, res = [], None
-    for _ in range(repeats):
-        if times and sum(times) > budget_s:
-            break
-        s = build()
-        t0 = time.perf_counter()
-        res = s.run()
-        times.append(time.perf_counter() - t0)
-    return min(times), res
 
 
 def _maxima(table: Any) -> list[tuple[int, int]]:
@@ -82,14 +68,14 @@ def run(ctx: RunContext) -> Outcome:
             fn(_oop.from_arrow(small, time="ts", unit="ms", batch_size=512),
                RowSliding(range=50, slide=sl), agg.max("len")).run()
 
-    scan_s, _ = _median_time(lambda: source().select(lambda b: np.ones(b.num_rows, bool)),
+    scan_s, _ = time_runs(lambda: source().select(lambda b: np.ones(b.num_rows, bool)),
                              repeats)
     rows = []
     agree = True
     for s in ctx.progress(slides, desc="fig6-10 slide"):
         kind = RowSliding(range=range_, slide=s)
-        wid_s, wr = _median_time(lambda: plans.oop_window(source(), kind, agg.max("len")), repeats)
-        buf_s, br = _median_time(lambda: plans.iop_window(source(), kind, agg.max("len")), repeats)
+        wid_s, wr = time_runs(lambda: plans.oop_window(source(), kind, agg.max("len")), repeats)
+        buf_s, br = time_runs(lambda: plans.iop_window(source(), kind, agg.max("len")), repeats)
         same = _maxima(wr.table) == _maxima(br.table)
         agree &= same
         rows.append({"slide_rows": s, "range_over_slide": range_ / s, "wid_s": round(wid_s, 5),

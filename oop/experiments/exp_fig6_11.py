@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import pick, plt, rank_trend
+from oop.experiments.common import pick, rank_trend
 from oop.experiments import latacc
 
 
@@ -68,23 +68,11 @@ def run(ctx: RunContext) -> Outcome:
     cons = [m for m in res if m.mechanism == "consistent slack"]
     gen = [m for m in res if m.mechanism == "generous slack"]
 
-    pyplot = plt()
-    fig, ax = pyplot.subplots(figsize=(6.4, 4.2), dpi=100)
-    for ms, mk in ((cons, "o-"), (gen, "s-")):
-        ax.plot([m.latency_ms for m in ms], [m.error for m in ms], mk, label=ms[0].mechanism)
-        for m in ms:
-            ax.annotate(f"{m.slack_ms}", (m.latency_ms, m.error), fontsize=7,
-                        textcoords="offset points", xytext=(3, 3))
-    ax.plot([punct.latency_ms], [punct.error], "*", markersize=14, label="punctuation (OOP)")
-    ax.set_xlabel("mean latency: data clock at result - window end (ms of event time)")
-    ax.set_ylabel("mean error of avg(len) (%)")
-    ax.set_title(f"fig6-11: band disorder ≤ {disorder} ms, RANGE {range_} SLIDE {slide} ms "
-                 "(labels: slack ms)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(ctx.out_dir / "latency_vs_error.png")
-    pyplot.close(fig)
+    plot = latacc.latency_error_plot(
+        ctx.out_dir, "latency_vs_error.png", [(cons, "o-"), (gen, "s-")], punct,
+        "punctuation (OOP)", ylabel="mean error of avg(len) (%)",
+        title=f"fig6-11: band disorder ≤ {disorder} ms, RANGE {range_} SLIDE {slide} ms "
+              "(labels: slack ms)")
 
     def falls_rises(ms: list[latacc.Measured]) -> tuple[bool, dict]:
         x = [m.slack_ms for m in ms]
@@ -122,7 +110,7 @@ def run(ctx: RunContext) -> Outcome:
               "aggregate": "avg(len)", "punctuation": pmode,
               "latency": "mean (data clock at emission - window end), ms of event time",
               "accuracy": "mean error % of avg per window vs oracle; missing window = 100 %"}
-    return Outcome(params, rows, checks, ["latency_vs_error.png"])
+    return Outcome(params, rows, checks, [plot])
 
 
 EXPERIMENT = Experiment(

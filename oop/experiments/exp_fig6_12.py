@@ -27,7 +27,7 @@ import numpy as np
 
 from oop.datasets import BlockSorted, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import pick, plt
+from oop.experiments.common import pick
 from oop.experiments import latacc
 
 
@@ -51,23 +51,11 @@ def run(ctx: RunContext) -> Outcome:
     rows = [vars(m) for m in res]
     punct, cons = res[0], res[1:]
 
-    pyplot = plt()
-    fig, ax = pyplot.subplots(figsize=(6.4, 4.2), dpi=100)
-    ax.plot([m.latency_ms for m in cons], [m.error for m in cons], "o-", label="consistent slack")
-    for m in cons:
-        ax.annotate(f"{m.slack_ms}", (m.latency_ms, m.error), fontsize=7,
-                    textcoords="offset points", xytext=(3, 3))
-    ax.plot([punct.latency_ms], [punct.error], "*", markersize=14,
-            label="end-of-block punctuation (OOP)")
-    ax.set_xlabel("mean latency: data clock at result - window end (ms of event time)")
-    ax.set_ylabel("wrong answers (%)")
-    ax.set_title(f"fig6-12: block-sorted, block {block} ms, RANGE {range_} SLIDE {slide} ms "
-                 "(labels: slack ms)", fontsize=9)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(ctx.out_dir / "latency_vs_wrong.png")
-    pyplot.close(fig)
+    plot = latacc.latency_error_plot(
+        ctx.out_dir, "latency_vs_wrong.png", [(cons, "o-")], punct,
+        "end-of-block punctuation (OOP)", ylabel="wrong answers (%)",
+        title=f"fig6-12: block-sorted, block {block} ms, RANGE {range_} SLIDE {slide} ms "
+              "(labels: slack ms)")
 
     below = [m for m in cons if m.slack_ms < max_disorder]
     covering = [m for m in cons if m.slack_ms >= max_disorder]
@@ -99,7 +87,7 @@ def run(ctx: RunContext) -> Outcome:
               "punctuation": "end-of-block feed punctuation P(ts, block end)",
               "latency": "mean (data clock at emission - window end), ms of event time",
               "accuracy": "% of windows whose count differs from the oracle (missing = wrong)"}
-    return Outcome(params, rows, checks, ["latency_vs_wrong.png"])
+    return Outcome(params, rows, checks, [plot])
 
 
 EXPERIMENT = Experiment(

@@ -17,38 +17,27 @@ OOP vs OOP; the IOP buffering baseline is fig6-10's).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
 from oop.datasets import Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import pick, plt, rank_trend
+from oop.experiments.common import pick, plt, rank_trend, sorted_rows, time_runs
 from oop.experiments import plans
 
 
-def _run(table: Any, kind: Any, method: str, batch: int, repeats: int,
-         budget_s: float = 2.0) -> tuple[float, Any]:
-    """Minimum wall time of up to ``repeats`` runs (stop repeating once ``budget_s`` is spent)."""
+def _run(table: Any, kind: Any, method: str, batch: int, repeats: int) -> tuple[float, Any]:
+    """Minimum wall time of up to ``repeats`` runs (stop repeating once 2 s are spent)."""
     import oop
     from oop.window import aggregates as agg
 
-    times, res = [], None
-    for _ in range(repeats):
-        if times and sum(times) > budget_s:
-            break
-        s = plans.oop_window(oop.from_arrow(table, time="ts", unit="ms", batch_size=batch,
-                                            punctuation=oop.Ordered()),
-                             kind, agg.max("len"), method=method)
-        t0 = time.perf_counter()
-        res = s.run()
-        times.append(time.perf_counter() - t0)
-    return min(times), res
+    return time_runs(lambda: plans.oop_window(
+        oop.from_arrow(table, time="ts", unit="ms", batch_size=batch, punctuation=oop.Ordered()),
+        kind, agg.max("len"), method=method), repeats, budget_s=2.0)
 
 
-def _key(table: Any) -> list[tuple]:
-    return sorted(zip(table.column("window_end").to_pylist(), table.column("max_len").to_pylist()))
+_KEY = ("window_end", "max_len")
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -71,7 +60,7 @@ def run(ctx: RunContext) -> Outcome:
         kind = Sliding(range=t * p, slide=t)
         wid_s, wr = _run(table, kind, "wid", batch, repeats)
         pan_s, pr = _run(table, kind, "paned", batch, repeats)
-        same = _key(wr.table) == _key(pr.table)
+        same = sorted_rows(wr.table, _KEY) == sorted_rows(pr.table, _KEY)
         agree &= same
         rows.append({"tuples_per_pane": t, "panes_per_window": p, "range_ms": t * p,
                      "slide_ms": t, "wid_s": round(wid_s, 5), "paned_s": round(pan_s, 5),

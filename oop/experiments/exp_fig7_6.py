@@ -22,16 +22,17 @@ band size; OPOB's memory and latency grow with the band.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import panel_plot, pick, rank_trend, wins_everywhere
+from oop.experiments.common import col as common_col, panel_plot, pick, rank_trend, wins_everywhere
 from oop.experiments.harness import run_traced
 
-__all__ = ["EXPERIMENT", "make_streams", "measure_join"]
+__all__ = ["EXPERIMENT", "make_streams", "measure_join", "sizes", "join_params"]
 
 
 def make_streams(rate: int, duration_ms: int, groups: int, seed: int) -> tuple[pa.Table, pa.Table]:
@@ -85,6 +86,13 @@ def sizes(ctx: RunContext) -> tuple[int, int, int, list[int]]:
     return rate, duration, groups, bands
 
 
+def join_params(ctx: RunContext, batch: int) -> dict[str, Any]:
+    """``Outcome.params`` of the Q7-2 band-join studies (fig7-6, fig7-7) at this run's size."""
+    rate, duration, groups, bands = sizes(ctx)
+    return {"rate_per_s": rate, "duration_ms": duration, "groups": groups, "bands_ms": bands,
+            "batch_rows": batch}
+
+
 def run(ctx: RunContext) -> Outcome:
     rate, duration, groups, bands = sizes(ctx)
     m1, m2 = make_streams(rate, duration, groups, ctx.seed)
@@ -102,7 +110,7 @@ def run(ctx: RunContext) -> Outcome:
                      "same_results": oa["results"] == ob["results"],
                      "opob_ordered": ob["ordered"]})
     x = [r["band_s"] for r in rows]
-    col = lambda k: [r[k] for r in rows]
+    col = partial(common_col, rows)
     checks = [
         Check("OA-Join and OPOB produce the same number of results; OPOB's are in M1.ts order",
               all(r["same_results"] and r["opob_ordered"] for r in rows),
@@ -130,9 +138,7 @@ def run(ctx: RunContext) -> Outcome:
                                             "OPOB-Join": col("opob_latency_ms")}),
         ("execution time (s)", {"OA-Join": col("oa_wall_s"), "OPOB-Join": col("opob_wall_s")}),
     ], xlabel="band size n (s)", title="fig7-6: OA-Join vs OPOB-Join (Q7-2 band join)")
-    return Outcome(params={"rate_per_s": rate, "duration_ms": duration, "groups": groups,
-                           "bands_ms": bands, "batch_rows": batch},
-                   rows=rows, checks=checks, plots=[plot])
+    return Outcome(params=join_params(ctx, batch), rows=rows, checks=checks, plots=[plot])
 
 
 EXPERIMENT = Experiment(

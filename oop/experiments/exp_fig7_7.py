@@ -16,9 +16,11 @@ Latency and wall time are recorded too.
 
 from __future__ import annotations
 
+from functools import partial
+
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import panel_plot, rank_trend, wins_everywhere
-from oop.experiments.exp_fig7_6 import make_streams, measure_join, sizes
+from oop.experiments.common import col as common_col, panel_plot, rank_trend, wins_everywhere
+from oop.experiments.exp_fig7_6 import join_params, make_streams, measure_join, sizes
 
 __all__ = ["EXPERIMENT"]
 
@@ -39,7 +41,7 @@ def run(ctx: RunContext) -> Outcome:
         r["results_per_input"] = round(r["oa_results"] / max(1, 2 * m1.num_rows), 3)
         rows.append(r)
     x = [r["band_s"] for r in rows]
-    col = lambda k: [r[k] for r in rows]
+    col = partial(common_col, rows)
     checks = [
         Check("all three joins produce the same number of results",
               all(r["oa_results"] == r["opib_results"] == r["opob_results"] for r in rows),
@@ -63,9 +65,7 @@ def run(ctx: RunContext) -> Outcome:
                                             "OPIB-Join": col("opib_latency_ms"),
                                             "OPOB-Join": col("opob_latency_ms")}),
     ], xlabel="band size n (s)", title="fig7-7: OA-Join vs OPIB-Join (memory) on Q7-2")
-    return Outcome(params={"rate_per_s": rate, "duration_ms": duration, "groups": groups,
-                           "bands_ms": bands, "batch_rows": batch},
-                   rows=rows, checks=checks, plots=[plot])
+    return Outcome(params=join_params(ctx, batch), rows=rows, checks=checks, plots=[plot])
 
 
 EXPERIMENT = Experiment(

@@ -30,9 +30,8 @@ from typing import Any
 
 from oop.datasets import Link, MultiSource
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import growth, panel_plot, pick, rank_trend
-from oop.experiments.harness import run_traced
-from oop.experiments import plans
+from oop.experiments.common import (meld_vs_merge, memory_plot, memory_row, pick,
+                                    union_memory_checks)
 
 
 def _counts(table: Any) -> dict[int, int]:
@@ -61,52 +60,22 @@ def run(ctx: RunContext) -> Outcome:
             (Link("M1", rate), Link("M2", rate), Link("C", 0.2, skew=d, heartbeat=True)),
             duration=duration, tick=tick, seed=ctx.seed,
         )
-        oop_run = run_traced(plans.oop_window(plans.meld(ms.streams()), kind, agg.count()))
-        iop_run = run_traced(plans.oop_window(plans.merge(ms.streams()), kind, agg.count(),
-                                              name="inorder_agg"))
+        oop_run, iop_run = meld_vs_merge(ms, kind, agg.count())
         same = _counts(oop_run.table) == _counts(iop_run.table)
         agree &= same
-        rows.append({
-            "delay_ms": d,
-            "oop_peak_bytes": oop_run.peak_bytes, "iop_peak_bytes": iop_run.peak_bytes,
-            "oop_peak_items": oop_run.peak_items, "iop_peak_items": iop_run.peak_items,
-            "oop_wall_s": round(oop_run.wall_s, 4), "iop_wall_s": round(iop_run.wall_s, 4),
-            "windows": oop_run.table.num_rows, "same_results": same,
-        })
+        rows.append({"delay_ms": d, **memory_row(oop_run, iop_run),
+                     "windows": oop_run.table.num_rows, "same_results": same})
     x = [r["delay_ms"] / 1000 for r in rows]
-    oop_b = [r["oop_peak_bytes"] for r in rows]
-    iop_b = [r["iop_peak_bytes"] for r in rows]
-    oop_i = [r["oop_peak_items"] for r in rows]
-    iop_i = [r["iop_peak_items"] for r in rows]
-    plot = panel_plot(ctx, "memory_vs_delay.png", x, [
-        ("peak state (KiB)", {"IOP (Merge + in-order count)": [b / 1024 for b in iop_b],
-                              "OOP (Meld + WID)": [b / 1024 for b in oop_b]}),
-        ("peak state (items: tuples / partial aggregates)",
-         {"IOP (Merge + in-order count)": iop_i, "OOP (Meld + WID)": oop_i})],
-        xlabel="arrival delay of control link C (s)",
-        title="fig8-11: sliding count over M1 ∪ M2 ∪ C (004 Fig. 8-11)")
-    checks = [
-        Check("IOP memory grows as the control link's delay grows",
-              rank_trend(x, iop_b) > 0.8 and growth(iop_b) > 1,
-              {"rank_trend": rank_trend(x, iop_b), "growth": growth(iop_b)},
-              "rank trend of IOP peak bytes vs delay > 0.8 and last > first"),
-        Check("OOP memory stays relatively stable: it grows far less than IOP's",
-              growth(oop_b) < growth(iop_b)
-              and (max(oop_b) - min(oop_b)) < (max(iop_b) - min(iop_b)),
-              {"oop_growth": growth(oop_b), "iop_growth": growth(iop_b),
-               "oop_range_bytes": max(oop_b) - min(oop_b),
-               "iop_range_bytes": max(iop_b) - min(iop_b)},
-              "OOP growth (last/first) and increase (bytes) < IOP's"),
-        Check("OOP uses less memory than IOP when the control link is delayed",
-              all(o < i for o, i, dd in zip(oop_b, iop_b, x) if dd > 0),
-              {"oop_bytes": oop_b, "iop_bytes": iop_b}, "oop < iop at every delay > 0"),
-        Check("in items too (tuples held vs partial aggregates), OOP grows less than IOP",
-              (max(oop_i) - min(oop_i)) < (max(iop_i) - min(iop_i)) and growth(oop_i) < growth(iop_i),
-              {"oop_items": oop_i, "iop_items": iop_i},
-              "OOP items increase and growth < IOP's"),
-        Check("OOP and IOP compute the same window counts", agree, agree,
-              "identical (window_end, count) for every delay"),
-    ]
+    plot = memory_plot(ctx, "memory_vs_delay.png", x, rows,
+                       {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID)"},
+                       unit="KiB", xlabel="arrival delay of control link C (s)",
+                       title="fig8-11: sliding count over M1 ∪ M2 ∪ C (004 Fig. 8-11)")
+    checks = union_memory_checks(
+        x, rows, what="delay", grows="IOP memory grows as the control link's delay grows",
+        flat="OOP memory stays relatively stable: it grows far less than IOP's",
+        less="OOP uses less memory than IOP when the control link is delayed")
+    checks.append(Check("OOP and IOP compute the same window counts", agree, agree,
+                        "identical (window_end, count) for every delay"))
     params = {"rate_per_main_link": rate, "control_rate": 0.2, "duration_ms": duration,
               "range_ms": range_, "slide_ms": slide, "tick_ms": tick, "delays_ms": delays,
               "memory": "largest simultaneous state bytes over the plan's operators",

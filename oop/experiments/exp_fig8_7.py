@@ -30,7 +30,7 @@ import numpy as np
 
 from oop.datasets import Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import line_plot, pick, rank_trend
+from oop.experiments.common import line_plot, lookup, pick, rank_trend
 from oop.iop_baseline.gigascope import CostModel, FlushPolicy, max_sustainable_rate
 
 POLICIES: dict[str, FlushPolicy] = {
@@ -70,9 +70,11 @@ def run(ctx: RunContext) -> Outcome:
             "max_ring_queue": res.max_queue,
         })
 
-    def series(name: str, ratio: float) -> list[float]:
-        return [next(r["max_rate"] for r in rows if r["groups"] == g and r["policy"] == name
-                     and r["table_ratio"] == ratio) for g in groups]
+    def at(name: str, g: int, q: float, what: str = "max_rate") -> float:
+        return lookup(rows, what, groups=g, policy=name, table_ratio=q)
+
+    def series(name: str, ratio: float, what: str = "max_rate") -> list[float]:
+        return [at(name, g, ratio, what) for g in groups]
 
     plot_series = {f"{n}-{'1/2' if q == 0.5 else int(q)}": series(n, q)
                    for n in POLICIES for q in RATIOS}
@@ -80,18 +82,13 @@ def run(ctx: RunContext) -> Outcome:
                        ylabel="max sustainable rate (pkts per work unit)",
                        title="004 Fig. 8-7: two-level count, IOP slow-flush vs OOP", logx=True)]
     # Table 8-1 as a second plot: CPU usage at the max rate
-    cpu = {f"{n}-{'1/2' if q == 0.5 else int(q)}":
-           [next(r["cpu_usage"] for r in rows if r["groups"] == g and r["policy"] == n
-                 and r["table_ratio"] == q) for g in groups] for n in POLICIES for q in RATIOS}
+    cpu = {f"{n}-{'1/2' if q == 0.5 else int(q)}": series(n, q, "cpu_usage")
+           for n in POLICIES for q in RATIOS}
     plots.append(line_plot(ctx, "table8_1_cpu.png", groups, cpu, xlabel="number of groups",
                            ylabel="low-level busy fraction at max rate",
                            title="004 Table 8-1: CPU usage at the maximum rate", logx=True))
 
     g_small, g_big = groups[0], groups[-1]
-
-    def at(name: str, g: int, q: float) -> float:
-        return next(r["max_rate"] for r in rows if r["groups"] == g and r["policy"] == name
-                    and r["table_ratio"] == q)
 
     small = {n: at(n, g_small, 1.0) for n in POLICIES}
     big = {f"{n}-{q}": at(n, g_big, q) for n in POLICIES for q in (1.0, 2.0)}

@@ -25,9 +25,8 @@ from typing import Any
 
 from oop.datasets import Link, MultiSource
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import growth, panel_plot, pick, rank_trend
-from oop.experiments.harness import run_traced
-from oop.experiments import plans
+from oop.experiments.common import (meld_vs_merge, memory_plot, memory_row, pick,
+                                    union_memory_checks)
 
 
 def _result_set(table: Any) -> set[tuple]:
@@ -52,45 +51,22 @@ def run(ctx: RunContext) -> Outcome:
         ms = MultiSource((Link("M1", rate, groups=src_groups, dests=dests),
                           Link("M2", rate, skew=sk, groups=src_groups, dests=dests)),
                          duration=duration, tick=100, seed=ctx.seed)
-        streams_o, streams_i = ms.streams(), ms.streams()
-        o = run_traced(plans.oop_window(plans.meld(streams_o), kind, agg.count(),
-                                        by=["srcIP", "destIP"]))
-        i = run_traced(plans.oop_window(plans.merge(streams_i), kind, agg.count(),
-                                        by=["srcIP", "destIP"], name="inorder_agg"))
+        o, i = meld_vs_merge(ms, kind, agg.count(), by=["srcIP", "destIP"])
         same = _result_set(o.table) == _result_set(i.table)
         agree &= same
-        rows.append({"skew_ms": sk, "oop_peak_bytes": o.peak_bytes, "iop_peak_bytes": i.peak_bytes,
-                     "oop_peak_items": o.peak_items, "iop_peak_items": i.peak_items,
-                     "oop_wall_s": round(o.wall_s, 4), "iop_wall_s": round(i.wall_s, 4),
-                     "result_rows": o.table.num_rows, "same_results": same})
+        rows.append({"skew_ms": sk, **memory_row(o, i), "result_rows": o.table.num_rows,
+                     "same_results": same})
     x = [r["skew_ms"] / 1000 for r in rows]
-    ob = [r["oop_peak_bytes"] for r in rows]
-    ib = [r["iop_peak_bytes"] for r in rows]
-    oi = [r["oop_peak_items"] for r in rows]
-    ii = [r["iop_peak_items"] for r in rows]
-    plot = panel_plot(ctx, "memory_vs_skew.png", x, [
-        ("peak state (MiB)", {"IOP (Merge + in-order count)": [b / 2**20 for b in ib],
-                              "OOP (Meld + WID count)": [b / 2**20 for b in ob]}),
-        ("peak state (items: tuples / partial aggregates)",
-         {"IOP (Merge + in-order count)": ii, "OOP (Meld + WID count)": oi})],
-        xlabel="arrival-time skew between M1 and M2 (s)",
-        title="fig8-8: grouped window count over M1 ∪ M2 (004 Fig. 8-8)")
-    checks = [
-        Check("IOP memory increases with arrival skew", rank_trend(x, ib) > 0.8 and growth(ib) > 1,
-              {"rank_trend": rank_trend(x, ib), "growth": growth(ib)},
-              "rank trend of IOP peak bytes vs skew > 0.8 and last > first"),
-        Check("OOP memory stays relatively flat: grows less than IOP's",
-              growth(ob) < growth(ib) and (max(ob) - min(ob)) < (max(ib) - min(ib)),
-              {"oop_growth": growth(ob), "iop_growth": growth(ib)},
-              "OOP growth (last/first) and increase (bytes) < IOP's"),
-        Check("OOP uses less memory than IOP under skew",
-              all(a < b for a, b, s in zip(ob, ib, x) if s > 0), {"oop": ob, "iop": ib},
-              "oop < iop at every skew > 0"),
-        Check("in items too (tuples held vs partial aggregates), OOP grows less than IOP",
-              (max(oi) - min(oi)) < (max(ii) - min(ii)) and growth(oi) < growth(ii),
-              {"oop_items": oi, "iop_items": ii}, "OOP items increase and growth < IOP's"),
-        Check("OOP and IOP compute the same grouped counts", agree, agree, "identical result sets"),
-    ]
+    plot = memory_plot(ctx, "memory_vs_skew.png", x, rows,
+                       {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID count)"},
+                       unit="MiB", xlabel="arrival-time skew between M1 and M2 (s)",
+                       title="fig8-8: grouped window count over M1 ∪ M2 (004 Fig. 8-8)")
+    checks = union_memory_checks(
+        x, rows, what="skew", grows="IOP memory increases with arrival skew",
+        flat="OOP memory stays relatively flat: grows less than IOP's",
+        less="OOP uses less memory than IOP under skew")
+    checks.append(Check("OOP and IOP compute the same grouped counts", agree, agree,
+                        "identical result sets"))
     params = {"rate_per_link": rate, "duration_ms": duration, "window_ms": window,
               "src_groups": src_groups, "dest_ips": dests, "skews_ms": skews,
               "iop_plan": "Merge -> grouped window count (same operator, ordered input)",

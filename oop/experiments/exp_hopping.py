@@ -23,18 +23,15 @@ IOP buffering plans cost O(RANGE) per extent and are measured only up to
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from oop.datasets import Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import growth, line_plot, pick, rank_trend
+from oop.experiments.common import growth, line_plot, pick, rank_trend, sorted_rows, time_runs
 from oop.experiments import plans
 
 
-def _result(table: Any) -> list[tuple]:
-    cols = ["srcIP", "window_end", "sum_len"]
-    return sorted(zip(*(table.column(c).to_pylist() for c in cols)))
+_KEY = ("srcIP", "window_end", "sum_len")
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -52,8 +49,8 @@ def run(ctx: RunContext) -> Outcome:
     batch = 8192
     table = Packets(n=n, rate=1000, groups=50, seed=ctx.seed).table()
 
-    def plan(kind: Any, how: str) -> Any:
-        src = oop.from_arrow(table, time="ts", unit="ms", batch_size=batch,
+    def plan(kind: Any, how: str, data: Any = table, batch_rows: int = batch) -> Any:
+        src = oop.from_arrow(data, time="ts", unit="ms", batch_size=batch_rows,
                              punctuation=oop.Ordered())
         if how in ("wid", "paned"):
             return plans.oop_window(src, kind, agg.sum("len"), by=["srcIP"], method=how)
@@ -63,12 +60,7 @@ def run(ctx: RunContext) -> Outcome:
     hows = ["wid", "paned", "buffering", "buffering-diff"]
     warm = table.slice(0, 2000)
     for how in hows:  # compile kernels outside the measurement
-        src = oop.from_arrow(warm, time="ts", unit="ms", batch_size=512)
-        k = Sliding(range=400, slide=100)
-        (plans.oop_window(src, k, agg.sum("len"), by=["srcIP"], method=how)
-         if how in ("wid", "paned") else
-         src.via(BufferingWindow(k, agg.sum("len"), by=("srcIP",),
-                                 differential=(how == "buffering-diff")))).run()
+        plan(Sliding(range=400, slide=100), how, warm, 512).run()
     rows = []
     agree = True
     for r in ctx.progress(ratios, desc="hopping RANGE/SLIDE"):
@@ -79,15 +71,9 @@ def run(ctx: RunContext) -> Outcome:
             if how.startswith("buffering") and r > iop_max:
                 row[f"{how}_ns_per_tuple"] = None  # O(range) per extent: minutes; skipped
                 continue
-            ts = []
-            res = None
-            for _ in range(repeats):
-                p = plan(kind, how)
-                t0 = time.perf_counter()
-                res = p.run()
-                ts.append(time.perf_counter() - t0)
-            row[f"{how}_ns_per_tuple"] = round(min(ts) / n * 1e9, 1)
-            got = _result(res.table)
+            best, res = time_runs(lambda: plan(kind, how), repeats)
+            row[f"{how}_ns_per_tuple"] = round(best / n * 1e9, 1)
+            got = sorted_rows(res.table, _KEY)
             if ref is None:
                 ref = got
             elif got != ref:

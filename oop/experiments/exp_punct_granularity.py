@@ -27,18 +27,12 @@ from typing import Any
 
 from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import growth, pick, plt, rank_trend
-from oop.experiments.harness import run_traced
-from oop.experiments import plans
-
-
-def _result(table: Any) -> list[tuple]:
-    return sorted(zip(*(table.column(c).to_pylist() for c in ("srcIP", "window_end", "count"))))
+from oop.experiments.common import (col, growth, mean_latency_ms, oop_iop_window, panel_plot, pick,
+                                    rank_trend)
 
 
 def run(ctx: RunContext) -> Outcome:
     import oop
-    from oop.iop_baseline.buffering_window import BufferingWindow
     from oop.punctuation.granularity import Granular
     from oop.window import aggregates as agg
     from oop.window.kinds import Sliding
@@ -59,46 +53,26 @@ def run(ctx: RunContext) -> Outcome:
                               punctuation=Granular(oop.BoundedDelay(disorder), every=g))
 
     rows = []
-    agree = True
     for g in ctx.progress(grains, desc="granularity"):
-        o = run_traced(plans.oop_window(src(g), kind, agg.count(), by=["srcIP"]))
-        i = run_traced(plans.sort_buffer(src(g), "punctuation").via(
-            BufferingWindow(kind, agg.count(), by=("srcIP",))))
-        same = _result(o.table) == _result(i.table)
-        agree &= same
-        inner_o = o.table.column("window_end").to_numpy() <= max_ts
-        inner_i = i.table.column("window_end").to_numpy() <= max_ts
+        r = oop_iop_window(lambda: src(g), kind, agg.count(), ["srcIP"],
+                           ("srcIP", "window_end", "count"))
         rows.append({"grain_ms": g,
-                     "punctuations": o.result.metrics["packets"].punctuations_out,
-                     "oop_wall_s": round(o.wall_s, 4), "iop_wall_s": round(i.wall_s, 4),
-                     "oop_latency_ms": round(float(o.logical_latency()[inner_o].mean()), 2),
-                     "iop_latency_ms": round(float(i.logical_latency()[inner_i].mean()), 2),
-                     "oop_peak_bytes": o.peak_bytes, "iop_peak_bytes": i.peak_bytes,
-                     "same_results": same})
-    x = [r["grain_ms"] for r in rows]
-    pyplot = plt()
-    fig, axes = pyplot.subplots(1, 3, figsize=(11.0, 3.6), dpi=100)
-    axes[0].plot(x, [r["punctuations"] for r in rows], "o-")
-    axes[0].set_ylabel("punctuations delivered")
-    for who, mk in (("oop", "o-"), ("iop", "s-")):
-        axes[1].plot(x, [r[f"{who}_latency_ms"] for r in rows], mk, label=who.upper())
-        axes[2].plot(x, [r[f"{who}_peak_bytes"] / 1024 for r in rows], mk, label=who.upper())
-    axes[1].set_ylabel("latency (ms of event time)")
-    axes[2].set_ylabel("peak state (KiB)")
-    for a in axes:
-        a.set_xscale("log")
-        a.set_xlabel("punctuation grid g (ms)")
-        a.grid(True, alpha=0.3)
-    axes[1].legend(fontsize=8)
-    axes[2].legend(fontsize=8)
-    fig.suptitle("punctuation granularity: cost vs latency vs memory (slide 1000 ms)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(ctx.out_dir / "granularity.png")
-    pyplot.close(fig)
-    pc = [r["punctuations"] for r in rows]
-    ol = [r["oop_latency_ms"] for r in rows]
-    ob = [r["oop_peak_bytes"] for r in rows]
-    ib = [r["iop_peak_bytes"] for r in rows]
+                     "punctuations": r.oop.result.metrics["packets"].punctuations_out,
+                     "oop_wall_s": round(r.oop.wall_s, 4), "iop_wall_s": round(r.iop.wall_s, 4),
+                     "oop_latency_ms": mean_latency_ms(r.oop, max_ts),
+                     "iop_latency_ms": mean_latency_ms(r.iop, max_ts),
+                     "oop_peak_bytes": r.oop.peak_bytes, "iop_peak_bytes": r.iop.peak_bytes,
+                     "same_results": r.same})
+    agree = all(col(rows, "same_results"))
+    x = col(rows, "grain_ms")
+    pc, ol, il = col(rows, "punctuations"), col(rows, "oop_latency_ms"), col(rows, "iop_latency_ms")
+    ob, ib = col(rows, "oop_peak_bytes"), col(rows, "iop_peak_bytes")
+    plot = panel_plot(ctx, "granularity.png", x, [
+        ("punctuations delivered", {"punctuations": pc}),
+        ("latency (ms of event time)", {"OOP": ol, "IOP": il}),
+        ("peak state (KiB)", {"OOP": [b / 1024 for b in ob], "IOP": [b / 1024 for b in ib]})],
+        xlabel="punctuation grid g (ms)", logx=True,
+        title="punctuation granularity: cost vs latency vs memory (slide 1000 ms)")
     checks = [
         Check("coarser punctuation means fewer punctuations to process",
               rank_trend(x, pc) < -0.8, {"trend": rank_trend(x, pc), "punctuations": pc},
@@ -115,7 +89,7 @@ def run(ctx: RunContext) -> Outcome:
               "slide_ms": 1000, "grains_ms": grains, "batch_rows": batch,
               "punctuation": f"Granular(BoundedDelay({disorder}), every=g)",
               "aggregate": "count(*) GROUP BY srcIP"}
-    return Outcome(params, rows, checks, ["granularity.png"])
+    return Outcome(params, rows, checks, [plot])
 
 
 EXPERIMENT = Experiment(

@@ -41,7 +41,7 @@ import pyarrow as pa
 from oop.experiments.harness import Traced, exact_lwm_feed, run_traced, sliding_oracle
 from oop.experiments import plans
 
-__all__ = ["Measured", "measure", "punctuation_run", "slack_run", "score"]
+__all__ = ["Measured", "measure", "punctuation_run", "slack_run", "score", "latency_error_plot"]
 
 
 @dataclass
@@ -159,3 +159,30 @@ def measure(batches: list[pa.RecordBatch], punct_items: list[Any], *, range_: in
 def exact_items(batches: list[pa.RecordBatch]) -> list[Any]:
     """The feed with its exact low-watermark punctuation after each batch."""
     return exact_lwm_feed(batches)
+
+
+def latency_error_plot(out_dir: Any, filename: str, curves: list[tuple[list[Measured], str]],
+                       punct: Measured, punct_label: str, *, ylabel: str, title: str) -> str:
+    """Error vs latency: one line per slack mechanism (points labelled with their slack, ms)
+    and the punctuation plan as a star. Saved as ``out_dir/filename``; returns ``filename``."""
+    from pathlib import Path
+
+    from oop.experiments.common import plt
+
+    pyplot = plt()
+    fig, ax = pyplot.subplots(figsize=(6.4, 4.2), dpi=100)
+    for ms, mk in curves:
+        ax.plot([m.latency_ms for m in ms], [m.error for m in ms], mk, label=ms[0].mechanism)
+        for m in ms:
+            ax.annotate(f"{m.slack_ms}", (m.latency_ms, m.error), fontsize=7,
+                        textcoords="offset points", xytext=(3, 3))
+    ax.plot([punct.latency_ms], [punct.error], "*", markersize=14, label=punct_label)
+    ax.set_xlabel("mean latency: data clock at result - window end (ms of event time)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(Path(out_dir) / filename)
+    pyplot.close(fig)
+    return filename
