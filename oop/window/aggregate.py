@@ -341,10 +341,11 @@ class WindowAggregate(Operator):
         if self.units is None:
             lo, hi = self.bucket.tag(batch, times)
             ulo, uhi = lo, hi
+            low, high = (int(x) for x in minmax(ulo))
         else:  # panes: the window ids are only needed to re-emit revised windows
-            ulo, uhi = self.units.pane_range(times)
             lo = hi = None
-        low, high = (int(x) for x in minmax(ulo))
+            ulo, low, high = self.units.pane_ids(times)  # one compiled pass, no hi array
+            uhi = ulo + 1 if (self.ring is None or self.holistic) else None
         if self.ring is None:
             if self._choose_layout(codes, ulo) == "hash":
                 from oop.window.hashstore import HashCells
@@ -360,7 +361,9 @@ class WindowAggregate(Operator):
         single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
-        self._add_holistic(batch, codes, ulo, uhi, cols)
+        if self.holistic:
+            assert ulo is not None and uhi is not None
+            self._add_holistic(batch, codes, ulo, uhi, cols)
         if revise is not None and revise.any():
             if lo is None:
                 lo, hi = self.bucket.tag(batch, times)
@@ -491,9 +494,10 @@ class WindowAggregate(Operator):
             # Paned-WID: all windows in compiled passes (differential sums + select blocks)
             res = self.units.emit_block(self.ring, wids, self.enc.n_codes)
             if res is not None:
-                if res[1].size == 0:
+                codes, lanes, ext = res
+                if codes.size == 0:
                     return None
-                return self._build_arrays(*res, revision)
+                return self._build_arrays(None, codes, lanes, revision, extents=ext)
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
             if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):
@@ -530,13 +534,26 @@ class WindowAggregate(Operator):
         lanes = {k: np.concatenate([p[2][k] for p in parts]) for k in parts[0][2]}
         return self._build_arrays(wid, codes, lanes, revision, parts)
 
-    def _build_arrays(self, wid: np.ndarray, codes: np.ndarray, lanes: dict, revision: bool,
-                      parts: list | None = None) -> pa.RecordBatch:
-        """One output batch from cells ordered by (wid, code). Cost: O(rows) vectorized."""
+    def _build_arrays(self, wid: np.ndarray | None, codes: np.ndarray, lanes: dict, revision: bool,
+                      parts: list | None = None,
+                      extents: tuple[np.ndarray, np.ndarray] | None = None) -> pa.RecordBatch:
+        """One output batch from cells ordered by (wid, code). Cost: O(rows) vectorized.
+
+        ``extents``: the cells' (window_start, window_end) when the caller has
+        them (Paned-WID's fused kernel); ``wid`` may then be None (derived from
+        ``window_end`` only when holistic aggregates or ``emit_wid`` need it).
+        """
+        if extents is not None:
+            start, end = extents
+            if wid is None and (self.emit_wid or any(a.holistic for a in self.aggs)):
+                wid = (end - self.kind.o) // self.kind.s - 1  # type: ignore[attr-defined]
+        else:
+            assert wid is not None
+            start, end = self.kind.extents(wid)
         if parts is None and any(a.holistic for a in self.aggs):
+            assert wid is not None
             b = np.flatnonzero(np.r_[True, wid[1:] != wid[:-1], True])
             parts = [(int(wid[x]), codes[x:y], None) for x, y in zip(b[:-1], b[1:])]
-        start, end = self.kind.extents(wid)
         arrays: list[pa.Array] = list(self.enc.keys(codes))
         tt = self.time_type
         arrays.append(_as_type(start, tt))
@@ -554,11 +571,12 @@ class WindowAggregate(Operator):
         f, c = a.fn, a.column
         typ = self.out_schema.field(a.name).type
         if f == "count":
-            return pa.array(lanes[("rows", None)].astype(np.int64))
+            return pa.array(lanes[("rows", None)].astype(np.int64, copy=False))
         if a.holistic:
             return self._finalize_holistic(a, parts)
         nn = lanes[("nn", c)]
-        null = nn == 0
+        # an inactive nn lane is the rows lane (no null seen): every emitted cell has a value
+        null = _NO_NULLS if nn is lanes[("rows", None)] else nn == 0
         if f == "sum":
             return _masked(lanes[("sum", c)], null, typ)
         if f == "mean":
@@ -718,9 +736,12 @@ def _as_type(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     return arr.view(typ) if pa.types.is_timestamp(typ) else arr.cast(typ)
 
 
+_NO_NULLS = np.zeros(0, bool)  # _masked: no cell is null
+
+
 def _masked(values: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
-    """An Arrow array of ``typ`` from numpy values with nulls where ``null``."""
-    mask = null if null.any() else None
+    """An Arrow array of ``typ`` from numpy values with nulls where ``null`` (empty: none)."""
+    mask = null if null.shape[0] and null.any() else None
     if pa.types.is_floating(typ) or pa.types.is_integer(typ) and values.dtype == np.int64:
         arr = pa.array(values, mask=mask)
         return arr if arr.type == typ else arr.cast(typ)

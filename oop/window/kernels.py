@@ -70,8 +70,7 @@ def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
     new = 0
     for i in range(codes.shape[0]):
         j = (units[i] & mask) * C + codes[i]
-        if rows[j] == 0:
-            new += 1
+        new += rows[j] == 0  # branch-free: about a third of the rows open a cell
         rows[j] += 1
         for f in range(nn):
             nacc[f][j] += 1
@@ -242,80 +241,6 @@ def take_rows(rows, C, rr, n, ilanes, n_i, iident, flanes, n_f, fident):
                     flanes[q][j] = fident[q]
                 m += 1
     return wi, codes, rv, iv, fv
-
-
-@nb.njit(cache=True)
-def paned_sums(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, wids, plo, phi,
-               prev_plo, prev_phi, incremental0, since, P):
-    """Paned-WID window-level query for sum-type lanes, every window of a punctuation in one pass.
-
-    Per window ``wids[k]`` (consecutive ids) with panes ``[plo[k], phi[k])``:
-    the running per-code state moves from the previous window by adding the
-    entering panes ``[phi(w-1), phi(w))`` and subtracting the leaving ones
-    ``[plo(w-1), plo(w))`` (004 Eq. 6.2), or is recomputed from the window's
-    panes (``incremental0`` false for the first window, and every ``P``
-    windows against float drift). ``prev_plo``/``prev_phi``: the panes of the
-    window the running state held before this call. Lane 0 of
-    ``ilanes``/``irun`` is the row count. Emits the live (count > 0) cells:
-    returns (row idx into wids, codes, int values (n_i x k), float values
-    (n_f x k), since).
-    """
-    nw = wids.shape[0]
-    cap = nw * n
-    wi = np.empty(cap, np.int64)
-    codes = np.empty(cap, np.int64)
-    iv = np.empty((n_i, cap), np.int64)
-    fv = np.empty((max(n_f, 1), cap), np.float64)
-    m = 0
-    p_lo, p_hi = prev_plo, prev_phi
-    for k in range(nw):
-        inc = (incremental0 if k == 0 else True) and since < P
-        if inc:
-            for p in range(max(p_hi, base), min(phi[k], top)):
-                r = (p & mask) * C
-                for q in range(n_i):
-                    for c in range(n):
-                        irun[q][c] += ilanes[q][r + c]
-                for q in range(n_f):
-                    for c in range(n):
-                        frun[q][c] += flanes[q][r + c]
-            for p in range(max(p_lo, base), min(plo[k], top)):
-                r = (p & mask) * C
-                for q in range(n_i):
-                    for c in range(n):
-                        irun[q][c] -= ilanes[q][r + c]
-                for q in range(n_f):
-                    for c in range(n):
-                        frun[q][c] -= flanes[q][r + c]
-            since += 1
-        else:
-            for q in range(n_i):
-                for c in range(n):
-                    irun[q][c] = 0
-            for q in range(n_f):
-                for c in range(n):
-                    frun[q][c] = 0.0
-            for p in range(max(plo[k], base), min(phi[k], top)):
-                r = (p & mask) * C
-                for q in range(n_i):
-                    for c in range(n):
-                        irun[q][c] += ilanes[q][r + c]
-                for q in range(n_f):
-                    for c in range(n):
-                        frun[q][c] += flanes[q][r + c]
-            since = 0
-        p_lo, p_hi = plo[k], phi[k]
-        rows = irun[0]
-        for c in range(n):
-            if rows[c] > 0:
-                wi[m] = k
-                codes[m] = c
-                for q in range(n_i):
-                    iv[q, m] = irun[q][c]
-                for q in range(n_f):
-                    fv[q, m] = frun[q][c]
-                m += 1
-    return wi[:m], codes[:m], iv[:, :m], fv[:, :m], since
 
 
 @nb.njit(cache=True, inline="always")

@@ -25,7 +25,7 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
-  (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.kernels.paned_sums`
+  (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.paned_kernels.paned_emit`
   then ``paned_select``); landmark windows and update mode go window by
   window (:meth:`PaneCombiner.window_cells`).
 * Purge: panes before the first pane of the previous window (the
@@ -47,6 +47,7 @@ from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
+from oop.window import paned_kernels as PK
 from oop.window.store import LaneInfo, Ring
 
 __all__ = ["PanedWID", "PaneCombiner"]
@@ -81,6 +82,11 @@ class PaneCombiner:
     def pane_range(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         p = np.floor_divide(times - self.o, self.g)
         return p, p + 1
+
+    def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int]:
+        """(pane of every time, min, max) in one compiled pass. ``times`` non-empty."""
+        p, lo, hi = PK.pane_ids(times, self.o, self.g)
+        return p, int(lo), int(hi)
 
     def window_panes(self, w: int) -> tuple[int, int]:
         if self.landmark:
@@ -153,19 +159,22 @@ class PaneCombiner:
                     self.running_t[k] = t
 
     def emit_block(self, ring: Ring, wids: Sequence[int], n: int
-                   ) -> tuple[np.ndarray, np.ndarray, dict] | None:
+                   ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]] | None:
         """Every window of ``wids`` (consecutive ids) in compiled passes, no per-window Python.
 
         Sum-type lanes (count, sum, mean, var, std, and the row / non-null
-        counts) go through :func:`~oop.window.kernels.paned_sums` (differential,
-        004 Eq. 6.2), which also finds the live ``(window, code)`` cells; each
+        counts) go through :func:`~oop.window.paned_kernels.paned_emit`
+        (differential, 004 Eq. 6.2; one fused pass that also finds the live
+        ``(window, code)`` cells, writes their window bounds and, when there
+        are no select lanes, resets the leaving panes); each
         min/max/first/last lane is then answered at those cells by
         :func:`~oop.window.kernels.paned_select` (prefix/suffix blocks over the
         pane span: O(panes x codes) per punctuation, O(1) per cell, whatever
         ``P``). Holistic aggregates have no lanes: the caller combines their
         pane tables per window. Returns None for landmark windows (the running
         fold of :meth:`window_cells` handles them). Shares the sum-type running
-        state with :meth:`window_cells`.
+        state with :meth:`window_cells`. Returns (codes, lanes, (window_start,
+        window_end)) of the cells, ordered by (window, code).
         """
         real = [li for li in self.lanes if ring._alias(li.key) == li.key]
         if self.landmark or not wids:
@@ -185,21 +194,30 @@ class PaneCombiner:
         if ("rows", None) not in self.running or self.running[("rows", None)].shape[0] < n:
             self.running[("rows", None)] = np.zeros(max(n, 1), np.int64)
             missing = True
-        w = np.arange(wids[0], wids[-1] + 1, dtype=np.int64)  # consecutive ids
         k: Sliding = self.kind  # type: ignore[assignment]
-        plo = ((w + 1) * k.s - k.r) // self.g
-        phi = (w + 1) * k.s // self.g
-        inc0 = (not missing) and self.run_w is not None and self.run_w == int(w[0]) - 1
+        w0, nw = int(wids[0]), int(wids[-1]) + 1 - int(wids[0])  # consecutive ids
+        inc0 = (not missing) and self.run_w is not None and self.run_w == w0 - 1
         prev = self.window_panes(self.run_w) if self.run_w is not None else (0, 0)
+        # no select lanes: every lane's identity is 0, so the kernel can reset the
+        # leaving panes as it subtracts them (the purge then has nothing left to sweep)
+        zero = not sel and not ring.tarr
         df = (np.zeros(1, np.float64),)
-        wi, codes, iv, fv, self.since = K.paned_sums(
+        codes, start, end, iv, fv, self.since, dead = PK.paned_emit(
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
-            ring.C, ring.mask, ring.base, ring.top, n, w, plo, phi, prev[0], prev[1], inc0,
-            self.since, self.P)
-        self.run_w = int(w[-1])
+            ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
+            prev[0], prev[1], inc0, self.since, self.P, zero)
+        self.run_w = w0 + nw - 1
+        if zero:
+            ring.live -= dead
+            ring.base = max(ring.base, self.window_panes(self.run_w)[0])
+            ring.top = max(ring.top, ring.base)
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
+        if sel:
+            w = np.arange(w0, w0 + nw, dtype=np.int64)
+            plo = ((w + 1) * k.s - k.r) // self.g
+            wi = (end - k.o) // k.s - 1 - w0
         empty_t = np.zeros(0, np.int64)
         for li in sel:
             op = li.lane.op
@@ -214,7 +232,7 @@ class PaneCombiner:
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
-        return w[wi], codes, lanes
+        return codes, lanes, (start, end)
 
     # the sum-type-only entry point of earlier versions
     emit_sums = emit_block

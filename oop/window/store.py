@@ -279,13 +279,14 @@ class Ring:
         return new.reshape(-1)
 
     # ---- updating -----------------------------------------------------------
-    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray | None,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
                single: bool = False, top: int | None = None) -> None:
         """Fold a batch into the lanes: row ``i`` updates units ``[lo[i], hi[i])`` of ``codes[i]``.
 
         ``single``: the caller guarantees ``hi == lo + 1`` (one unit per row: a
-        cheaper kernel); ``top``: ``max(hi)`` when the caller knows it.
+        cheaper kernel; ``hi`` may then be None); ``top``: ``max(hi)`` when the
+        caller knows it.
         Requires ``base <= lo`` (late rows were removed).
         Cost: O(sum(hi-lo) x lanes).
         """
@@ -325,6 +326,9 @@ class Ring:
             self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                          len(ff), codes, lo, hi, C, mask)
         done = {li.key for li in fn} | {li.key for li in ff} | skip
+        if hi is None:
+            assert single
+            hi = lo + 1 if any(li.key[0] != "rows" and li.key not in done for li in self.lanes) else lo
         for li in self.lanes:
             op, col = li.key
             if op == "rows" or li.key in done:

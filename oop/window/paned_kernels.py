@@ -1,0 +1,223 @@
+"""Compiled kernels of Paned-WID (004 §6.2), each beside its tuple-at-a-time reference.
+
+Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
+
+* PLQ (per batch): :func:`pane_ids` -- the pane id ``floor((t - origin) /
+  g)`` of every tuple and their min/max in one pass (a float multiply by
+  ``1/g`` corrected to the exact integer floor: no integer division); the
+  ring's fold kernels (:func:`~oop.window.kernels.upd_rows_sums1`) then add
+  each tuple to its one ``(pane, code)`` cell. Measured: computing the pane
+  inside the fold loop is slower than this separate pass (the fold is
+  bound by random cell accesses, and the extra arithmetic shrinks how many
+  of them are in flight).
+* WLQ (per punctuation): :func:`paned_emit` -- every window of the
+  punctuation in one pass: the running per-code sums move from window
+  ``w - 1`` to ``w`` by adding the entering panes and subtracting the
+  leaving ones (004 Eq. 6.2; recomputed from the window's panes every ``P``
+  windows against float drift), and one branch-free sweep over the codes
+  writes the live cells straight into the output columns (codes,
+  ``window_start``, ``window_end``, every lane). Leaving panes are reset in
+  the same pass when asked (``zero``), so purging them costs no extra sweep.
+  Cost: O(windows x codes x lanes) sequential, O(1) per output row.
+
+The references (``*_ref``) do the same with Python loops over dicts; tests
+assert kernel == reference on random inputs (``tests/test_window_paned_kernels.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numba as nb
+import numpy as np
+
+__all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref"]
+
+
+@nb.njit(cache=True, inline="always")
+def _pane(t, o, g, inv):
+    """floor((t - o) / g) exactly: a float estimate, corrected by the integer remainder.
+
+    The estimate is off by at most one while ``|t - o| / g < 2**52``; the
+    remainder check catches every other case (then one integer floor division).
+    """
+    d = t - o
+    p = np.int64(d * inv)
+    rem = d - p * g
+    if rem < 0 or rem >= g:
+        p += rem // g
+    return p
+
+
+@nb.njit(cache=True)
+def pane_ids(times, o, g):
+    """Pane id of every time plus (min, max) of them, in one pass. ``times`` non-empty."""
+    inv = 1.0 / g
+    n = times.shape[0]
+    out = np.empty(n, np.int64)
+    lo = _pane(times[0], o, g, inv)
+    hi = lo
+    for i in range(n):
+        p = _pane(times[i], o, g, inv)
+        out[i] = p
+        if p < lo:
+            lo = p
+        if p > hi:
+            hi = p
+    return out, lo, hi
+
+
+def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
+    """Reference of :func:`pane_ids`: Python's exact floor division, tuple by tuple."""
+    return [(int(t) - o) // g for t in times]
+
+
+@nb.njit(cache=True)
+def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g, o,
+               prev_plo, prev_phi, inc0, since, P, zero):
+    """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
+
+    Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
+    ``[o + (w+1)s - r, o + (w+1)s)``. Lane 0 of ``ilanes``/``irun`` is the
+    row count; every lane's identity is 0. ``irun``/``frun`` hold the
+    running sums of the window whose panes were ``[prev_plo, prev_phi)``;
+    window ``k`` moves them by the entering panes ``[phi(w-1), phi(w))`` and
+    the leaving ones ``[plo(w-1), plo(w))`` (Eq. 6.2), or recomputes them
+    from its panes (``inc0`` false for the first window; every ``P``
+    windows). With ``zero`` every pane in ``[base, plo(last window))`` is
+    reset to 0 in the same pass (the leaving panes: below every later window;
+    the caller then moves the ring's base there) and its live cells counted.
+
+    Returns (codes, window_start, window_end, int lane values (n_i x m),
+    float lane values (n_f x m), since, live cells reset); the m output cells
+    are ordered by (window, code), only those with a row count > 0.
+    """
+    cap = nw * n
+    codes = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    end = np.empty(cap, np.int64)
+    iv = np.empty((n_i, cap), np.int64)
+    fv = np.empty((max(n_f, 1), cap), np.float64)
+    m = 0
+    dead = 0
+    p_lo, p_hi = prev_plo, prev_phi
+    for k in range(nw):
+        w = w0 + k
+        e = (w + 1) * s
+        plo = (e - r) // g
+        phi = e // g
+        if (inc0 or k > 0) and since < P:
+            a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
+            d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
+            if a_hi - a_lo == 1 and d_hi - d_lo == 1:  # slide = pane: one pass per lane
+                ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+                for q in range(n_i):
+                    _step(irun[q], ilanes[q], ra, rd, n)
+                for q in range(n_f):
+                    _step(frun[q], flanes[q], ra, rd, n)
+            else:
+                for p in range(a_lo, a_hi):
+                    rr = (p & mask) * C
+                    for q in range(n_i):
+                        _add(irun[q], ilanes[q], rr, n)
+                    for q in range(n_f):
+                        _add(frun[q], flanes[q], rr, n)
+                for p in range(d_lo, d_hi):
+                    rr = (p & mask) * C
+                    for q in range(n_i):
+                        _sub(irun[q], ilanes[q], rr, n)
+                    for q in range(n_f):
+                        _sub(frun[q], flanes[q], rr, n)
+            since += 1
+        else:
+            for q in range(n_i):
+                irun[q][:n] = 0
+            for q in range(n_f):
+                frun[q][:n] = 0.0
+            for p in range(max(plo, base), min(phi, top)):
+                rr = (p & mask) * C
+                for q in range(n_i):
+                    _add(irun[q], ilanes[q], rr, n)
+                for q in range(n_f):
+                    _add(frun[q], flanes[q], rr, n)
+            since = 0
+        if zero:  # panes below plo: the first window resets everything below it
+            for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
+                rr = (p & mask) * C
+                dead += _nonzero(ilanes[0], rr, n)
+                for q in range(n_i):
+                    ilanes[q][rr:rr + n] = 0
+                for q in range(n_f):
+                    flanes[q][rr:rr + n] = 0.0
+        p_lo, p_hi = plo, phi
+        # branch-free compaction of the live codes, then one gather per lane
+        m0 = m
+        cnt = irun[0]
+        for c in range(n):
+            codes[m] = c
+            m += cnt[c] > 0
+        we = o + e
+        start[m0:m] = we - r
+        end[m0:m] = we
+        for q in range(n_i):
+            _gather(iv[q], irun[q], codes, m0, m)
+        for q in range(n_f):
+            _gather(fv[q], frun[q], codes, m0, m)
+    return codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], since, dead
+
+
+@nb.njit(cache=True, inline="always")
+def _step(acc, lane, ra, rd, n):
+    for c in range(n):
+        acc[c] += lane[ra + c] - lane[rd + c]
+
+
+@nb.njit(cache=True, inline="always")
+def _add(acc, lane, rr, n):
+    for c in range(n):
+        acc[c] += lane[rr + c]
+
+
+@nb.njit(cache=True, inline="always")
+def _sub(acc, lane, rr, n):
+    for c in range(n):
+        acc[c] -= lane[rr + c]
+
+
+@nb.njit(cache=True, inline="always")
+def _nonzero(lane, rr, n):
+    k = 0
+    for c in range(n):
+        k += lane[rr + c] != 0
+    return k
+
+
+@nb.njit(cache=True, inline="always")
+def _gather(out, src, idx, a, b):
+    for t in range(a, b):
+        out[t] = src[idx[t]]
+
+
+def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int, r: int, g: int,
+                   o: int) -> list[tuple[int, int, int, list]]:
+    """Reference of :func:`paned_emit`: each window recombined from its panes, tuple by tuple.
+
+    ``panes[(pane, code)]`` is the list of lane values of that cell (lane 0
+    = row count). Returns ``(code, window_start, window_end, lane sums)`` for
+    every window ``w0 .. w0 + nw - 1`` and code with a positive row count,
+    ordered by (window, code).
+    """
+    out: list[tuple[int, int, int, list]] = []
+    for w in range(w0, w0 + nw):
+        e = (w + 1) * s
+        plo, phi = (e - r) // g, e // g
+        acc: dict[int, list[Any]] = {}
+        for (p, c), vals in panes.items():
+            if plo <= p < phi:
+                cur = acc.setdefault(c, [0] * len(vals))
+                for q, v in enumerate(vals):
+                    cur[q] += v
+        for c in sorted(acc):
+            if acc[c][0] > 0:
+                out.append((c, o + e - r, o + e, acc[c]))
+    return out
