@@ -160,6 +160,23 @@ class LazyBuffer:
                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
         return whole
 
+    def scan_rows(self) -> Chunk:
+        """Every row as one chunk (binned rows in bin order, then the staged ones), the
+        buffer unchanged; follow with :meth:`rebuild` to keep some of them. O(|B|)."""
+        chunks = [ch for chs in self._bins for ch in chs] + self.staged
+        return _concat(chunks, self.names, self.dtypes)
+
+    def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray) -> None:
+        """Hold exactly rows ``whole[order]`` of :meth:`scan_rows`' chunk, where ``order``
+        lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``). O(kept rows)."""
+        srt = {c: whole[c][order] for c in self.names}  # one gather per column, then views
+        cl = cuts.tolist()
+        self._bins = [[{c: srt[c][cl[b]:cl[b + 1]] for c in self.names}]
+                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+        self._bin_rows = np.diff(cuts).astype(np.int64)
+        self.staged = []
+        self.n_rows = int(cl[-1])
+
     def keep_rows(self, whole: Chunk, keep: np.ndarray) -> None:
         """Keep the rows of :meth:`all_rows`' chunk where ``keep`` (bins stay contiguous). O(|B|)."""
         kept = {c: whole[c][keep] for c in self.names}

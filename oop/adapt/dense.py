@@ -125,6 +125,7 @@ class DenseEagerStore:
         self.wlo: int | None = None  # windows possibly held: [wlo, whi]
         self.whi: int | None = None
         self.nbytes = 0
+        self._cell_bytes: int | None = None
         self._ones_buf = np.ones(0, np.bool_)  # scratch (not state)
         self._zeros_buf = np.zeros(0, np.int8)
         self._recount_bytes()
@@ -136,13 +137,15 @@ class DenseEagerStore:
 
     @property
     def cell_bytes(self) -> int:
-        """Bytes of one (window, slot) cell: every lane's item size."""
-        b = sum(np.dtype(dt).itemsize for dts in self.dtypes for dt in dts)
-        if self.rows is not None:
-            b += 4
-        if self.tc is not None:
-            b += 4 * self.S
-        return b
+        """Bytes of one (window, slot) cell: every lane's item size (fixed by the layout)."""
+        if self._cell_bytes is None:
+            b = sum(np.dtype(dt).itemsize for dts in self.dtypes for dt in dts)
+            if self.rows is not None:
+                b += 4
+            if self.tc is not None:
+                b += 4 * self.S
+            self._cell_bytes = b
+        return self._cell_bytes
 
     def _arrays(self) -> list[np.ndarray]:
         out = [x for lanes in self.lanes for x in lanes]
@@ -248,17 +251,24 @@ class DenseEagerStore:
         self._span(wlo, whi)
         self._grow_map(top)
         slot = np.empty(len(gids), np.int64)
+        mask = np.int64(self.R - 1)
+        src_ = self._zeros_i8(len(lo)) if src is None else src
         while True:
-            r = dense_assign_slots_sel(self.slot_of, self.gid_of, self.last_w, gids, cls, want,
-                                       self.free, self.n_free, slot, _I64MIN)
+            tc = self.tc if self.tc is not None else _DUMMY3
+            pres = self.rows if self.rows is not None else _DUMMY2
+            r, new = dense_assign_slots_sel(self.slot_of, self.gid_of, self.last_w, gids, cls,
+                                            want, self.free, self.n_free, slot, _I64MIN, pres,
+                                            self.rows is not None, tc, self.tc is not None, lo,
+                                            hi, src_, mask)
             if r >= 0:
                 break
-            self._grow_slots(-r - 1)
+            self._grow_slots(-r - 1)  # relayout: lanes reallocated, so read them again
         k = self.n_free - r
         self.n_free = r
         self.n_slots += k
         self.nbytes += 4 * k
-        self._fold(slot, lo, hi, src, ts, cols)
+        self.n_partials += new
+        self._fold(slot, lo, hi, src, ts, cols, rows_done=True)
 
     def _span(self, nlo: int, nhi: int) -> None:
         """The held windows become ``[min(wlo, nlo), max(whi, nhi)]`` (ring grown to fit)."""
@@ -269,13 +279,18 @@ class DenseEagerStore:
         self.wlo, self.whi = wlo, whi
 
     def _fold(self, slot: np.ndarray, lo: np.ndarray, hi: np.ndarray, src: np.ndarray | None,
-              ts: np.ndarray, cols: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> None:
+              ts: np.ndarray, cols: dict[str, tuple[np.ndarray, np.ndarray | None]],
+              rows_done: bool = False) -> None:
+        """Fold rows with ``slot >= 0``: presence / tupcnt / last_w (unless ``rows_done``),
+        then one kernel per aggregate."""
         mask = np.int64(self.R - 1)
         if src is None:
             src = self._zeros_i8(len(lo))
         tc = self.tc if self.tc is not None else _DUMMY3
         pres = self.rows if self.rows is not None else _DUMMY2
-        if self.rows is not None or self.tc is not None:
+        if rows_done:
+            pass
+        elif self.rows is not None or self.tc is not None:
             self.n_partials += dense_fold_rows(pres, self.rows is not None, tc,
                                                self.tc is not None, self.last_w, slot, lo, hi,
                                                src, mask)

@@ -35,7 +35,8 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "touch_groups", "touch_groups_reference", "covered_windows_kernel",
            "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
-           "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference"]
+           "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
+           "count_dead_reference"]
 
 
 @njit(cache=True)
@@ -627,11 +628,15 @@ def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray, lo:
 
 
 @njit(cache=True)
-def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_free, out, w_min):  # type: ignore[no-untyped-def]
-    """:func:`dense_assign_slots` for the rows with ``cls[i] == want`` (``out[i] = -1`` for
-    the others), in one call: first counts the distinct groups without a slot; if more
-    than ``n_free``, returns ``-(that count) - 1`` and changes nothing (the caller grows
-    the slot axis and calls again); else returns the new ``n_free``."""
+def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_free, out, w_min,
+                           pres, has_rows, tc, has_tc, lo, hi, src, mask):  # type: ignore[no-untyped-def]
+    """Slots and presence for the rows with ``cls[i] == want`` in one call (the batch's
+    eager rows: no gather). First counts the distinct groups without a slot; if more
+    than ``n_free``, returns ``(-(that count) - 1, 0)`` and changes nothing (the caller
+    grows the slot axis and calls again). Else ``out[i]`` = the row's slot (-1 for the
+    other rows), popping free slots in first-occurrence order, and does what
+    :func:`dense_fold_rows` does for those rows; returns ``(new n_free, cells of rows
+    that became non-empty)``."""
     k = 0
     for i in range(gids.shape[0]):
         if cls[i] == want and slot_of[gids[i]] == -1:
@@ -642,7 +647,8 @@ def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_fre
             if slot_of[gids[i]] == -2:
                 slot_of[gids[i]] = -1
     if k > n_free:
-        return -k - 1
+        return -k - 1, 0
+    new = 0
     for i in range(gids.shape[0]):
         if cls[i] != want:
             out[i] = -1
@@ -656,13 +662,24 @@ def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_fre
             gid_of[s] = g
             last_w[s] = w_min
         out[i] = s
-    return n_free
+        if hi[i] - 1 > last_w[s]:
+            last_w[s] = hi[i] - 1
+        if has_tc:
+            tc[(hi[i] - 1) & mask, s, src[i]] += 1
+        if has_rows:
+            for w in range(lo[i], hi[i]):
+                r = w & mask
+                if pres[r, s] == 0:
+                    new += 1
+                pres[r, s] += 1
+    return n_free, new
 
 
 def dense_assign_slots_sel_reference(slot_of: np.ndarray, gid_of: np.ndarray, last_w: np.ndarray,
                                      gids: np.ndarray, cls: np.ndarray, want: int,
                                      free: list[int], w_min: int) -> np.ndarray:
-    """Tuple-at-a-time reference of :func:`dense_assign_slots_sel` (enough free slots)."""
+    """Tuple-at-a-time reference of :func:`dense_assign_slots_sel`'s slots (enough free
+    slots); its presence fold is :func:`dense_fold_rows` over the returned slots."""
     out = []
     for g, c in zip(gids.tolist(), cls.tolist()):
         if c != want:
@@ -676,7 +693,7 @@ def dense_assign_slots_sel_reference(slot_of: np.ndarray, gid_of: np.ndarray, la
 
 
 @njit(cache=True)
-def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch):  # type: ignore[no-untyped-def]
+def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch, n_bins):  # type: ignore[no-untyped-def]
     """One pass over the lazy buffer at a punctuation closing windows ``[old, fo)`` (004 §6.3.4).
 
     For each buffered row with window range ``[lo, hi)`` (the Bucket: ``lo = floor((ts -
@@ -684,9 +701,12 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     pairs for its closing windows ``max(lo, old) <= w < min(hi, fo)`` (``old`` int64 min:
     none closed before), whether ``w`` is the row's last window, and whether the row
     expires (``hi <= fo``: purged). With ``monitor``: ``winVol[g, src] -= 1`` per expired
-    row. ``scratch`` (int64 over group codes, all -1) is left all -1.
+    row. ``scratch`` (int64 over group codes, all -1) is left all -1. The kept rows are
+    returned in bin order (``gid % n_bins``, stable: a counting sort) with the bin cuts,
+    so the buffer is rebuilt binned by one gather per column.
 
-    Returns ``(rows, ws, is_last, keep, expired distinct groups)``. O(rows + pairs).
+    Returns ``(rows, ws, is_last, kept order, cuts, expired distinct groups)``.
+    O(rows + pairs + bins).
     """
     n = gid.shape[0]
     lo = np.empty(n, np.int64)
@@ -728,15 +748,28 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
                 n_gone += 1
     for j in range(n_gone):
         scratch[gone[j]] = -1
-    return rows, ws, is_last, keep, gone[:n_gone].copy()
+    cuts = np.zeros(n_bins + 1, np.int64)
+    for i in range(n):
+        if keep[i]:
+            cuts[gid[i] % n_bins + 1] += 1
+    for b in range(n_bins):
+        cuts[b + 1] += cuts[b]
+    order = np.empty(cuts[n_bins], np.int64)
+    pos = cuts[:n_bins].copy()
+    for i in range(n):
+        if keep[i]:
+            b = gid[i] % n_bins
+            order[pos[b]] = i
+            pos[b] += 1
+    return rows, ws, is_last, order, cuts, gone[:n_gone].copy()
 
 
 def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
                          slide: int, origin: int, old: int, fo: int, wv: np.ndarray,
-                         monitor: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                 np.ndarray]:
+                         monitor: bool, n_bins: int) -> tuple[np.ndarray, ...]:
     """Tuple-at-a-time reference of :func:`close_scan` (``wv`` in place)."""
-    rows, ws, last, keep, gone = [], [], [], [], []
+    rows, ws, last, gone = [], [], [], []
+    bins: list[list[int]] = [[] for _ in range(n_bins)]
     for i in range(len(gid)):
         d = int(ts[i]) - origin
         lo, hi = d // slide, (d + range_) // slide
@@ -744,10 +777,60 @@ def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range
             rows.append(i)
             ws.append(w)
             last.append(w == hi - 1)
-        keep.append(hi > fo)
-        if hi <= fo and monitor:
+        if hi > fo:
+            bins[int(gid[i]) % n_bins].append(i)
+        elif monitor:
             wv[int(gid[i]), int(src[i])] -= 1
             if int(gid[i]) not in gone:
                 gone.append(int(gid[i]))
+    cuts = np.cumsum([0] + [len(b) for b in bins])
     return (np.asarray(rows, np.int64), np.asarray(ws, np.int64), np.asarray(last, bool),
-            np.asarray(keep, bool), np.asarray(gone, np.int64))
+            np.asarray([i for b in bins for i in b], np.int64), cuts.astype(np.int64),
+            np.asarray(gone, np.int64))
+
+
+@njit(cache=True)
+def count_dead(wv, cand, gone, scratch, vmask, mbit, reset):  # type: ignore[no-untyped-def]
+    """Groups of ``cand`` or ``gone`` (distinct) whose winVol is all zero now: they leave
+    ``H``. Returns ``(dead, of them flagged eager)``; with ``reset`` their flag is cleared
+    (the group starts lazy again). ``scratch`` as in :func:`route_batch`. O(groups x sources).
+    """
+    S = wv.shape[1]
+    seen = np.empty(cand.shape[0] + gone.shape[0], np.int64)
+    ns = 0
+    n_dead = 0
+    n_dead_e = 0
+    for j in range(cand.shape[0] + gone.shape[0]):
+        g = cand[j] if j < cand.shape[0] else gone[j - cand.shape[0]]
+        if scratch[g] >= 0:
+            continue
+        scratch[g] = 0
+        seen[ns] = g
+        ns += 1
+        alive = False
+        for k in range(S):
+            if wv[g, k] & vmask != 0:
+                alive = True
+        if not alive:
+            n_dead += 1
+            if wv[g, 0] & mbit != 0:
+                n_dead_e += 1
+                if reset:
+                    wv[g, 0] &= ~mbit
+    for j in range(ns):
+        scratch[seen[j]] = -1
+    return n_dead, n_dead_e
+
+
+def count_dead_reference(wv: np.ndarray, cand: np.ndarray, gone: np.ndarray, vmask: int,
+                         mbit: int, reset: bool) -> tuple[int, int]:
+    """Tuple-at-a-time reference of :func:`count_dead` (``wv`` in place)."""
+    n_dead = n_dead_e = 0
+    for g in dict.fromkeys(list(cand.tolist()) + list(gone.tolist())):
+        if all(int(x) & vmask == 0 for x in wv[g]):
+            n_dead += 1
+            if int(wv[g, 0]) & mbit:
+                n_dead_e += 1
+                if reset:
+                    wv[g, 0] &= ~mbit
+    return n_dead, n_dead_e

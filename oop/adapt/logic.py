@@ -85,8 +85,8 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, covered_windows_kernel,
-                               group_pairs, route_batch, segment_tupcnt)
+from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
+                               covered_windows_kernel, group_pairs, route_batch, segment_tupcnt)
 from oop.adapt.dense import DenseEagerStore
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -275,6 +275,9 @@ class AdaptLogic:
         self._scratch = np.zeros(0, np.int64)  # all -1: group_pairs' slots (not state)
         self._zeros8 = np.zeros(0, np.int8)  # source 0 of one-source batches (not state)
         self._route_out = np.zeros(9, np.int64)  # route_batch's counters (not state)
+        self._hwm = np.zeros(self.S, np.int64)  # route_batch's view of the hwms (not state)
+        #: [a, b]: every window id in it that is >= first_open is open (0, -1: none known)
+        self._open_span = (0, -1)
         #: Cond. 6.9's skew term: only over several sources, and not for absolute thresholds
         self._skew_on = self.S > 1 and not cfg.thresholds.absolute
         # counters
@@ -447,10 +450,12 @@ class AdaptLogic:
 
     # ---- tuples ---------------------------------------------------------------------
     def on_batch(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray | None,
-                 values: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> int:
+                 values: dict[str, tuple[np.ndarray, np.ndarray | None]],
+                 top: int | None = None) -> int:
         """Fold a batch in; returns the tuples found late. O(n x windows per tuple).
 
-        ``values``: column -> (values, validity; None: no null). One fused kernel
+        ``values``: column -> (values, validity; None: no null); ``top``: a bound on the
+        group codes (every code ``< top``; e.g. the key dictionary's size), else computed. One fused kernel
         (:func:`~oop.adapt.kernels.route_batch`) clips the rows' window ranges, updates
         winVol and the per-source high-watermarks, switches lazy groups over the upper
         threshold and classifies each row eager / lazy / late; the eager rows are folded
@@ -468,7 +473,8 @@ class AdaptLogic:
         else:
             src = np.asarray(src, np.int8)
         lo, hi = self._bucket(ts)
-        top = int(gids.max()) + 1
+        if top is None:
+            top = int(gids.max()) + 1
         if top > _GID_MAX:
             raise ConfigError(f"adaptive_window: {top} groups exceed the int32 group codes of "
                               "AdaptWID's state; aggregate on fewer groups or use Stream.window")
@@ -480,7 +486,9 @@ class AdaptLogic:
         if self.monitor and not th.absolute:  # Cond. 6.9: aggr * wed / (tup * SLIDE)
             base = float(self.aggr) * float(self.wed.value) / (float(self.tup) * self._slide)
         hws = self.offsets.hwms
-        hwm = np.array([h.value for h in hws], np.int64)
+        hwm = self._hwm
+        for k, h in enumerate(hws):  # the SourceOffsets' high-watermarks, as an array
+            hwm[k] = h.value
         cls = np.empty(n, np.int8)
         out = self._route_out
         sw = route_batch(gids, src, ts, lo, hi, self.first_open, self._wv, self._scratch,
@@ -565,10 +573,14 @@ class AdaptLogic:
         Fast path: every window in ``[wlo, whi]`` is open already (O(log) in the open set).
         """
         opened = self.open_wids
-        if wlo is not None and whi is not None and opened and wlo >= opened[0] \
-                and whi <= opened[-1] \
-                and opened.bisect_right(whi) - opened.bisect_left(wlo) == whi - wlo + 1:
-            return
+        if wlo is not None and whi is not None:
+            a, b = self._open_span  # closing windows only removes ids below first_open <= wlo
+            if a <= wlo and whi <= b:
+                return
+            if opened and wlo >= opened[0] and whi <= opened[-1] \
+                    and opened.bisect_right(whi) - opened.bisect_left(wlo) == whi - wlo + 1:
+                self._open_span = (wlo, whi)
+                return
         if n_late and cls is not None:
             ok = cls != ROW_LATE
             lo, hi = lo[ok], hi[ok]
@@ -578,6 +590,8 @@ class AdaptLogic:
             top = np.full(len(ulo), INT64_MIN, np.int64)
             np.maximum.at(top, inv, hi)
             ws = np.unique(expand(ulo, top)[1])
+        if wlo is not None and whi is not None and len(ws) == whi - wlo + 1:
+            self._open_span = (wlo, whi)  # no gap: every window of [wlo, whi] is open below
         fresh = [w for w in ws.tolist() if w not in opened]  # per window, not tuple
         if not fresh:
             return
@@ -686,15 +700,15 @@ class AdaptLogic:
                 self._set_mode(sw, LAZY)
                 self.switches_to_lazy += len(sw)
                 self.n_eager_live -= len(sw)
-        if expired:
-            cand = np.unique(np.concatenate([cand.astype(GID)] + expired))
-        dead = cand[~self._vol(cand).any(axis=1)] if self.monitor else cand[:0]  # out of H
-        if len(dead):
-            self.n_live -= len(dead)
-            is_e = self._mode(dead) == EAGER
-            self.n_eager_live -= int(np.count_nonzero(is_e))
-            if self.mode_name == "adaptive" and th_cfg.decide_on == "remaining":
-                self._set_mode(dead, LAZY)  # the group starts lazy again
+        if self.monitor and (len(cand) or expired):  # groups with winVol 0 leave H
+            if len(self._scratch) < self.n_groups:
+                self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
+            gone = expired[0] if expired else np.zeros(0, np.int64)
+            n_dead, n_dead_e = count_dead(
+                self._wv, cand.astype(np.int64), gone, self._scratch, VOL_MASK, MODE_BIT,
+                self.mode_name == "adaptive" and th_cfg.decide_on == "remaining")
+            self.n_live -= n_dead
+            self.n_eager_live -= n_dead_e
         self._sample(v)
         self._track_peak()
         return out
@@ -704,19 +718,19 @@ class AdaptLogic:
 
         Appends the group codes of purged tuples to ``expired_gids``.
         """
-        ch = self.buffer.all_rows()  # one pass over B (bins stay contiguous)
+        ch = self.buffer.scan_rows()  # one pass over B
         if len(self._scratch) < self.n_groups:
             self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         src = ch["src"] if self.S > 1 else self._src0(len(ch["gid"]))
-        rows, ws, is_last, keep, gone = close_scan(
+        rows, ws, is_last, order, cuts, gone = close_scan(
             ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
-            self._wv, self.monitor, self._scratch)
-        n_gone = len(keep) - int(np.count_nonzero(keep))
-        if n_gone:
-            if self.monitor:
-                expired_gids.append(gone.astype(GID))
-                self.volume.expire(n_gone)
-            self.buffer.keep_rows(ch, keep)
+            self._wv, self.monitor, self._scratch, self.buffer.n_bins)
+        n_gone = len(ch["gid"]) - len(order)
+        if n_gone and self.monitor:
+            expired_gids.append(gone)
+            self.volume.expire(n_gone)
+        if n_gone or self.buffer.staged:  # kept rows back into their bins
+            self.buffer.rebuild(ch, order, cuts)
         if len(rows) == 0:
             return {}
         return self._blocks(ch, rows, ws, is_last)
@@ -793,6 +807,7 @@ class AdaptLogic:
         self.volume.active = s["active"]
         self.first_open = s["first_open"]
         self.open_wids = SortedSet(s["open_wids"])
+        self._open_span = (0, -1)
         self._wv, self.tupcnt_from = s["wv"], s["tupcnt_from"]
         self.cap = len(self._wv) if self.monitor else s["n_groups"]
         self.n_groups = s["n_groups"]

@@ -175,7 +175,7 @@ class AdaptWID(Operator):
         ts = time_values(batch, self._time, self.inputs[port].name)
         vals = {c: _values(batch, c) for c in self.logic.value_cols}
         src = self._src(batch.num_rows, port) if self.n_inputs > 1 else None
-        late = self.logic.on_batch(gids, ts, src, vals)
+        late = self.logic.on_batch(gids, ts, src, vals, top=self.keys.n_codes)
         self.metrics.count_late("drop", late)
         return []
 
