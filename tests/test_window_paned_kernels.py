@@ -144,3 +144,57 @@ def test_fused_emission_keeps_invariants_and_equals_wid_and_oracle(data):
     exp = window_oracle(pa.Table.from_batches(rows_all), kind, aggs, by="key", time="ts")
     assert_same_rows(outs["paned"], outs["wid"])
     assert_same_rows(outs["paned"], exp)
+
+
+SUM_AGGS = [agg.count(), agg.sum("val"), agg.mean("val"), agg.var("val"), agg.std("val")]
+
+
+@settings(max_examples=20)
+@given(data=st.data())
+def test_paned_hash_layout_equals_wid_and_oracle(data):
+    """Paned-WID on the hash layout (sparse keys) == dense Paned-WID == WID == the oracle."""
+    import oop
+    from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+    from oop.window import window_operator
+
+    kind = data.draw(st.sampled_from([Sliding(10, 3), Sliding(12, 4, origin=-5), Sliding(6, 6),
+                                      Sliding(20, 2)]))
+    aggs = SUM_AGGS + data.draw(st.sampled_from([[], [agg.median("val")]]))
+    t = data.draw(disordered_tables(max_rows=60, max_delay=data.draw(st.sampled_from([0, 3, 10])),
+                                    string_keys=data.draw(st.booleans())))
+    items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
+
+    def run(method, layout):
+        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                             schema=t.schema)
+        op = window_operator(kind, aggs, by="key", method=method, layout=layout)
+        return s.via(op).run(), op
+
+    res, op = run("paned", "hash")
+    if t.num_rows:
+        assert op.plan_info["layout"].startswith("hash")
+        op._check()
+    exp = window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms")
+    assert_same_rows(res.table, exp)
+    assert_same_rows(res.table, run("paned", "dense")[0].table)
+    assert_same_rows(res.table, run("wid", "dense")[0].table)
+
+
+def test_auto_layout_picks_hash_for_sparse_keys_under_panes_too():
+    import oop
+    from oop.window import window_operator
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    ts = np.sort(rng.integers(0, 100_000, n))
+    kind = Sliding(1000, 100)
+    for keys, aggs, expect in ((rng.integers(0, 1_000_000, n), [agg.count(), agg.sum("val")], "hash"),
+                               (rng.integers(0, 1_000_000, n), [agg.max("val")], "dense"),
+                               (rng.integers(0, 50, n), [agg.count(), agg.sum("val")], "dense")):
+        t = pa.table({"ts": ts, "key": keys, "val": rng.integers(0, 9, n)})
+        op = window_operator(kind, aggs, by="key", method="paned")
+        res = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(0),
+                             batch_size=4096).via(op).run()
+        assert op.plan_info["layout"].startswith(expect), (aggs, op.plan_info)
+        assert_same_rows(res.table, window_oracle(t, kind, aggs, by="key", time="ts"))
+        op._check()

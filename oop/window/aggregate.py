@@ -274,14 +274,21 @@ class WindowAggregate(Operator):
 
         Auto rule, from the first batch: hash when there are >= 1024 keys and a
         window/pane holds on average < 5% of them (the dense layout would be
-        > 95% empty cells). Hash is for WID only (panes combine dense vectors)
-        and not with late='update' (revisions read per-window rows).
+        > 95% empty cells; for Paned-WID: a pane holds < 5% of them). Not with
+        late='update' (revisions read per-window rows); for Paned-WID only on
+        sliding/tumbling windows with sum-type aggregates (count, sum, mean,
+        var, std, holistic ones: the hash emission walks each pane's live
+        cells; min/max/first/last and landmark windows read dense pane rows).
         """
-        can_hash = self.units is None and self.late is not LatePolicy.UPDATE
+        paned_ok = (self.units is None or (
+            not self.units.landmark
+            and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
+        can_hash = paned_ok and self.late is not LatePolicy.UPDATE
         if self.layout_config == "hash":
             if not can_hash:
-                raise ConfigError(f"{self.name}: layout='hash' needs method='wid' and a late policy "
-                                  "other than 'update'")
+                raise ConfigError(f"{self.name}: layout='hash' needs a late policy other than "
+                                  "'update', and with panes a sliding window and no "
+                                  "min/max/first/last aggregate")
             layout = "hash"
         elif self.layout_config == "dense" or not can_hash or self.enc.n_codes < 1024:
             layout = "dense"

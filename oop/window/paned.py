@@ -48,6 +48,7 @@ from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
+from oop.window.hashstore import HashCells
 from oop.window.store import LaneInfo, Ring
 
 __all__ = ["PanedWID", "PaneCombiner"]
@@ -202,6 +203,27 @@ class PaneCombiner:
         # leaving panes as it subtracts them (the purge then has nothing left to sweep)
         zero = not sel and not ring.tarr
         df = (np.zeros(1, np.float64),)
+        if isinstance(ring, HashCells):  # sparse keys: walk the live cells of each pane
+            assert not sel, "the hash layout is only chosen for sum-type lanes"
+            kc = ring.n_cells
+            cu = ring.cell_u[:kc]
+            pa0, pa1 = ring.base, max(ring.base, self.window_panes(w0 + nw - 1)[1])
+            idx = np.flatnonzero(cu < pa1)
+            order = idx[np.argsort(cu[idx], kind="stable")]
+            offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))
+            codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
+                order, offs.astype(np.int64), pa0, ring.cell_c,
+                tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
+                len(fk), tuple(self.running[x] for x in ik),
+                tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
+                prev[0], prev[1], inc0, self.since, self.P)
+            self.run_w = w0 + nw - 1
+            lanes = {x: iv[q] for q, x in enumerate(ik)}
+            lanes.update({x: fv[q] for q, x in enumerate(fk)})
+            for li in self.lanes:
+                if li.key not in lanes:
+                    lanes[li.key] = lanes[("rows", None)]
+            return codes, lanes, (start, end)
         codes, start, end, iv, fv, self.since, dead = PK.paned_emit(
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,

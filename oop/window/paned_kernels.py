@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numba as nb
 import numpy as np
 
-__all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref"]
+__all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash"]
 
 
 @nb.njit(cache=True, inline="always")
@@ -221,3 +221,120 @@ def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int,
             if acc[c][0] > 0:
                 out.append((c, o + e - r, o + e, acc[c]))
     return out
+
+
+@nb.njit(cache=True)
+def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, frun, n, w0, nw, s,
+                    r, g, o, prev_plo, prev_phi, inc0, since, P):
+    """:func:`paned_emit` over the sparse (hash) layout: panes are lists of live cells.
+
+    ``order[offs[p - pa0]:offs[p - pa0 + 1]]`` are the cells of pane ``p``
+    (``pa0 <= p < pa0 + len(offs) - 1``; other panes are empty); cell ``x``
+    has code ``cell_c[x]`` and lane values ``ilanes[q][x]``/``flanes[q][x]``.
+    The running sums ``irun``/``frun`` are dense over codes, but only the
+    codes of touched cells are visited: per window O(cells entering +
+    leaving + live codes x log), never O(all codes). Same returns as
+    :func:`paned_emit` (nothing is reset: the caller purges the cells).
+    """
+    npane = offs.shape[0] - 1
+    flag = np.zeros(n, np.uint8)
+    act = np.empty(n, np.int64)
+    na = 0
+    for c in range(n):  # codes live in the window the running state holds
+        if irun[0][c] > 0:
+            flag[c] = 1
+            act[na] = c
+            na += 1
+    cap = 16
+    codes = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    end = np.empty(cap, np.int64)
+    m = 0
+    p_lo, p_hi = prev_plo, prev_phi
+    outi = np.empty((n_i, cap), np.int64)
+    outf = np.empty((max(n_f, 1), cap), np.float64)
+    for k in range(nw):
+        w = w0 + k
+        e = (w + 1) * s
+        plo = (e - r) // g
+        phi = e // g
+        if (inc0 or k > 0) and since < P:
+            lo1, hi1 = p_hi, phi
+            lo2, hi2 = p_lo, plo
+            since += 1
+        else:
+            for t in range(na):
+                c = act[t]
+                for q in range(n_i):
+                    irun[q][c] = 0
+                for q in range(n_f):
+                    frun[q][c] = 0.0
+            lo1, hi1 = plo, phi
+            lo2, hi2 = 0, 0
+            since = 0
+        for p in range(max(lo1, pa0), min(hi1, pa0 + npane)):
+            for t in range(offs[p - pa0], offs[p - pa0 + 1]):
+                x = order[t]
+                c = cell_c[x]
+                for q in range(n_i):
+                    irun[q][c] += ilanes[q][x]
+                for q in range(n_f):
+                    frun[q][c] += flanes[q][x]
+                if flag[c] == 0:
+                    flag[c] = 1
+                    act[na] = c
+                    na += 1
+        for p in range(max(lo2, pa0), min(hi2, pa0 + npane)):
+            for t in range(offs[p - pa0], offs[p - pa0 + 1]):
+                x = order[t]
+                c = cell_c[x]
+                for q in range(n_i):
+                    irun[q][c] -= ilanes[q][x]
+                for q in range(n_f):
+                    frun[q][c] -= flanes[q][x]
+        p_lo, p_hi = plo, phi
+        # keep the live codes, in code order
+        j = 0
+        for t in range(na):
+            c = act[t]
+            if irun[0][c] > 0:
+                act[j] = c
+                j += 1
+            else:  # the group left the window: its sums are exactly 0 (no float residue)
+                flag[c] = 0
+                for q in range(n_i):
+                    irun[q][c] = 0
+                for q in range(n_f):
+                    frun[q][c] = 0.0
+        na = j
+        act[:na].sort()
+        if m + na > cap:
+            while m + na > cap:
+                cap *= 2
+            codes2 = np.empty(cap, np.int64)
+            codes2[:m] = codes[:m]
+            codes = codes2
+            start2 = np.empty(cap, np.int64)
+            start2[:m] = start[:m]
+            start = start2
+            end2 = np.empty(cap, np.int64)
+            end2[:m] = end[:m]
+            end = end2
+            oi = np.empty((n_i, cap), np.int64)
+            oi[:, :m] = outi[:, :m]
+            outi = oi
+            of = np.empty((max(n_f, 1), cap), np.float64)
+            of[:, :m] = outf[:, :m]
+            outf = of
+        we = o + e
+        for t in range(na):
+            c = act[t]
+            codes[m + t] = c
+            start[m + t] = we - r
+            end[m + t] = we
+            for q in range(n_i):
+                outi[q, m + t] = irun[q][c]
+            for q in range(n_f):
+                outf[q, m + t] = frun[q][c]
+        m += na
+    return codes[:m], start[:m], end[:m], outi[:, :m], outf[:, :m], since
