@@ -58,8 +58,9 @@ import pyarrow.compute as pc
 from numba import njit
 
 from oop.errors import ConfigError
+from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import parse_duration, time_values
@@ -277,7 +278,7 @@ def extent_reference(times: Sequence[int], keys: Sequence[Any], vals: Sequence[A
 
 
 # ---- the operator ----------------------------------------------------------
-class BufferingWindow(Operator):
+class BufferingWindow(DropsLate):
     """Window aggregate by buffering ordered input (see module doc).
 
     ``kind`` is a window kind of :mod:`oop.window.kinds` (Tumbling, Sliding,
@@ -411,9 +412,9 @@ class BufferingWindow(Operator):
             from oop.iop_baseline.sort_buffer import _arrival_bounds
 
             late = times < np.maximum(_arrival_bounds(times, self.hwm, self.d), self.bound)
-        if late.any():
-            self._route_late(batch, late)
-            batch, times = batch.filter(pa.array(~late)), times[~late]
+        batch, keep = self._route_late(batch, late)
+        if keep is not None:
+            times = times[keep]
         if len(times):
             self._ingest(batch, times)
             if self.slack is None:
@@ -445,10 +446,9 @@ class BufferingWindow(Operator):
         lo, hi = self.kind.wids(times)
         late = hi - 1 < fo
         self.metrics.count("partially_late", int(((lo < fo) & ~late).sum()))
-        if late.any():
-            self._route_late(batch, late)
-            keep = ~late
-            batch, times, fo = batch.filter(pa.array(keep)), times[keep], fo[keep]
+        batch, keep = self._route_late(batch, late)
+        if keep is not None:
+            times, fo = times[keep], fo[keep]
         if len(times):
             self._ingest(batch, times, minw=fo)
             self.hwm = max(self.hwm, int(times.max()))
@@ -466,17 +466,11 @@ class BufferingWindow(Operator):
         self._append(times, codes, newvals,
                      np.full(len(times), INT64_MIN, np.int64) if minw is None else minw)
 
-    def _route_late(self, batch: pa.RecordBatch, late: np.ndarray) -> None:
-        n = int(late.sum())
-        if self.late_policy is LatePolicy.RAISE:
-            from oop.errors import LateTupleError
-
-            raise LateTupleError(f"{self.name}: {n} tuple(s) arrived after their window(s) closed "
-                                 "(out of order beyond the slack); widen the slack or use late='drop'")
-        if self.late_policy is LatePolicy.SIDE_OUTPUT:
-            self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(late)))
-        self.metrics.count_late(self.late_policy.value, n)
-        self.dropped += n
+    def _route_late(self, batch: pa.RecordBatch, late: np.ndarray
+                    ) -> tuple[pa.RecordBatch, np.ndarray | None]:
+        return self.drop_late(batch, late, lambda i: (
+            f"{self.name}: {int(late.sum())} tuple(s) arrived after their window(s) closed "
+            "(out of order beyond the slack); widen the slack or use late='drop'"))
 
     def _append(self, times: np.ndarray, codes: np.ndarray,
                 vals: dict[str, tuple[np.ndarray, np.ndarray]], minw: np.ndarray) -> None:
@@ -650,7 +644,7 @@ class BufferingWindow(Operator):
         return []
 
     def flush(self) -> list[Element]:
-        self._record_accuracy()
+        self.record_accuracy()
         self.bound = INT64_MAX - 1
         if not len(self.buf_t):
             return []
@@ -666,11 +660,6 @@ class BufferingWindow(Operator):
         return list(out)
 
     # ---- state -------------------------------------------------------------------
-    def _record_accuracy(self) -> None:
-        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
-        n = self.metrics.tuples_in
-        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
-
     def state_size(self) -> StateSize:
         n = len(self.buf_t)
         per = 16 + 8 * len(self.buf_vals)

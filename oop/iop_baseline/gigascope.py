@@ -51,9 +51,11 @@ import pyarrow as pa
 from numba import njit
 
 from oop.errors import ConfigError
+from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import INT64_MIN, Element, Punctuation
+from oop.stream.late import LatePolicy
 from oop.stream.timecol import parse_duration, time_values
 
 __all__ = [
@@ -169,6 +171,20 @@ _EMPTY_K = INT64_MIN
 
 
 @njit(cache=True)
+def _flush_older(tkey, ttag, tcnt, lo, hi, bound, ok, ow, oc, no, record):  # type: ignore[no-untyped-def]
+    """Emit every entry of slots ``[lo, hi)`` whose window is ``< bound``.
+
+    Returns (new output count ``no``, entries emitted, slots scanned).
+    """
+    outs = 0
+    for s in range(lo, hi):
+        if ttag[s] != _EMPTY_K and ttag[s] < bound:
+            no = _emit(tkey, ttag, tcnt, s, ok, ow, oc, no, record)
+            outs += 1
+    return no, outs, max(0, hi - lo)
+
+
+@njit(cache=True)
 def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignore[no-untyped-def]
               c_pkt, c_out, c_scan, rate, ring, record):
     """Process packets in arrival order. Returns outputs and accounting.
@@ -221,12 +237,10 @@ def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignor
             if policy == 0:
                 if factive == 1 or cur == _EMPTY_K:
                     # flush the remaining old entries at once
-                    for s in range(fpos, h):
-                        scans += 1
-                        if ttag[s] != _EMPTY_K and ttag[s] < cur:
-                            no = _emit(tkey, ttag, tcnt, s, ok, ow, oc, no, record)
-                            outs += 1
-                            nent -= 1
+                    no, e, sc = _flush_older(tkey, ttag, tcnt, fpos, h, cur, ok, ow, oc, no, record)
+                    outs += e
+                    scans += sc
+                    nent -= e
                 # entries older than the previous window cannot remain in IOP
                 cur = w
                 factive = 1
@@ -235,12 +249,10 @@ def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignor
                 cur = w
                 # force out entries older than max_delay windows (only if any can exist)
                 if nent > 0:
-                    for s in range(h):
-                        scans += 1
-                        if ttag[s] != _EMPTY_K and ttag[s] < cur - m:
-                            no = _emit(tkey, ttag, tcnt, s, ok, ow, oc, no, record)
-                            outs += 1
-                            nent -= 1
+                    no, e, sc = _flush_older(tkey, ttag, tcnt, 0, h, cur - m, ok, ow, oc, no, record)
+                    outs += e
+                    scans += sc
+                    nent -= e
         # slow-flush step
         if policy == 0 and factive == 1:
             if fpos < h:
@@ -285,12 +297,10 @@ def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignor
         else:
             # a new entry of another group
             if policy == 0:
-                for s2 in range(fpos, h):
-                    scans += 1
-                    if ttag[s2] != _EMPTY_K and ttag[s2] < cur:
-                        no = _emit(tkey, ttag, tcnt, s2, ok, ow, oc, no, record)
-                        outs += 1
-                        nent -= 1
+                no, e, sc = _flush_older(tkey, ttag, tcnt, fpos, h, cur, ok, ow, oc, no, record)
+                outs += e
+                scans += sc
+                nent -= e
                 fpos = h
                 factive = 0
             no = _emit(tkey, ttag, tcnt, s, ok, ow, oc, no, record)
@@ -475,18 +485,25 @@ def max_sustainable_rate(
 PARTIAL_SCHEMA_FIELDS = ("window_start", "window_end", "count")
 
 
-class GigascopeLowLevel(Operator):
+class GigascopeLowLevel(DropsLate):
     """Low-level sub-aggregation over an ordered packet stream (see module doc).
 
     Input: a stream with an integer group column ``key`` and progressing
     attribute ``time``; tumbling windows of ``size``. Output: partial counts
     ``(key, window_start, window_end, count)`` progressing on ``window_end``.
-    Packets older than the current window are late (dropped, counted).
+    Packets older than the current window are late: handled by ``late``
+    (drop / side_output: counted and kept out of the table; raise).
     """
 
     def __init__(self, key: str, size: int | str, table_size: int,
-                 policy: FlushPolicy = FlushPolicy(), name: str = "gigascope_low") -> None:
+                 policy: FlushPolicy = FlushPolicy(), name: str = "gigascope_low", *,
+                 late: LatePolicy | str = "drop") -> None:
         super().__init__(name)
+        self.late_policy = LatePolicy.parse(late)
+        if self.late_policy is LatePolicy.UPDATE:
+            raise ConfigError(f"{name}: late='update' is not supported (emitted partial counts "
+                              "are never revised); use drop, side_output or raise")
+        self.dropped = 0
         self.key = key
         self.size_spec = size
         self.size = 0
@@ -534,20 +551,29 @@ class GigascopeLowLevel(Operator):
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.attr)
-        keys = batch.column(self.key).to_numpy(zero_copy_only=False).astype(np.int64)
         wids = np.floor_divide(times, self.size)
         t = self.table
+        # the kernel skips a packet below the current window (the running max of window ids)
+        cur = np.maximum.accumulate(np.concatenate(([t.st[0]], wids)))[:-1]
+        batch, keep = self.drop_late(batch, wids < cur, lambda i: (
+            f"{self.name}: packet with {self.attr}={int(times[i])} (window {int(wids[i])}) arrived "
+            f"after window {int(cur[i])} opened; the low level needs ordered input -- put a sort "
+            "buffer in front of it, or use late='drop'/'side_output'"))
+        if keep is not None:
+            wids = wids[keep]
+        keys = batch.column(self.key).to_numpy(zero_copy_only=False).astype(np.int64)
         p = self.policy
         k, w, c, _n, _d, late, _work, _q, _done, _span = _lowlevel(
             keys, wids, t.key, t.tag, t.cnt, t.st, p.code, p.every, p.max_delay,
             1.0, 1.0, 0.0, 0.0, 1, True)
-        self.metrics.count_late("drop", int(late))
+        assert late == 0, "late packets are split off before the kernel"
         return self._out(k, w, c) + self._punct()
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
         return []  # the output progresses on window_end, driven by the packets
 
     def flush(self) -> list[Element]:
+        self.record_accuracy()
         return self._out(*_drain(self.table))
 
     def state_size(self) -> StateSize:
@@ -556,13 +582,14 @@ class GigascopeLowLevel(Operator):
     def snapshot(self) -> Any:
         t = self.table
         return {**super().snapshot(), "t": (t.key.copy(), t.tag.copy(), t.cnt.copy(), t.st.copy()),
-                "p": self.punct_out}
+                "p": self.punct_out, "dropped": self.dropped}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
         t = self.table
         t.key, t.tag, t.cnt, t.st = (a.copy() for a in state["t"])
         self.punct_out = state["p"]
+        self.dropped = state.get("dropped", 0)
 
     def _check(self) -> None:
         self.table._check()

@@ -34,9 +34,10 @@ import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError
+from oop.iop_baseline._late import DropsLate
 from oop.iop_baseline._pool import to_batches
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo, require_union_compatible
+from oop.operators.base import StreamInfo, require_union_compatible
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
@@ -49,7 +50,7 @@ def merge_reference(inputs: Sequence[Sequence[int]]) -> list[int]:
     return sorted(t for xs in inputs for t in xs)
 
 
-class Merge(Operator):
+class Merge(DropsLate):
     """Order-preserving union of ``n_inputs`` ordered streams (see module doc)."""
 
     def __init__(self, n_inputs: int, *, late: LatePolicy | str = "drop", name: str = "merge") -> None:
@@ -126,23 +127,13 @@ class Merge(Operator):
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.attr, self.inputs[port].name)
-        late = times < max(self.emitted_max, self.punct_out)
-        if late.any():
-            n = int(late.sum())
-            if self.late_policy is LatePolicy.RAISE:
-                from oop.errors import LateTupleError
-
-                raise LateTupleError(
-                    f"{self.name}: input {port} (stream {self.inputs[port].name!r}) sent "
-                    f"{self.attr}={int(times[late][0])} after the merge emitted "
-                    f"{max(self.emitted_max, self.punct_out)}; Merge needs ordered inputs -- put "
-                    "a sort buffer in front of it"
-                )
-            if self.late_policy is LatePolicy.SIDE_OUTPUT:
-                self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(late)))
-            self.metrics.count_late(self.late_policy.value, n)
-            self.dropped += n
-            batch, times = batch.filter(pa.array(~late)), times[~late]
+        bound = max(self.emitted_max, self.punct_out)
+        batch, keep = self.drop_late(batch, times < bound, lambda i: (
+            f"{self.name}: input {port} (stream {self.inputs[port].name!r}) sent "
+            f"{self.attr}={int(times[i])} after the merge emitted {bound}; Merge needs ordered "
+            "inputs -- put a sort buffer in front of it"))
+        if keep is not None:
+            times = times[keep]
             if not len(times):
                 return []
         self.frontier[port] = max(self.frontier[port], int(times.max()))
@@ -171,14 +162,9 @@ class Merge(Operator):
         return out + self._punct()
 
     def flush(self) -> list[Element]:
-        self._record_accuracy()
+        self.record_accuracy()
         self.frontier = [INT64_MAX] * self.n_inputs
         return self._release()
-
-    def _record_accuracy(self) -> None:
-        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
-        n = self.metrics.tuples_in
-        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
 
     def state_size(self) -> StateSize:
         return StateSize(self.held, self.held_bytes)

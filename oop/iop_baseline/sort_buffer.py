@@ -39,8 +39,9 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from oop.errors import ConfigError, LateTupleError
-from oop.operators.base import Operator, StreamInfo
+from oop.errors import ConfigError
+from oop.iop_baseline._late import DropsLate
+from oop.operators.base import StreamInfo
 from oop.metrics import StateSize
 from oop.iop_baseline._pool import RowPool, take_batches
 from oop.stream.elements import INT64_MIN, Element, Punctuation
@@ -206,7 +207,7 @@ def time_slack_reference(times: list[int], d: int) -> tuple[list[int], list[int]
 
 
 # ---- the operator ------------------------------------------------------
-class SortBuffer(Operator):
+class SortBuffer(DropsLate):
     """Re-emit the input in order of its progressing attribute (see module doc).
 
     ``spec`` is a :class:`SortSpec` (or pass ``mode=``/``slack=``). ``late`` is
@@ -255,22 +256,12 @@ class SortBuffer(Operator):
         return info.with_schema(info.schema, name=self.name)
 
     # ---- helpers -------------------------------------------------------
-    def _late(self, batch: pa.RecordBatch, mask: np.ndarray) -> None:
-        n = int(mask.sum())
-        if not n:
-            return
-        if self.late_policy is LatePolicy.RAISE:
-            i = int(np.argmax(mask))
-            t = time_values(batch, self.attr)[i]
-            raise LateTupleError(
-                f"{self.name}: tuple with {self.attr}={t} arrived after the sort buffer had "
-                f"released later tuples (disorder beyond slack {self.spec.slack!r}); "
-                "increase the slack or use late='drop'/'side_output'"
-            )
-        if self.late_policy is LatePolicy.SIDE_OUTPUT:
-            self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(mask)))
-        self.metrics.count_late(self.late_policy.value, n)
-        self.dropped += n
+    def _late(self, batch: pa.RecordBatch, mask: np.ndarray
+              ) -> tuple[pa.RecordBatch, np.ndarray | None]:
+        return self.drop_late(batch, mask, lambda i: (
+            f"{self.name}: tuple with {self.attr}={int(time_values(batch, self.attr)[i])} arrived after the sort buffer "
+            f"had released later tuples (disorder beyond slack {self.spec.slack!r}); "
+            "increase the slack or use late='drop'/'side_output'"))
 
     def _release_below(self, v: int) -> list[Element]:
         """Emit the sorted prefix of the pool with time < v."""
@@ -303,10 +294,9 @@ class SortBuffer(Operator):
             late = (times < bounds) | (times < self.low)
         else:
             late = times < self.low
-        if late.any():
-            self._late(batch, late)
-            keep = ~late
-            batch, times = batch.filter(pa.array(keep)), times[keep]
+        batch, keep = self._late(batch, late)
+        if keep is not None:
+            times = times[keep]
         if mode == "time" and len(times):
             self.hwm = max(self.hwm, int(times.max()))
         order = np.argsort(times, kind="stable")
@@ -361,18 +351,13 @@ class SortBuffer(Operator):
         return out + self._punct(v)
 
     def flush(self) -> list[Element]:
-        self._record_accuracy()
+        self.record_accuracy()
         assert self.pool is not None
         out: list[Element] = list(take_batches(self.pool.table, np.arange(len(self.pool))))
         self.pool.replace(self.pool.table, np.zeros(0, np.int64), np.zeros(0, np.int64))
         return out
 
     # ---- state ---------------------------------------------------------------
-    def _record_accuracy(self) -> None:
-        """Gauge ``kept_fraction``: share of the input this operator did not drop (1.0 = exact)."""
-        n = self.metrics.tuples_in
-        self.metrics.gauges["kept_fraction"] = 1.0 - self.dropped / n if n else 1.0
-
     def state_size(self) -> StateSize:
         if self.pool is None:
             return StateSize()

@@ -65,9 +65,7 @@ class InOrderJoin(OAJoin):
                     f"{self.time_attrs[port]}={int(ts[i])} after {int(run[i])}; put a sort buffer "
                     "(iop-sort) in front of the in-order join, or choose late='drop'"
                 )
-            self.metrics.count_late(pol.value, int(late.sum()))
-            if pol is LatePolicy.SIDE_OUTPUT:
-                self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(late)))
+            self.route_late(batch.filter(pa.array(late)), pol)
             batch = batch.filter(pa.array(~late))
             ts = ts[~late]
         if len(ts):
