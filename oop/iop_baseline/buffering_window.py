@@ -158,7 +158,6 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
     non-decreasing. Output order: extent by extent, groups ascending by code
     among the groups with rows in the extent.
     """
-    has_valid = valid.shape[0] > 0
     cap = 0
     for k in range(elo.shape[0]):
         cap += min(ehi[k] - elo[k], n_groups)
@@ -180,20 +179,8 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
                 state_acc[g] = 0
             lo = elo[k]
             hi = elo[k]
-        for i in range(hi, ehi[k]):
-            g = codes[i]
-            state_rows[g] += 1
-            if has_valid and valid[i] == 0:
-                continue
-            state_nn[g] += 1
-            state_acc[g] += vals[i] * vals[i] if square else vals[i]
-        for i in range(lo, elo[k]):
-            g = codes[i]
-            state_rows[g] -= 1
-            if has_valid and valid[i] == 0:
-                continue
-            state_nn[g] -= 1
-            state_acc[g] -= vals[i] * vals[i] if square else vals[i]
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, hi, ehi[k], 1)
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, lo, elo[k], -1)
         lo = elo[k]
         hi = ehi[k]
         # emit the groups present in the extent (one scan of the extent's codes for the set)
@@ -216,16 +203,19 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
 
 
 @njit(cache=True)
-def _diff_sub(codes, vals, valid, square, state_rows, state_nn, state_acc, a, b):  # type: ignore[no-untyped-def]
-    """Subtract rows ``[a, b)`` from the running sums (they expire from the buffer)."""
+def _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, a, b,
+                sign):  # type: ignore[no-untyped-def]
+    """Add (``sign=1``: rows enter the extent) or subtract (``sign=-1``: rows expire)
+    buffer rows ``[a, b)`` to / from the per-group running sums."""
     has_valid = valid.shape[0] > 0
     for i in range(a, b):
         g = codes[i]
-        state_rows[g] -= 1
+        state_rows[g] += sign
         if has_valid and valid[i] == 0:
             continue
-        state_nn[g] -= 1
-        state_acc[g] -= vals[i] * vals[i] if square else vals[i]
+        state_nn[g] += sign
+        x = vals[i] * vals[i] if square else vals[i]
+        state_acc[g] += x if sign > 0 else -x
 
 
 def nonempty_windows(kind: Any, sorted_times: np.ndarray) -> np.ndarray:
@@ -617,8 +607,8 @@ class BufferingWindow(DropsLate):
             lo, hi = int(st[3][0]), int(st[3][1])
             if lo < min(k, hi):
                 v, valid = self._lane_values(col, op)
-                _diff_sub(self.buf_codes, v, valid, op == "sumsq", st[0], st[1], st[2], lo,
-                          min(k, hi))
+                _diff_apply(self.buf_codes, v, valid, op == "sumsq", st[0], st[1], st[2], lo,
+                            min(k, hi), -1)
             st[3][0] = max(lo - k, 0)
             st[3][1] = max(hi - k, 0)
         self.buf_t = self.buf_t[k:]
