@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from oop.adapt.kernels import (bin_order, bin_order_reference, group_pairs,
-                                 group_pairs_reference, touch_groups, touch_groups_reference)
+                                 group_pairs_reference)
 from oop.adapt.algebra import Rows, block_agg
 from oop.adapt.buffer import LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
@@ -264,21 +264,6 @@ def test_bin_order_kernel_equals_reference(gids, n_bins):
     o1, c1 = bin_order(g, n_bins)
     o2, c2 = bin_order_reference(g, n_bins)
     assert o1.tolist() == o2.tolist() and c1.tolist() == c2.tolist()
-
-
-@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2)), max_size=40),
-       st.lists(st.integers(0, 3), min_size=30, max_size=30))
-def test_touch_groups_kernel_equals_reference(rows, init):
-    wv0 = np.array(init, np.int32).reshape(10, 3) * (np.arange(10)[:, None] % 2)
-    wv0[::3, 0] |= 1 << 30  # a flag bit that is not volume
-    g = np.array([r[0] for r in rows], np.int64)
-    k = np.array([r[1] for r in rows], np.int8)
-    w1, w2 = wv0.copy(), wv0.copy()
-    scratch = np.full(10, -1, np.int64)
-    u1, b1 = touch_groups(w1, g, k, scratch, np.int32((1 << 30) - 1))
-    u2, b2 = touch_groups_reference(w2, g, k, (1 << 30) - 1)
-    assert u1.tolist() == u2.tolist() and b1.tolist() == b2.tolist()
-    assert (w1 == w2).all() and (scratch == -1).all()
 
 
 @given(st.lists(st.tuples(st.integers(-30, 30), st.integers(-1, 6)), max_size=30))

@@ -7,8 +7,12 @@
   window, first-occurrence slots in a dense scratch array over group codes,
   so only the *distinct* groups of a window are sorted:
   O(pairs + segments log segments) instead of O(pairs log pairs).
-* :func:`touch_groups` -- a batch's ``winVol[g, source] += 1`` per tuple, the
-  distinct groups it touched and which of them were not live before: O(n).
+* :func:`route_batch` -- the per-batch pass of AdaptWID: window clip / late, ``winVol[g,
+  source] += 1`` per tuple, per-source high-watermarks, lazy -> eager by Cond. 6.9, and
+  each row routed eager / lazy: O(n x sources);
+* :func:`close_scan` -- the punctuation's pass over the lazy buffer: (row, closing window)
+  pairs, expiry (winVol decrement), kept rows in bin order: O(rows + pairs);
+* :func:`count_dead` -- groups whose winVol reached 0 (they leave ``H``);
 * :func:`covered_windows_kernel` -- the distinct window ids a batch's tuples
   fall into (to start their extents' ``wed``): O(sum(hi - lo) + span).
 * :func:`segment_tupcnt` -- ``tupcnt`` per partial and source: rows of each
@@ -32,7 +36,7 @@ import numpy as np
 from numba import njit
 
 __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
-           "touch_groups", "touch_groups_reference", "covered_windows_kernel",
+           "covered_windows_kernel",
            "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
@@ -145,46 +149,6 @@ def bin_order_reference(gids: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.n
     for b in bins:
         cuts.append(cuts[-1] + len(b))
     return np.asarray([i for b in bins for i in b], np.int64), np.asarray(cuts, np.int64)
-
-
-@njit(cache=True)
-def touch_groups(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
-                 scratch: np.ndarray, mask: np.int32) -> tuple[np.ndarray, np.ndarray]:
-    """``wv[gids[i], src[i]] += 1`` for every row; (distinct groups in first-occurrence
-    order, born: the group's winVol, read through ``mask``, was all zero before).
-    ``scratch`` as in :func:`group_pairs`.
-    """
-    n = gids.shape[0]
-    S = wv.shape[1]
-    ug = np.empty(n, np.int64)
-    born = np.empty(n, np.bool_)
-    nu = 0
-    for i in range(n):
-        g = gids[i]
-        if scratch[g] < 0:
-            scratch[g] = nu
-            ug[nu] = g
-            alive = False
-            for k in range(S):
-                if wv[g, k] & mask != 0:
-                    alive = True
-            born[nu] = not alive
-            nu += 1
-        wv[g, src[i]] += 1
-    for j in range(nu):
-        scratch[ug[j]] = -1
-    return ug[:nu].copy(), born[:nu].copy()
-
-
-def touch_groups_reference(wv: np.ndarray, gids: np.ndarray, src: np.ndarray,
-                           mask: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tuple-at-a-time reference of :func:`touch_groups`."""
-    seen: dict[int, bool] = {}
-    for g, k in zip(gids.tolist(), src.tolist()):
-        if g not in seen:
-            seen[g] = not any(int(x) & mask for x in wv[g])
-        wv[g, k] += 1
-    return np.asarray(list(seen), np.int64), np.asarray(list(seen.values()), bool)
 
 
 @njit(cache=True)

@@ -46,25 +46,32 @@ open (004: update extents from ``max{punctuatedWid + 1, i}``); only a tuple
 whose windows are all complete is late (counted, dropped).
 
 On a batch (columns of numpy arrays): compute each tuple's window-id range
-``[lo, hi)`` with the window kind (the Bucket), clip ``lo`` to the first open
-window (a tuple whose windows all closed is late), add to ``winVol``, start
-``wed`` for new extents, switch lazy groups over the upper threshold to eager
-(scanning only their bins of B), then fold the eager groups' tuples into
-partials (dense store: one numba kernel per aggregate and batch; block store:
-one vectorized group-by per batch) and append the rest to B.
+``[lo, hi)`` (the Bucket), then one fused kernel
+(:func:`~oop.adapt.kernels.route_batch`) clips ``lo`` to the first open window
+(a tuple whose windows all closed is late), adds to ``winVol`` and the
+per-source high-watermarks, switches the touched lazy groups over the upper
+threshold to eager and routes every row eager or lazy. ``wed`` starts for new
+extents (an O(1) check when every window of the batch is open already); the
+switching groups' tuples are pulled from their bins of B; the eager rows are
+folded into partials in place (dense store: one slot+presence kernel and one
+kernel per aggregate over the whole batch, lazy rows skipped -- no gather;
+block store: one vectorized group-by) and the lazy rows appended to B.
 Nothing is emitted on a batch.
 
 On a punctuation ``v``: every window ``w < kind.first_open(v)`` is complete.
-Tuples in B are expanded to the closing windows and aggregated (one group-by
-over B) into a block per window, merged with that window's eager block
-(transitional groups have both: 004 Fig. 6-18) and emitted; tuples of B
-whose last window closed are purged and ``winVol`` drops by them and by the
-emitted partials' ``tupcnt``. Then eager groups under the lower threshold
-become lazy (transitional while they have partials) and groups with
-``winVol == 0`` are removed (counted out of the live groups).
+One kernel pass over B (:func:`~oop.adapt.kernels.close_scan`) expands its
+tuples to the closing windows, purges those whose last window closed
+(``winVol`` drops by them) and returns the kept ones in bin order (B is rebuilt
+by one gather per column); the pairs are aggregated (one group-by) into a
+block per window, merged with that window's eager block (transitional groups
+have both: 004 Fig. 6-18) and emitted; ``winVol`` drops by the emitted
+partials' ``tupcnt``. Then eager groups under the lower threshold become lazy
+(transitional while they have partials) and groups with ``winVol == 0`` are
+removed (counted out of the live groups, :func:`~oop.adapt.kernels.count_dead`).
 
-Cost: per batch O(n * windows-per-tuple) vectorized plus O(rows of B in the
-switching groups' bins); per punctuation O(|B| * closing windows + partials
+Cost: per batch O(n * windows-per-tuple) compiled, O(1) Python calls, plus, when
+groups switch, O(rows of B in their bins + rows staged since B was last binned:
+each row is binned once); per punctuation O(|B| * closing windows + partials
 emitted) vectorized: only groups whose tuples expire are re-evaluated. No
 per-tuple Python. Per-group arrays are indexed by the engine's dense group
 code, so they span every group ever seen, like the key dictionary that every

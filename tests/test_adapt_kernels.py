@@ -1,0 +1,207 @@
+"""AdaptWID's fused kernels (oop.adapt.kernels) == their tuple-at-a-time references.
+
+* ``route_batch`` -- the per-batch pass: window clip / late, winVol, per-source high-watermarks,
+  lazy -> eager by Cond. 6.9 (with the skew term over several sources), row routing;
+* ``close_scan`` -- the punctuation's pass over the lazy buffer: (row, closing window) pairs,
+  expiry with winVol decrement, kept rows in bin order;
+* ``count_dead`` -- groups leaving H after a punctuation;
+* ``dense_assign_slots_sel`` -- slot assignment fused with the presence / tupcnt fold.
+
+The end-to-end properties (AdaptWID == WID == oracle under forced and no switching, accounting,
+snapshot mid-transition) are in tests/test_adapt.py; the batch-routing ones here additionally
+check that routing a batch through the kernel path accounts for every tuple.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, strategies as st
+
+from oop.adapt import kernels as K
+from oop.adapt.cost import Thresholds
+from oop.adapt.logic import MODE_BIT, VOL_MASK, AdaptConfig
+from oop.window import aggregates as agg
+from oop.window.kinds import Sliding, Tumbling
+
+I64MIN = np.iinfo(np.int64).min
+
+batch_rows = st.lists(st.tuples(st.integers(0, 11), st.integers(0, 2), st.integers(0, 40)),
+                      max_size=40)  # (group, source, time)
+
+
+@given(batch_rows,
+       st.lists(st.tuples(st.integers(0, 11), st.integers(0, 2), st.integers(0, 5)), max_size=20),
+       st.sets(st.integers(0, 11)), st.sampled_from([I64MIN, 0, 3, 6]),
+       st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(),
+       st.floats(0.0, 3.0), st.floats(0.5, 2.0),
+       st.lists(st.sampled_from([I64MIN, 0, 10, 25]), min_size=3, max_size=3))
+def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, monitor,
+                                      forced_eager, base, up, hw0):
+    S = 3
+    g = np.array([r[0] for r in rows], np.int64)
+    src = np.array([r[1] for r in rows], np.int8)
+    ts = np.array([r[2] for r in rows], np.int64)
+    rng = slide * k
+    lo0, hi0 = ts // slide, (ts + rng) // slide
+    wv0 = np.zeros((12, S), np.int32)
+    for gg, s, c in init:
+        wv0[gg, s] += c
+    for gg in eager:
+        wv0[gg, 0] |= MODE_BIT
+    wv_k, wv_r = wv0.copy(), wv0.copy()
+    hw_k, hw_r = np.array(hw0, np.int64), np.array(hw0, np.int64)
+    lo_k, lo_r = lo0.copy(), lo0.copy()
+    cls = np.empty(len(g), np.int8)
+    out = np.zeros(9, np.int64)
+    scratch = np.full(12, -1, np.int64)
+    sw_k = K.route_batch(g, src, ts, lo_k, hi0, np.int64(first_open), wv_k, scratch, VOL_MASK,
+                         MODE_BIT, monitor, forced_eager, base, float(rng), True, up, cls, hw_k,
+                         out)
+    cls_r, sw_r, out_r, _ = K.route_batch_reference(g, src, ts, lo_r, hi0, first_open, wv_r,
+                                                    int(VOL_MASK), int(MODE_BIT), monitor,
+                                                    forced_eager, base, float(rng), True, up, hw_r)
+    assert (scratch == -1).all()
+    assert cls.tolist() == cls_r.tolist()
+    assert sw_k.tolist() == sw_r.tolist()
+    assert out.tolist() == out_r
+    assert (wv_k == wv_r).all() and (hw_k == hw_r).all() and (lo_k == lo_r).all()
+    # accounting: every row is late, lazy or eager; winVol grew by the rows in time
+    assert out[0] + out[1] + out[2] == len(g)
+    if monitor:
+        grown = (wv_k & VOL_MASK).sum() - (wv0 & VOL_MASK).sum()
+        assert grown == len(g) - out[0]
+        # a switched group was lazy, is eager now, and is over the upper threshold
+        for gg in sw_k.tolist():
+            assert not wv0[gg, 0] & MODE_BIT and wv_k[gg, 0] & MODE_BIT
+    else:
+        assert (wv_k == wv0).all() and len(sw_k) == 0
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(-5, 40)),
+                max_size=40),
+       st.integers(1, 3), st.integers(1, 4), st.integers(-3, 5), st.sampled_from([None, -2, 1, 4]),
+       st.integers(0, 12), st.booleans(), st.integers(1, 5))
+def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins):
+    g = np.array([r[0] for r in rows], np.int32)
+    src = np.array([r[1] for r in rows], np.int8)
+    ts = np.array([r[2] for r in rows], np.int64)
+    old_ = I64MIN if old is None else old
+    wv0 = np.full((10, 3), 50, np.int32)
+    wv_k, wv_r = wv0.copy(), wv0.copy()
+    scratch = np.full(10, -1, np.int64)
+    got = K.close_scan(g, src, ts, slide * k, slide, origin, np.int64(old_), np.int64(fo), wv_k,
+                       monitor, scratch, n_bins)
+    exp = K.close_scan_reference(g, src, ts, slide * k, slide, origin, old_, fo, wv_r, monitor,
+                                 n_bins)
+    assert (scratch == -1).all()
+    for a, b in zip(got, exp):
+        assert a.tolist() == b.tolist()
+    assert (wv_k == wv_r).all()
+    order, cuts = got[3], got[4]
+    # every row is either kept (exactly once, in its bin) or expired
+    assert len(set(order.tolist())) == len(order)
+    for b in range(n_bins):
+        assert all(int(g[i]) % n_bins == b for i in order[cuts[b]:cuts[b + 1]])
+    if monitor:
+        assert (wv0 - wv_k).sum() == len(g) - len(order)
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 2), st.booleans()), min_size=8,
+                max_size=8),
+       st.lists(st.integers(0, 7), max_size=8), st.lists(st.integers(0, 7), max_size=8),
+       st.booleans())
+def test_count_dead_equals_reference(state, cand, gone, reset):
+    wv = np.zeros((8, 2), np.int32)
+    for gg, (a, b, e) in enumerate(state):
+        wv[gg] = (a, b)
+        if e:
+            wv[gg, 0] |= MODE_BIT
+    wv_k, wv_r = wv.copy(), wv.copy()
+    scratch = np.full(8, -1, np.int64)
+    c, o = np.array(cand, np.int64), np.array(gone, np.int64)
+    got = K.count_dead(wv_k, c, o, scratch, VOL_MASK, MODE_BIT, reset)
+    exp = K.count_dead_reference(wv_r, c, o, int(VOL_MASK), int(MODE_BIT), reset)
+    assert tuple(got) == exp and (wv_k == wv_r).all() and (scratch == -1).all()
+
+
+@given(st.lists(st.tuples(st.integers(0, 12), st.integers(0, 2), st.integers(-6, 6),
+                          st.integers(1, 3), st.integers(0, 2)), max_size=40),
+       st.sets(st.integers(0, 12), max_size=5), st.booleans(), st.booleans())
+def test_dense_assign_slots_sel_equals_reference(rows, has, has_rows, has_tc):
+    """Slots == reference; the fused presence / tupcnt / last_w fold == dense_fold_rows."""
+    gids = np.array([r[0] for r in rows], np.int64)
+    cls = np.array([r[1] for r in rows], np.int8)
+    lo = np.array([r[2] for r in rows], np.int64)
+    hi = lo + np.array([r[3] for r in rows], np.int64)
+    src = np.array([r[4] for r in rows], np.int8)
+    C, R = 20, 8
+    slot_of = np.full(13, -1, np.int32)
+    gid_of = np.full(C, -1, np.int32)
+    last_w = np.full(C, I64MIN, np.int64)
+    free = list(range(C - 1, -1, -1))
+    for g in sorted(has):  # groups holding a slot already
+        s = free.pop()
+        slot_of[g], gid_of[s], last_w[s] = s, g, -3
+    so_r, go_r, lw_r = slot_of.copy(), gid_of.copy(), last_w.copy()
+    free_k = np.array(free + [0] * (C - len(free)), np.int64)
+    pres_k, pres_r = np.zeros((R, C), np.int32), np.zeros((R, C), np.int32)
+    tc_k, tc_r = np.zeros((R, C, 3), np.int32), np.zeros((R, C, 3), np.int32)
+    out = np.empty(len(gids), np.int64)
+    n_free, new = K.dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, 2, free_k,
+                                           len(free), out, I64MIN, pres_k, has_rows, tc_k,
+                                           has_tc, lo, hi, src, np.int64(R - 1))
+    exp = K.dense_assign_slots_sel_reference(so_r, go_r, lw_r, gids, cls, 2, free, I64MIN)
+    assert out.tolist() == exp.tolist() and n_free == len(free)
+    new_r = K.dense_fold_rows(pres_r, has_rows, tc_r, has_tc, lw_r, exp, lo, hi, src,
+                              np.int64(R - 1))
+    assert new == (new_r if has_rows else 0)
+    assert (slot_of == so_r).all() and (gid_of == go_r).all() and (last_w == lw_r).all()
+    assert (pres_k == pres_r).all() and (tc_k == tc_r).all()
+
+
+def test_dense_assign_slots_sel_asks_for_room():
+    """Too few free slots: nothing changes, and the shortfall is returned."""
+    slot_of = np.full(4, -1, np.int32)
+    gid_of = np.full(1, -1, np.int32)
+    last_w = np.full(1, I64MIN, np.int64)
+    gids = np.array([0, 1, 1, 2], np.int64)
+    cls = np.array([2, 2, 1, 2], np.int8)
+    r, new = K.dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, 2,
+                                      np.zeros(1, np.int64), 1, np.empty(4, np.int64), I64MIN,
+                                      np.zeros((1, 1), np.int32), False,
+                                      np.zeros((1, 1, 1), np.int32), False, gids, gids + 1,
+                                      np.zeros(4, np.int8), np.int64(0))
+    assert (r, new) == (-4, 0)  # 3 groups need a slot, 1 is free
+    assert (slot_of == -1).all() and (gid_of == -1).all()
+
+
+@given(st.lists(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 30)), max_size=12),
+                min_size=1, max_size=8),
+       st.sampled_from([Tumbling(4), Sliding(8, 2), Sliding(6, 3)]),
+       st.sampled_from(["adaptive", "eager", "lazy"]), st.booleans())
+def test_logic_accounts_for_every_tuple(batches, kind, mode, forced):
+    """Batch by batch: tuples in == late + buffered + those behind the partials' tupcnt, and
+    at the end every in-time tuple's windows were emitted; invariants hold throughout."""
+    th = (Thresholds(up=1, down=1, absolute=True) if forced and mode == "adaptive"
+          else Thresholds(mode=mode))
+    lg = AdaptConfig(kind, (agg.count(), agg.sum("v")), thresholds=th, n_bins=3).build(
+        {"v": np.dtype(np.int64)})
+    t_hi = 0
+    for i, b in enumerate(batches):
+        g = np.array([r[0] for r in b], np.int64)
+        ts = np.array([r[1] for r in b], np.int64) + t_hi - 10
+        lg.on_batch(g, ts, None, {"v": (ts * 3, None)})
+        lg._check()
+        if lg.monitor:
+            assert lg.volume.active == int(lg.wv.sum())
+        if len(ts):
+            t_hi = max(t_hi, int(ts.max()))
+        out = lg.on_punctuation(t_hi - 5 + i)
+        lg._check()
+        for _, blk in out:
+            assert len(blk)
+    lg.flush()
+    lg._check()
+    assert lg.buffer.n_rows == 0 and lg.eager.n_partials == 0
+    if lg.monitor:
+        assert lg.volume.active == 0 and not lg.wv.any()
