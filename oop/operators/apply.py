@@ -82,6 +82,21 @@ def missing_field(e: Exception) -> str | None:
     return m.group(1) if m else None
 
 
+def raise_if_missing_column(e: Exception, operator: str, what: str, stream: str,
+                            columns: Sequence[str]) -> None:
+    """Raise :class:`UnknownColumnError` (chained from ``e``) when the Arrow error ``e``
+    is about a column the stream does not have; return otherwise.
+
+    ``what`` names the offending part ("an expression", "the predicate").
+    """
+    col = missing_field(e)
+    if col is not None:
+        raise UnknownColumnError(
+            f"{operator}: {what} refers to column {col!r}, which stream {stream!r} does not "
+            f"have; its columns are {list(columns)}"
+        ) from e
+
+
 class Apply(Operator):
     """Add/replace columns by vectorized expressions; see the module docstring."""
 
@@ -164,12 +179,7 @@ class Apply(Operator):
                 arrays = evaluate_expressions(batch, [e for _, e in self._exprs],
                                               [c for c, _ in self._exprs])
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                col = missing_field(e)
-                if col is not None:
-                    raise UnknownColumnError(
-                        f"{self.name}: an expression refers to column {col!r}, which stream "
-                        f"{stream!r} does not have; its columns are {batch.schema.names}"
-                    ) from e
+                raise_if_missing_column(e, self.name, "an expression", stream, batch.schema.names)
                 raise
             out.update(zip((c for c, _ in self._exprs), arrays))
         for c, f in self._calls:

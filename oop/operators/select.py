@@ -26,8 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError, SchemaMismatchError, UnknownColumnError
-from oop.operators.apply import missing_field
+from oop.errors import ConfigError, SchemaMismatchError
+from oop.operators.apply import raise_if_missing_column
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import Element
 
@@ -56,12 +56,8 @@ class Select(Operator):
             try:
                 probe.filter(self.predicate)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                col = missing_field(e)
-                if col is not None:
-                    raise UnknownColumnError(
-                        f"{self.name}: the predicate refers to column {col!r}, which stream "
-                        f"{info.name!r} does not have; its columns are {info.schema.names}"
-                    ) from e
+                raise_if_missing_column(e, self.name, "the predicate", info.name,
+                                        info.schema.names)
                 first = str(e).splitlines()[0] if str(e) else type(e).__name__
                 raise ConfigError(
                     f"{self.name}: the predicate {self.predicate} cannot be evaluated on stream "
