@@ -257,3 +257,41 @@ def test_files_as_partitions_keep_file_order(spark, tmp_path) -> None:  # noqa: 
         arr = part.sort_by(SEQ).column("arr").to_numpy()
         assert np.all(np.diff(arr) >= 0)  # each shard replays its file in arrival order
     assert data_rows.num_rows == 900
+
+
+# ---- ideal punctuation per source shard (computed exactly in Spark) ------------------------
+def test_ideal_punctuation_per_shard_is_the_true_low_watermark(data) -> None:
+    t, df = data
+    s = shard(df, time="ts", arrival="arr", punctuation="ideal", batch_size=250)
+    phys = s.df.toArrow()
+    assert _check_punctuation_rows(phys, "ts") > 0
+    src = phys.column(SRC).to_numpy()
+    for j in np.unique(src):  # exact: P after batch i == min ts of the shard's later rows
+        part = phys.filter(pa.array(src == j))
+        kind = part.column(K).to_numpy()
+        seq = part.column(SEQ).to_numpy()
+        ts = pc.fill_null(part.column("ts"), 0).to_numpy()
+        d_seq, d_ts = seq[kind == DATA], ts[kind == DATA]
+        order = np.argsort(d_seq)
+        d_seq, d_ts = d_seq[order], d_ts[order]
+        assert np.array_equal(d_seq, np.arange(len(d_seq)))
+        suffix = np.minimum.accumulate(d_ts[::-1])[::-1]
+        pv = pc.fill_null(part.column(P), 0).to_numpy()
+        puncts = [(int(q), int(v)) for q, v, k in zip(seq, pv, kind)
+                  if k == PUNCT and v != np.iinfo(np.int64).max]
+        assert puncts, "every shard with more than one batch punctuates"
+        for q, v in puncts:
+            assert (q + 1) % 250 == 0  # after a whole batch
+            assert v == suffix[q + 1]
+    # no tuple is late, and the sharded windows match Spark SQL (the verify ground truth)
+    aggs = [agg.count(), agg.sum("v")]
+    res = local_global_window(s, Tumbling(1000), aggs, by=("k",), shards=2).collect()
+    assert res.late_total == 0 and res.tuples_in == t.num_rows
+    truth = spark_windows(df, time="ts", unit="ms", kind=Tumbling(1000), aggs=aggs,
+                          by=("k",)).toArrow()
+    rep = compare_windows(res.table, truth, by=("k",), values=["count", "sum_v"])
+    assert rep.ok and rep.late == 0, rep
+    # without an arrival order (partition order, far from time order) ideal is still exact
+    res = shard(df, time="ts", punctuation="ideal", batch_size=400).query(
+        lambda st_: st_.select(pc.field("v") >= 0)).collect()
+    assert res.late_total == 0 and _rows(res.table) == _rows(t)

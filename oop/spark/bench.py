@@ -6,10 +6,14 @@ band disorder) to a folder of Parquet files in *arrival* order (column
 modification times. :func:`run_systems` answers one window query over that
 folder with
 
-* ``sharded`` -- the engine sharded over Spark tasks (local-then-global:
-  every Spark file partition is a source shard, sorted by ``arr`` within the
-  partition, and aggregates its rows in the task that reads it; partials
-  shuffled and merged; :func:`oop.spark.plans.sharded_window`);
+* ``sharded`` -- the engine sharded over Spark tasks, **file path**
+  (:mod:`oop.spark.files`): one Spark task per Parquet file reads it with
+  pyarrow in arrival order and aggregates it locally (the partial windows);
+  only the partials are shuffled by Spark and merged (local-then-global,
+  :func:`oop.spark.plans.sharded_window` given the paths);
+* ``sharded_df`` -- the same plan over the Spark DataFrame (``mapInArrow``
+  path: Spark reads the files, every Spark file partition is a source shard,
+  sorted by ``arr`` within the partition, rows cross JVM -> Python);
 * the engine reads only the columns the query needs (as Spark SQL does);
 * ``driver`` -- the engine on the driver fed by :func:`oop.spark.replay`;
 * ``structured`` -- Spark Structured Streaming, same watermark delay, append
@@ -38,7 +42,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["write_dataset", "run_systems", "SYSTEMS"]
 
-SYSTEMS = ("sharded", "driver", "structured", "sql")
+SYSTEMS = ("sharded", "sharded_df", "driver", "structured", "sql")
 
 
 def write_dataset(folder: str | Path, *, rows: int, files: int, delay_ms: int, groups: int = 1000,
@@ -115,26 +119,30 @@ def run_systems(
     sql_s = _time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     if warmup and "sharded" in systems:
-        sharded_window(spark.read.parquet(files[0]), time=time, unit=unit, kind=kind,
-                       aggs=aggs, by=by, shards=shards, punctuation=oop.BoundedDelay(delay),
-                       arrival="arr", batch_size=batch_size, spread_input=False)
+        for inp in (files[:1], spark.read.parquet(files[0])):
+            sharded_window(inp, time=time, unit=unit, kind=kind,
+                           aggs=aggs, by=by, shards=shards, punctuation=oop.BoundedDelay(delay),
+                           arrival="arr", batch_size=batch_size, spread_input=False)
 
-    def record(system: str, table: pa.Table, wall: float, late: int) -> None:
+    def record(system: str, table: pa.Table, wall: float, late: int, path: str = "") -> None:
         rep = compare_windows(table, truth, by=by, values=values, late=late)
-        rows.append({"system": system, "rows": n, "wall_s": round(wall, 3),
+        rows.append({"system": system, "path": path, "rows": n, "wall_s": round(wall, 3),
                      "rows_per_s": round(n / wall, 1) if wall > 0 else None,
                      **rep.as_dict(), "accuracy": round(rep.accuracy, 6)})
 
     for system in systems:
         if system == "sql":
             record("sql", truth, sql_s, 0)
-        elif system == "sharded":
+        elif system in ("sharded", "sharded_df"):
             t0 = _time.perf_counter()
-            # each Spark file partition is a source shard, replayed in arrival order
-            res = sharded_window(df, time=time, unit=unit, kind=kind, aggs=aggs, by=by,
-                                 shards=shards, punctuation=oop.BoundedDelay(delay),
-                                 arrival="arr", batch_size=batch_size, spread_input=False)
-            record("sharded", res.table, _time.perf_counter() - t0, res.late_total)
+            # sharded: each file is a source shard read by its own Spark task (file path);
+            # sharded_df: each Spark file partition is a source shard (mapInArrow path);
+            # both replay their shard in arrival order
+            res = sharded_window(files if system == "sharded" else df, time=time, unit=unit,
+                                 kind=kind, aggs=aggs, by=by, shards=shards,
+                                 punctuation=oop.BoundedDelay(delay), arrival="arr",
+                                 batch_size=batch_size, spread_input=False)
+            record(system, res.table, _time.perf_counter() - t0, res.late_total, res.path)
         elif system == "driver":
             t0 = _time.perf_counter()
             needed = list(dict.fromkeys([time, *by, *(a.column for a in aggs if a.column),

@@ -23,6 +23,7 @@ re-combined with Meld (min of punctuations).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from oop.errors import ConfigError
@@ -67,7 +68,7 @@ def keyed_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[
 
 
 def sharded_window(
-    df: "DataFrame",
+    df: "DataFrame | str | Sequence[str]",
     *,
     time: str,
     unit: str,
@@ -81,30 +82,55 @@ def sharded_window(
     batch_size: int = DEFAULT_BATCH_SIZE,
     method: str = "auto",
     spread_input: bool = True,
+    split: str = "file",
+    tasks: int | None = None,
 ) -> ShardedResult:
     """The window query sharded over ``shards`` Spark tasks; returns the melded result.
 
     count/sum/min/max run local-then-global; other aggregates run keyed
-    (and need ``by``). With ``spread_input=False`` the DataFrame's own
-    partitions (e.g. Parquet file splits) are the source shards -- no shuffle
-    of raw rows before the local aggregation; ``shards`` then only sizes the
-    global stage.
+    (and need ``by``). ``df`` is a DataFrame, or Parquet file/folder paths:
+
+    * paths and local-then-global -- the **file path**
+      (:func:`oop.spark.files.shard_files`): each Spark task reads its
+      Parquet fragments (``split`` = file | row_group) with pyarrow and
+      aggregates them locally; only partials go through Spark. The result's
+      ``path`` is ``"files"``;
+    * a DataFrame (or a keyed plan over paths) -- the ``mapInArrow`` path
+      (:func:`oop.spark.sharded.shard`). With ``spread_input=False`` the
+      DataFrame's own partitions (e.g. Parquet file splits) are the source
+      shards -- no shuffle of raw rows before the local aggregation;
+      ``shards`` then only sizes the global stage. ``path`` is ``"mapInArrow"``.
     """
+    from dataclasses import replace as _replace
+
     # only the columns the query reads cross into Python (Spark SQL prunes the same way)
     needed = list(dict.fromkeys([time, *by, *(a.column for a in aggs if a.column),
                                  *([arrival] if arrival else [])]))
-    df = df.select(*needed)
-    src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
-                shards=shards if spread_input else None, late=late, batch_size=batch_size)
-    if all(a.fn in SUPER for a in aggs):
-        out = local_global_window(src, kind, aggs, by, shards, method)
-    elif by:
-        out = keyed_window(src, kind, aggs, by, shards, method)
-    else:
+    local_global = all(a.fn in SUPER for a in aggs)
+    if not local_global and not by:
         raise ConfigError(
             "sharded window: aggregates other than count/sum/min/max need --key to shard by"
         )
-    return out.collect()
+    if isinstance(df, (str, Path, list, tuple)):
+        from oop.spark.files import parquet_paths, shard_files
+        from oop.spark.session import get_spark
+
+        spark = get_spark()
+        if local_global:
+            src = shard_files(spark, df, time=time, unit=unit, punctuation=punctuation,
+                              arrival=arrival, columns=needed, late=late, batch_size=batch_size,
+                              split=split, tasks=tasks)
+            res = local_global_window(src, kind, aggs, by, shards, method).collect()
+            return _replace(res, path="files")
+        df = spark.read.parquet(*parquet_paths(df))
+    df = df.select(*needed)
+    src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
+                shards=shards if spread_input else None, late=late, batch_size=batch_size)
+    if local_global:
+        out = local_global_window(src, kind, aggs, by, shards, method)
+    else:
+        out = keyed_window(src, kind, aggs, by, shards, method)
+    return _replace(out.collect(), path="mapInArrow")
 
 
 def _band_plan(on: Any, band: tuple[Any, Any], how: str) -> Any:

@@ -302,6 +302,7 @@ class ShardedResult:
     late_total: int
     wall_s: float
     shards: int
+    path: str = "mapInArrow"  # how the source shards were read: "mapInArrow" or "files"
 
 
 @dataclass(frozen=True)
@@ -423,9 +424,12 @@ class ShardedStream:
         spark = self.df.sparkSession
         if other is None and self.source is not None and self.aligned:
             sp = self.source
-            task_sp = replace(sp, df=None)  # the DataFrame stays on the driver
-            out = sp.df.mapInArrow(_fused_task(task_sp, plan, out_schema, out_time, phys_out),
-                                   phys_out)
+            if isinstance(sp, _SourceParams):
+                task_sp = replace(sp, df=None)  # the DataFrame stays on the driver
+                out = sp.df.mapInArrow(_fused_task(task_sp, plan, out_schema, out_time,
+                                                   phys_out), phys_out)
+            else:  # oop.spark.files.FileSource: the tasks read their Parquet fragments
+                out = sp.fused(plan, out_schema, out_time, phys_out)
             return ShardedStream(out, out_schema, out_time, out_unit, producers=m, shards=m,
                                  name=name, aligned=True)
         if other is None and self.aligned:
@@ -449,11 +453,22 @@ class ShardedStream:
                              name=name, aligned=True)
 
     # ---- leaving Spark ------------------------------------------------------
-    def _melded_feed(self, side: _Side) -> Iterator[tuple[pa.RecordBatch, int | None]]:
-        packed = self.df.mapInArrow(_pack_phys, "__payload binary")
+    def _melded_feed(self, side: _Side, bounded: bool = True) -> Iterator[tuple[pa.RecordBatch, int | None]]:
+        """Shard outputs in arrival order per producer, melded into ``side``'s feed.
+
+        ``bounded``: fetch partition by partition (``toLocalIterator``; memory
+        of one partition); else one ``collect`` of the packed batches (one
+        Spark job; for :meth:`collect`, which materialises the result anyway).
+        """
         with spark_errors(f"sharded stream {self.name!r}"):
-            for row in packed.toLocalIterator():
-                side.absorb(arrowio.loads(row["__payload"]))
+            if bounded:
+                packed = self.df.mapInArrow(_pack_phys, "__payload binary")
+                chunks: Iterator[pa.RecordBatch] = (
+                    arrowio.loads(row["__payload"]) for row in packed.toLocalIterator())
+            else:  # Arrow collection keeps partition order and row order within partitions
+                chunks = iter(self.df.toArrow().to_batches())
+            for chunk in chunks:
+                side.absorb(chunk)
                 while side.queue:
                     yield side.queue.popleft()
 
@@ -480,7 +495,7 @@ class ShardedStream:
         batches: list[pa.RecordBatch] = []
         puncts: list[tuple[int, Punctuation]] = []
         rows = 0
-        for batch, v in self._melded_feed(side):
+        for batch, v in self._melded_feed(side, bounded=False):
             if batch.num_rows:
                 batches.append(batch)
                 rows += batch.num_rows
@@ -632,6 +647,35 @@ class _SourceParams:
     batch_size: int
 
 
+def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, schema: pa.Schema, time: str, unit: str,
+               punctuation: GeneratorConfig, late: Any, plan: Callable[..., Stream] | None,
+               out_schema: pa.Schema, out_time: str | None,
+               phys: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Source shard ``pid`` over ``feed`` and ``plan`` (None: the bare source), as physical rows.
+
+    Runs inside a Spark task; yields the plan's batches and punctuations as
+    data / punctuation rows of producer ``pid``, then ``P(+inf)`` and one
+    stats row (tuples in, late).
+    """
+    src = Source(lambda: feed, time=time, unit=unit, punctuation=punctuation, late=late,
+                 schema=schema, name=f"input{pid}")
+    out = plan(Stream(Node(src))) if plan is not None else Stream(Node(src))
+    box = _Outbox()
+    ex = Executor([Node(box, [out.node])])
+    em = _Emitter(phys, out_schema, pid)
+    for _ in ex.steps():
+        items, box.items = box.items, []
+        for el in items:
+            if isinstance(el, pa.RecordBatch):
+                if el.num_rows:
+                    yield em.data(el, pid)
+            elif out_time is not None:
+                yield em.punct(el.value, pid)
+    if out_time is not None:
+        yield em.punct(INT64_MAX, pid)
+    yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
+
+
 def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.Schema,
                 out_time: str | None, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Source shard and its first query in ONE task: the raw rows cross into Python once."""
@@ -643,25 +687,82 @@ def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.S
         pid = ctx.partitionId() if ctx is not None else 0
         phys = arrowio.spark_to_arrow(phys_out)
         feed = (arrowio.conform(b, sp.schema) for b in arrowio.rechunk(it, sp.batch_size))
-        src = Source(lambda: feed, time=sp.time, unit=sp.unit, punctuation=sp.punctuation,
-                     late=sp.late, schema=sp.schema, name=f"input{pid}")
-        out = plan(Stream(Node(src)))
-        box = _Outbox()
-        ex = Executor([Node(box, [out.node])])
-        em = _Emitter(phys, out_schema, pid)
-        for _ in ex.steps():
-            items, box.items = box.items, []
-            for el in items:
-                if isinstance(el, pa.RecordBatch):
-                    if el.num_rows:
-                        yield em.data(el, pid)
-                elif out_time is not None:
-                    yield em.punct(el.value, pid)
-        if out_time is not None:
-            yield em.punct(INT64_MAX, pid)
-        yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
+        yield from fused_rows(feed, pid, sp.schema, sp.time, sp.unit, sp.punctuation, sp.late,
+                              plan, out_schema, out_time, phys)
 
     return task
+
+
+_POS = "__oop_pos"
+_POS_BITS = 33  # monotonically_increasing_id = partition id << 33 | row position in partition
+
+
+class _IdealLogic(PunctuationGenerator):
+    """After batch ``i`` of this shard: ``after[i]`` (the min time of its later batches)."""
+
+    def __init__(self, after: np.ndarray) -> None:
+        self.after = after
+        self.i = 0
+
+    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
+        i, self.i = self.i, self.i + 1
+        if i >= len(self.after) or self.after[i] == INT64_MAX:
+            return None
+        return int(self.after[i])
+
+
+@dataclass(frozen=True)
+class IdealPerShard(GeneratorConfig):
+    """The true low-watermark of each source shard after each of its batches (004 Eq. 4.1).
+
+    ``after[pid][i] = min{t | t in batches > i of partition pid}`` computed in
+    Spark (:func:`_ideal_per_shard`); :meth:`build` runs inside the shard's
+    task and picks the row of that task's partition. Under it no tuple is late.
+    """
+
+    after: dict[int, tuple[int, ...]]
+
+    def build(self, time: TimeSpec) -> PunctuationGenerator:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        return _IdealLogic(np.array(self.after.get(pid, ()), dtype=np.int64))
+
+
+def _ideal_per_shard(df: "DataFrame", time: str, is_ts: bool,
+                     batch_size: int) -> tuple["DataFrame", IdealPerShard]:
+    """``df`` pinned (persisted, so every later read sees the same partition order) and the
+    per-partition suffix minima of the per-batch minimum event time.
+
+    Spark computes ``min(time)`` per (partition, batch of ``batch_size`` rows in
+    partition order) -- one small row per batch comes to the driver, which
+    folds the suffix minima. Cost: one pass over ``df`` plus the cache.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from oop.spark.disorder import time_as_long
+    from oop.spark.replay import _suffix_min
+
+    pinned = df.withColumn(_POS, F.monotonically_increasing_id()) \
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    pos = F.col(_POS)
+    rows = pinned.groupBy(
+        F.shiftright(pos, _POS_BITS).alias("pid"),
+        F.floor(pos.bitwiseAND(F.lit((1 << _POS_BITS) - 1)) / F.lit(batch_size)).alias("b"),
+    ).agg(F.min(time_as_long(F.col(time), is_ts)).alias("m")).collect()
+    per: dict[int, dict[int, int]] = {}
+    for r in rows:
+        per.setdefault(int(r["pid"]), {})[int(r["b"])] = (
+            int(r["m"]) if r["m"] is not None else INT64_MAX)
+    after: dict[int, tuple[int, ...]] = {}
+    for pid, mins in per.items():
+        dense = np.full(max(mins) + 1, INT64_MAX, dtype=np.int64)
+        for b, m in mins.items():
+            dense[b] = m
+        after[pid] = tuple(int(x) for x in _suffix_min(dense))
+    return pinned, IdealPerShard(after)
 
 
 def files_as_partitions(spark: "SparkSession", paths: Sequence[str]) -> "DataFrame":
@@ -700,17 +801,15 @@ def shard(
     With ``shards`` the rows are first spread round-robin over that many
     partitions. With ``arrival`` each partition is replayed in ``arrival``
     order (else in its own row order). Each source shard punctuates with
-    ``punctuation`` (a generator config or spec; ``"ideal"`` is not
-    available per shard) and applies the ``late`` policy (late rows are
-    counted in the result's ``late_total``).
+    ``punctuation`` (a generator config or spec) and applies the ``late``
+    policy (late rows are counted in the result's ``late_total``).
+    ``punctuation="ideal"``: after each batch of ``batch_size`` rows a shard
+    punctuates with the true low-watermark of its remaining rows, computed
+    exactly in Spark (:class:`IdealPerShard`; the input is persisted so the
+    shard order it was computed for is the order replayed) -- no tuple is late.
     """
     is_ts, unit = check_time(df, time, unit, what=name)
     punct = parse_punctuation_arg(punctuation)
-    if not isinstance(punct, GeneratorConfig):
-        raise ConfigError(
-            "shard(): punctuation='ideal' needs the whole arrival order; give a generator "
-            "(e.g. oop.BoundedDelay('5s')) or use oop.spark.replay for the ideal"
-        )
     if arrival is not None and arrival not in df.columns:
         raise UnknownColumnError(f"{name}: no arrival column {arrival!r}; columns are {df.columns}")
     clash = [c for c in df.columns if c in HELPERS or c == SIDE]
@@ -723,6 +822,9 @@ def shard(
     if arrival is not None:
         df = df.sortWithinPartitions(arrival)
     user = arrowio.spark_to_arrow(df.schema)
+    if not isinstance(punct, GeneratorConfig):  # "ideal": computed exactly in Spark
+        with spark_errors(f"{name}: ideal punctuation"):
+            df, punct = _ideal_per_shard(df, time, is_ts, batch_size)
     if is_ts:
         unit = "us"
     producers = df.rdd.getNumPartitions()
