@@ -198,3 +198,61 @@ def test_auto_layout_picks_hash_for_sparse_keys_under_panes_too():
         assert op.plan_info["layout"].startswith(expect), (aggs, op.plan_info)
         assert_same_rows(res.table, window_oracle(t, kind, aggs, by="key", time="ts"))
         op._check()
+
+
+def _runs(draw, float_vals):
+    vals = st.sampled_from([0.5, -1.0, 2.0, 3.25, float("nan")]) if float_vals else st.integers(-3, 3)
+    rows = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), vals,
+                                   st.integers(1, 4)), max_size=25))
+    acc = {}
+    for a, b, x, n in rows:  # distinct keys per run (NaN rows stay apart, like after lexsort)
+        key = (a, b, x if x == x else ("nan", len(acc)))
+        acc[key] = (a, b, x, acc.get(key, (0, 0, 0, 0))[3] + n)
+    out = list(acc.values())
+    out.sort(key=lambda r: (r[0], r[1], r[2] != r[2], r[2] if r[2] == r[2] else 0))
+    return out
+
+
+@settings(max_examples=60)
+@given(data=st.data(), float_vals=st.booleans())
+def test_merge_counted_equals_reference(data, float_vals):
+    from oop.window.kernels import merge_counted, merge_counted_ref
+
+    r1, r2 = _runs(data.draw, float_vals), _runs(data.draw, float_vals)
+    dt = np.float64 if float_vals else np.int64
+
+    def arrs(rows):
+        return (np.array([r[0] for r in rows], np.int64), np.array([r[1] for r in rows], np.int64),
+                np.array([r[2] for r in rows], dt), np.array([r[3] for r in rows], np.int64))
+
+    a, b, x, n = merge_counted(*arrs(r1), *arrs(r2))
+    got = list(zip(a.tolist(), b.tolist(), x.tolist(), n.tolist()))
+    nan = [r for r in got if r[2] != r[2]]
+    assert len(nan) == sum(1 for r in r1 + r2 if r[2] != r[2])  # NaN rows never merge
+    exp = merge_counted_ref([r for r in r1 if r[2] == r[2]], [r for r in r2 if r[2] == r[2]])
+    assert [r for r in got if r[2] == r[2]] == exp
+    keys = [(r[0], r[1], r[2] != r[2], r[2] if r[2] == r[2] else 0) for r in got]
+    assert keys == sorted(keys)
+
+
+@settings(max_examples=40)
+@given(rows=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3), st.integers(-3, 3)),
+                     max_size=60),
+       split=st.integers(1, 5), lo=st.integers(0, 6), width=st.integers(0, 7))
+def test_multiset_select_merges_pane_runs_like_a_group_by(rows, split, lo, width):
+    """Multiset (incremental compaction by merging, select by pairwise run merges) == Counter."""
+    from collections import Counter
+
+    from oop.window.store import Multiset
+
+    ms = Multiset(np.int64)
+    for q in range(0, len(rows), split):  # several appends and compactions
+        part = rows[q:q + split]
+        ms.add(np.array([r[0] for r in part], np.int64), np.array([r[1] for r in part], np.int64),
+               np.array([r[2] for r in part], np.int64))
+        if q % 2:
+            ms.compact()
+    ms._check()
+    c, v, n = ms.select(lo, lo + width)
+    exp = Counter((r[1], r[2]) for r in rows if lo <= r[0] < lo + width)
+    assert list(zip(c.tolist(), v.tolist(), n.tolist())) == [(k[0], k[1], exp[k]) for k in sorted(exp)]

@@ -20,7 +20,7 @@ import numpy as np
 __all__ = [
     "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
     "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "update_ref",
-    "paned_select", "paned_select_ref", "SELECT_OPS",
+    "paned_select", "paned_select_ref", "SELECT_OPS", "merge_counted", "merge_counted_ref",
 ]
 
 #: op codes of :func:`paned_select`
@@ -480,3 +480,60 @@ def update_ref(op: str, cells: dict, codes, lo, hi, vals=None, times=None, valid
             else:  # pragma: no cover
                 raise ValueError(op)
     return cells
+
+
+@nb.njit(cache=True, inline="always")
+def _key_lt(a1, b1, x1, a2, b2, x2):
+    """(a1, b1, x1) < (a2, b2, x2) lexicographically; a NaN ``x`` sorts after every number."""
+    if a1 != a2:
+        return a1 < a2
+    if b1 != b2:
+        return b1 < b2
+    return x1 < x2 or (x2 != x2 and x1 == x1)
+
+
+@nb.njit(cache=True)
+def merge_counted(a1, b1, x1, n1, a2, b2, x2, n2):
+    """Merge two (a, b, x)-sorted counted runs; equal keys add their counts. O(len1 + len2).
+
+    Used by :class:`~oop.window.store.Multiset`: keys are (unit, code, value)
+    when compacting, (code, code, value) when merging the panes of a window.
+    Each run must hold distinct keys (NaN values are never equal: they stay
+    separate rows, as after ``np.lexsort``).
+    """
+    m1, m2 = a1.shape[0], a2.shape[0]
+    cap = m1 + m2
+    a = np.empty(cap, np.int64)
+    b = np.empty(cap, np.int64)
+    x = np.empty(cap, x1.dtype)
+    n = np.empty(cap, np.int64)
+    i = j = k = 0
+    while i < m1 and j < m2:
+        if a1[i] == a2[j] and b1[i] == b2[j] and x1[i] == x2[j]:
+            a[k], b[k], x[k], n[k] = a1[i], b1[i], x1[i], n1[i] + n2[j]
+            i += 1
+            j += 1
+        elif _key_lt(a1[i], b1[i], x1[i], a2[j], b2[j], x2[j]):
+            a[k], b[k], x[k], n[k] = a1[i], b1[i], x1[i], n1[i]
+            i += 1
+        else:
+            a[k], b[k], x[k], n[k] = a2[j], b2[j], x2[j], n2[j]
+            j += 1
+        k += 1
+    while i < m1:
+        a[k], b[k], x[k], n[k] = a1[i], b1[i], x1[i], n1[i]
+        i += 1
+        k += 1
+    while j < m2:
+        a[k], b[k], x[k], n[k] = a2[j], b2[j], x2[j], n2[j]
+        j += 1
+        k += 1
+    return a[:k], b[:k], x[:k], n[:k]
+
+
+def merge_counted_ref(rows1: list, rows2: list) -> list:
+    """Reference of :func:`merge_counted` over lists of ``(a, b, x, count)``: a dict, then sorted."""
+    acc: dict = {}
+    for a, b, x, n in list(rows1) + list(rows2):
+        acc[(a, b, x)] = acc.get((a, b, x), 0) + n
+    return [(*k, v) for k, v in sorted(acc.items())]

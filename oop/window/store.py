@@ -503,37 +503,54 @@ class Multiset:
             self._pending_rows += units.shape[0]
 
     def compact(self) -> None:
-        """Merge pending rows and duplicates; rows end sorted by (unit, code, value)."""
+        """Merge pending rows and duplicates; rows end sorted by (unit, code, value).
+
+        Only the pending rows are sorted (O(p log p)); they are then merged
+        into the already sorted table by :func:`~oop.window.kernels.merge_counted`
+        (O(table + p)), not re-sorted with it.
+        """
         if not self._pending:
             return
-        u = np.concatenate([self.unit, *(p[0] for p in self._pending)])
-        c = np.concatenate([self.code, *(p[1] for p in self._pending)])
-        v = np.concatenate([self.value, *(p[2] for p in self._pending)])
-        n = np.concatenate([self.count, *(np.ones(p[0].shape[0], np.int64) for p in self._pending)])
+        u = np.concatenate([p[0] for p in self._pending])
+        c = np.concatenate([p[1] for p in self._pending])
+        v = np.concatenate([p[2] for p in self._pending])
         self._pending, self._pending_rows = [], 0
         order = np.lexsort((v, c, u))
-        u, c, v, n = u[order], c[order], v[order], n[order]
+        u, c, v = u[order], c[order], v[order]
+        n = np.ones(u.shape[0], np.int64)
         if u.shape[0]:
             new = np.ones(u.shape[0], bool)
             new[1:] = (u[1:] != u[:-1]) | (c[1:] != c[:-1]) | (v[1:] != v[:-1])
             idx = np.flatnonzero(new)
             n = np.add.reduceat(n, idx)
             u, c, v = u[idx], c[idx], v[idx]
+        if self.unit.shape[0]:
+            u, c, v, n = K.merge_counted(self.unit, self.code, self.value, self.count, u, c, v, n)
         self.unit, self.code, self.value, self.count = u, c, v, n
 
     def select(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(code, value, count) of units in ``[lo, hi)``, merged over units, sorted by (code, value)."""
+        """(code, value, count) of units in ``[lo, hi)``, merged over units, sorted by (code, value).
+
+        The table is sorted by (unit, code, value), so the rows of each unit
+        are a (code, value)-sorted run: the runs are merged pairwise
+        (:func:`~oop.window.kernels.merge_counted`, log2(units) rounds of
+        O(rows)) instead of re-sorting their concatenation -- Paned-WID's
+        window-level combine of holistic aggregates (004 §6.2.1: a window
+        is the merge of its panes' sorted value tables).
+        """
         self.compact()
         a, b = np.searchsorted(self.unit, [lo, hi])
         c, v, n = self.code[a:b], self.value[a:b], self.count[a:b]
         if hi - lo > 1 and c.shape[0]:
-            order = np.lexsort((v, c))
-            c, v, n = c[order], v[order], n[order]
-            new = np.ones(c.shape[0], bool)
-            new[1:] = (c[1:] != c[:-1]) | (v[1:] != v[:-1])
-            idx = np.flatnonzero(new)
-            n = np.add.reduceat(n, idx)
-            c, v = c[idx], v[idx]
+            cuts = np.flatnonzero(self.unit[a + 1:b] != self.unit[a:b - 1]) + 1
+            bounds = [0, *cuts.tolist(), c.shape[0]]
+            runs = [(c[x:y], c[x:y], v[x:y], n[x:y]) for x, y in zip(bounds[:-1], bounds[1:])]
+            while len(runs) > 1:
+                nxt = [K.merge_counted(*runs[q], *runs[q + 1]) for q in range(0, len(runs) - 1, 2)]
+                if len(runs) % 2:
+                    nxt.append(runs[-1])
+                runs = nxt
+            c, _, v, n = runs[0]
         return c, v, n
 
     def keep_rows(self, keep_fn: Any) -> None:
