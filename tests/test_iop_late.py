@@ -84,6 +84,18 @@ def _single(which: str, policy: str):
     raise AssertionError(which)
 
 
+def _run(plan, policy: str, n_late: int):
+    """Run ``plan``; under ``raise`` assert it raises iff rows are late and return None."""
+    if policy != "raise":
+        return plan.run()
+    if n_late:
+        with pytest.raises(LateTupleError, match="op"):
+            plan.run()
+    else:
+        assert plan.run().late_total == 0
+    return None
+
+
 def _out_rows(which: str, table: pa.Table) -> int:
     """Input rows the output accounts for (rows, or the sum of the counts)."""
     if which in ("merge", "sort"):
@@ -101,15 +113,9 @@ def test_single_input_baselines_route_late_rows(which, policy, data):
     op, ref = _single(which, policy)
     late = ref(t, batches)
     n_late = sum(late)
-    plan = _src(batches, t.schema).via(op)
-    if policy == "raise":
-        if n_late:
-            with pytest.raises(LateTupleError, match="op"):
-                plan.run()
-        else:
-            assert plan.run().late_total == 0
+    res = _run(_src(batches, t.schema).via(op), policy, n_late)
+    if res is None:
         return
-    res = plan.run()
     m = res.metrics["op"]
     assert dict(m.late) == ({policy: n_late} if n_late else {})
     assert op.dropped == n_late
@@ -134,14 +140,9 @@ def test_order_preserving_joins_route_late_rows(cls, policy, data):
     cfg = JoinConfig(WindowPredicate.band(3, 3), (("key", "key"),), name="op", late=policy)
     plan = _src(data.draw(batch_splits(left, max_batch=8)), left.schema, "L").via(
         cls(cfg), _src(data.draw(batch_splits(right, max_batch=8)), right.schema, "R"))
-    if policy == "raise":
-        if n_late:
-            with pytest.raises(LateTupleError, match="op"):
-                plan.run()
-        else:
-            assert plan.run().late_total == 0
+    res = _run(plan, policy, n_late)
+    if res is None:
         return
-    res = plan.run()
     assert dict(res.metrics["op"].late) == ({policy: n_late} if n_late else {})
     if policy == "side_output" and n_late:
         got = sorted(map(repr, res.late["op"].to_pylist()))
