@@ -42,7 +42,6 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
     src = np.array([r[1] for r in rows], np.int8)
     ts = np.array([r[2] for r in rows], np.int64)
     rng = slide * k
-    lo0, hi0 = ts // slide, (ts + rng) // slide
     wv0 = np.zeros((12, S), np.int32)
     for gg, s, c in init:
         wv0[gg, s] += c
@@ -50,21 +49,26 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
         wv0[gg, 0] |= MODE_BIT
     wv_k, wv_r = wv0.copy(), wv0.copy()
     hw_k, hw_r = np.array(hw0, np.int64), np.array(hw0, np.int64)
-    lo_k, lo_r = lo0.copy(), lo0.copy()
+    lo_k, hi_k = np.empty(len(g), np.int64), np.empty(len(g), np.int64)
     cls = np.empty(len(g), np.int8)
     out = np.zeros(9, np.int64)
     scratch = np.full(12, -1, np.int64)
-    sw_k = K.route_batch(g, src, ts, lo_k, hi0, np.int64(first_open), wv_k, scratch, VOL_MASK,
+    geom = (rng, slide, 1)
+    sw_k = K.route_batch(g, src, ts, np.array(geom, np.int64), lo_k, hi_k, np.int64(first_open),
+                         wv_k, scratch, VOL_MASK,
                          MODE_BIT, monitor, forced_eager, base, float(rng), True, up, cls, hw_k,
                          out)
-    cls_r, sw_r, out_r, _ = K.route_batch_reference(g, src, ts, lo_r, hi0, first_open, wv_r,
+    cls_r, sw_r, out_r, (lo_r, hi_r) = K.route_batch_reference(g, src, ts, geom, first_open, wv_r,
                                                     int(VOL_MASK), int(MODE_BIT), monitor,
                                                     forced_eager, base, float(rng), True, up, hw_r)
     assert (scratch == -1).all()
     assert cls.tolist() == cls_r.tolist()
     assert sw_k.tolist() == sw_r.tolist()
     assert out.tolist() == out_r
-    assert (wv_k == wv_r).all() and (hw_k == hw_r).all() and (lo_k == lo_r).all()
+    assert (wv_k == wv_r).all() and (hw_k == hw_r).all()
+    assert (lo_k == np.maximum(lo_r, first_open)).all() and (hi_k == hi_r).all()
+    exp_lo, exp_hi = Sliding(rng, slide, 1).wids(ts)  # the Bucket is the window kind's
+    assert (hi_k == exp_hi).all() and (lo_k == np.maximum(exp_lo, first_open)).all()
     # accounting: every row is late, lazy or eager; winVol grew by the rows in time
     assert out[0] + out[1] + out[2] == len(g)
     if monitor:

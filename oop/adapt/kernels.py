@@ -419,12 +419,14 @@ ROW_LATE, ROW_LAZY, ROW_EAGER = 0, 1, 2
 
 
 @njit(cache=True)
-def route_batch(gids, src, ts, lo, hi, first_open, wv, scratch, vmask, mbit, monitor,
+def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbit, monitor,
                 forced_eager, base, range_f, skew_on, up, cls, hwm, out):  # type: ignore[no-untyped-def]
     """One pass of AdaptWID's Bucket + monitoring + routing over a batch (004 §6.3.4).
 
-    For every row ``i``: clip ``lo[i]`` to ``first_open`` (in place); a row with no open
-    window left is late (``cls[i] = 0``). For the others: ``winVol[g, src] += 1`` and the
+    For every row ``i``: its window ids ``[lo[i], hi[i])`` (written; ``geom`` = (range,
+    slide, origin): ``lo = floor((ts - origin) / slide)``, ``hi = floor((ts - origin +
+    range) / slide)``, as ``Sliding.wids``), ``lo`` clipped to ``first_open``; a row with
+    no open window left is late (``cls[i] = 0``). For the others: ``winVol[g, src] += 1`` and the
     per-source high-watermark ``hwm[src]`` (in place); then every *lazy* group the batch
     touched switches to eager when ``winVol > up * theta`` with Cond. 6.9's
     ``theta = base + sum_K winVol[g, K] / range_f * off[K]`` (``off[K]``: source K's
@@ -447,7 +449,13 @@ def route_batch(gids, src, ts, lo, hi, first_open, wv, scratch, vmask, mbit, mon
     n_born_e = 0
     wmin = np.int64(9223372036854775807)
     wmax = np.int64(-9223372036854775807 - 1)
+    rng = geom[0]
+    sl = geom[1]
+    org = geom[2]
     for i in range(n):
+        d = ts[i] - org
+        lo[i] = d // sl
+        hi[i] = (d + rng) // sl
         if lo[i] < first_open:
             lo[i] = first_open
         if lo[i] >= hi[i]:
@@ -532,16 +540,21 @@ def route_batch(gids, src, ts, lo, hi, first_open, wv, scratch, vmask, mbit, mon
     return sw[:n_sw].copy()
 
 
-def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray, lo: np.ndarray,
-                          hi: np.ndarray, first_open: int, wv: np.ndarray, vmask: int, mbit: int,
+def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray,
+                          geom: tuple[int, int, int], first_open: int, wv: np.ndarray,
+                          vmask: int, mbit: int,
                           monitor: bool, forced_eager: bool, base: float, range_f: float,
                           skew_on: bool, up: float, hwm: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
-    """Tuple-at-a-time reference of :func:`route_batch` (``wv``, ``hwm``, ``lo`` in place).
+                          ) -> tuple[np.ndarray, np.ndarray, list[int],
+                                     tuple[np.ndarray, np.ndarray]]:
+    """Tuple-at-a-time reference of :func:`route_batch` (``wv``, ``hwm`` in place).
 
-    Returns ``(cls, switched groups, out list, lo)``.
+    Returns ``(cls, switched groups, out list, (lo, hi))``.
     """
     n = len(gids)
+    rng, sl, org = geom
+    lo = [(int(t) - org) // sl for t in ts]
+    hi = [(int(t) - org + rng) // sl for t in ts]
     cls = np.zeros(n, np.int8)
     touched: list[int] = []
     born = born_e = 0
@@ -588,7 +601,7 @@ def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray, lo:
     out = [n_late, n - n_late - n_eager, n_eager, born, born_e,
            min(elo, default=big), max(ehi, default=small),
            min(los, default=big), max(his, default=small)]
-    return cls, np.asarray(sw, np.int64), out, lo
+    return cls, np.asarray(sw, np.int64), out, (np.asarray(lo, np.int64), np.asarray(hi, np.int64))
 
 
 @njit(cache=True)

@@ -283,6 +283,9 @@ class AdaptLogic:
         self._zeros8 = np.zeros(0, np.int8)  # source 0 of one-source batches (not state)
         self._route_out = np.zeros(9, np.int64)  # route_batch's counters (not state)
         self._hwm = np.zeros(self.S, np.int64)  # route_batch's view of the hwms (not state)
+        self._geom = np.array([self._range, self._slide, self._origin], np.int64)
+        self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
+        self._hi = np.empty(0, np.int64)
         #: [a, b]: every window id in it that is >= first_open is open (0, -1: none known)
         self._open_span = (0, -1)
         #: Cond. 6.9's skew term: only over several sources, and not for absolute thresholds
@@ -479,7 +482,10 @@ class AdaptLogic:
             src = self._src0(n)
         else:
             src = np.asarray(src, np.int8)
-        lo, hi = self._bucket(ts)
+        if len(self._lo) < n:  # the Bucket's output (route_batch writes it): reused scratch
+            self._lo = np.empty(max(n, 2 * len(self._lo)), np.int64)
+            self._hi = np.empty(max(n, 2 * len(self._hi)), np.int64)
+        lo, hi = self._lo[:n], self._hi[:n]
         if top is None:
             top = int(gids.max()) + 1
         if top > _GID_MAX:
@@ -498,7 +504,7 @@ class AdaptLogic:
             hwm[k] = h.value
         cls = np.empty(n, np.int8)
         out = self._route_out
-        sw = route_batch(gids, src, ts, lo, hi, self.first_open, self._wv, self._scratch,
+        sw = route_batch(gids, src, ts, self._geom, lo, hi, self.first_open, self._wv, self._scratch,
                          VOL_MASK, MODE_BIT, self.monitor, self.mode_name == "eager", base,
                          self._range_f, self._skew_on, float(th.up), cls, hwm, out)
         n_late, n_lazy, n_eager, n_born, n_born_e, elo, ehi, wlo, whi = out.tolist()
@@ -550,13 +556,14 @@ class AdaptLogic:
     def _chunk(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray,
                cols: dict[str, tuple[np.ndarray, np.ndarray | None]], sel: np.ndarray) -> Chunk:
         """The rows ``sel`` of a batch as a buffer chunk (one gather per column)."""
-        ch: Chunk = {"gid": gids[sel].astype(GID), "ts": ts[sel]}
+        idx = np.flatnonzero(sel)
+        ch: Chunk = {"gid": gids.take(idx).astype(GID), "ts": ts.take(idx)}
         if self.S > 1:
-            ch["src"] = src[sel]
+            ch["src"] = src.take(idx)
         for col, (v, m) in cols.items():
-            ch[col] = v[sel]
+            ch[col] = v.take(idx)
             if m is not None:
-                ch[col + "?"] = m[sel]
+                ch[col + "?"] = m.take(idx)
         return ch
 
     def _src0(self, n: int) -> np.ndarray:
@@ -564,14 +571,6 @@ class AdaptLogic:
         if len(self._zeros8) < n:
             self._zeros8 = np.zeros(max(n, 2 * len(self._zeros8)), np.int8)
         return self._zeros8[:n]
-
-    def _bucket(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Window-id range ``[lo, hi)`` of each time (fresh arrays): ``kind.wids``."""
-        d = ts - self._origin if self._origin else ts
-        lo = d // self._slide
-        if self._tumbling:
-            return lo, lo + 1
-        return lo, (d + self._range) // self._slide
 
     def _start_extents(self, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray | None = None,
                        n_late: int = 0, wlo: int | None = None, whi: int | None = None) -> None:
