@@ -109,6 +109,23 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
         if (inc0 or k > 0) and since < P:
             a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
             d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
+            if (zero and n_i == 1 and n_f <= 2 and a_hi - a_lo == 1 and d_hi - d_lo == 1
+                    and (k > 0 or base >= p_lo)):
+                # slide = pane, count + up to two float lanes (count, sum, mean, var):
+                # step, reset of the leaving pane and output in one pass over the codes
+                ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+                f0 = flanes[0]
+                f1 = flanes[1 if n_f == 2 else 0]
+                r0 = frun[0]
+                r1 = frun[1 if n_f == 2 else 0]
+                o1 = fv[1 if n_f == 2 else 0]
+                we = o + e
+                m, dd = _fused_step(ilanes[0], irun[0], f0, f1, r0, r1, n_f, ra, rd, n, codes,
+                                    start, end, iv[0], fv[0], o1, m, we - r, we)
+                dead += dd
+                since += 1
+                p_lo, p_hi = plo, phi
+                continue
             if a_hi - a_lo == 1 and d_hi - d_lo == 1:  # slide = pane: one pass per lane
                 ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
                 for q in range(n_i):
@@ -164,6 +181,37 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
         for q in range(n_f):
             _gather(fv[q], frun[q], codes, m0, m)
     return codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], since, dead
+
+
+@nb.njit(cache=True, inline="always")
+def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, codes, start, end, orow, o0, o1, m,
+                ws, we):
+    """One window of :func:`paned_emit` when one pane enters and one leaves: per code, move
+    the running count and ``nf`` (<= 2) float sums, reset the leaving cell, write the output
+    row and keep it when the count is > 0 (branch-free). Returns (m, live cells reset)."""
+    dead = 0
+    for c in range(n):
+        xd = rows[rd + c]
+        cr = rrun[c] + (rows[ra + c] - xd)
+        rrun[c] = cr
+        dead += xd != 0
+        rows[rd + c] = 0
+        codes[m] = c
+        start[m] = ws
+        end[m] = we
+        orow[m] = cr
+        if nf >= 1:
+            v0 = r0[c] + (f0[ra + c] - f0[rd + c])
+            r0[c] = v0
+            f0[rd + c] = 0.0
+            o0[m] = v0
+        if nf >= 2:
+            v1 = r1[c] + (f1[ra + c] - f1[rd + c])
+            r1[c] = v1
+            f1[rd + c] = 0.0
+            o1[m] = v1
+        m += cr > 0
+    return m, dead
 
 
 @nb.njit(cache=True, inline="always")
