@@ -84,8 +84,8 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(-5, 40)),
                 max_size=40),
        st.integers(1, 3), st.integers(1, 4), st.integers(-3, 5), st.sampled_from([None, -2, 1, 4]),
-       st.integers(0, 12), st.booleans(), st.integers(1, 5))
-def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins):
+       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.booleans())
+def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, pairs):
     g = np.array([r[0] for r in rows], np.int32)
     src = np.array([r[1] for r in rows], np.int8)
     ts = np.array([r[2] for r in rows], np.int64)
@@ -94,9 +94,9 @@ def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n
     wv_k, wv_r = wv0.copy(), wv0.copy()
     scratch = np.full(10, -1, np.int64)
     got = K.close_scan(g, src, ts, slide * k, slide, origin, np.int64(old_), np.int64(fo), wv_k,
-                       monitor, scratch, n_bins)
+                       monitor, scratch, n_bins, pairs)
     exp = K.close_scan_reference(g, src, ts, slide * k, slide, origin, old_, fo, wv_r, monitor,
-                                 n_bins)
+                                 n_bins, pairs)
     assert (scratch == -1).all()
     for a, b in zip(got, exp):
         assert a.tolist() == b.tolist()

@@ -97,13 +97,16 @@ class DenseEagerStore:
 
     ``tupcnt``: ``"stored"`` (a lane per source), ``"derived"`` (tumbling, one
     source: tupcnt == the presence lane) or ``"none"`` (nothing monitors winVol).
+    ``compact=False``: keep the slot axis at its size (a scratch store refilled at every
+    punctuation).
     """
 
     def __init__(self, aggs: Sequence[BlockAgg], value_dtypes: dict[str, np.dtype],
-                 n_sources: int, tupcnt: str, ring: int = 4) -> None:
+                 n_sources: int, tupcnt: str, ring: int = 4, compact: bool = True) -> None:
         assert tupcnt in ("stored", "derived", "none")
         self.aggs = list(aggs)
         self.fixed = True
+        self.compact = compact  # shrink the slot axis when under a quarter is used
         self.S = n_sources
         self.tc_mode = tupcnt
         self.dtypes = [lane_dtypes(a, value_dtypes.get(a.column or "")) for a in self.aggs]
@@ -368,7 +371,7 @@ class DenseEagerStore:
             self.n_free += len(dead)
             self.n_slots -= len(dead)
             self.nbytes -= 4 * len(dead)
-        if self.C > 64 and self.n_slots < self.C // 4:
+        if self.compact and self.C > 64 and self.n_slots < self.C // 4:
             self._compact()
 
     def _compact(self) -> None:

@@ -670,7 +670,8 @@ def dense_assign_slots_sel_reference(slot_of: np.ndarray, gid_of: np.ndarray, la
 
 
 @njit(cache=True)
-def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch, n_bins):  # type: ignore[no-untyped-def]
+def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch, n_bins,
+               pairs):  # type: ignore[no-untyped-def]
     """One pass over the lazy buffer at a punctuation closing windows ``[old, fo)`` (004 §6.3.4).
 
     For each buffered row with window range ``[lo, hi)`` (the Bucket: ``lo = floor((ts -
@@ -680,14 +681,19 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     expires (``hi <= fo``: purged). With ``monitor``: ``winVol[g, src] -= 1`` per expired
     row. ``scratch`` (int64 over group codes, all -1) is left all -1. The kept rows are
     returned in bin order (``gid % n_bins``, stable: a counting sort) with the bin cuts,
-    so the buffer is rebuilt binned by one gather per column.
+    so the buffer is rebuilt binned by one gather per column. Each row's closing windows
+    are also returned as a range ``[clo, chi)`` with ``sel`` = 2 where it is not empty
+    (for a dense fold); the pairs are built only when ``pairs``.
 
-    Returns ``(rows, ws, is_last, kept order, cuts, expired distinct groups)``.
-    O(rows + pairs + bins).
+    Returns ``(rows, ws, is_last, kept order, cuts, expired distinct groups, clo, chi,
+    sel)``. O(rows + pairs + bins).
     """
     n = gid.shape[0]
     lo = np.empty(n, np.int64)
     hi = np.empty(n, np.int64)
+    clo = np.empty(n, np.int64)
+    chi = np.empty(n, np.int64)
+    sel = np.zeros(n, np.int8)
     total = 0
     for i in range(n):
         d = ts[i] - origin
@@ -698,8 +704,13 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
         e = b if b < fo else fo
         if a < old:
             a = old
+        clo[i] = a
+        chi[i] = e
         if e > a:
             total += e - a
+            sel[i] = 2
+    if not pairs:
+        total = 0
     rows = np.empty(total, np.int64)
     ws = np.empty(total, np.int64)
     is_last = np.empty(total, np.bool_)
@@ -708,13 +719,12 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     n_gone = 0
     k = 0
     for i in range(n):
-        a = lo[i] if lo[i] > old else old
-        e = hi[i] if hi[i] < fo else fo
-        for w in range(a, e):
-            rows[k] = i
-            ws[k] = w
-            is_last[k] = w == hi[i] - 1
-            k += 1
+        if pairs:
+            for w in range(clo[i], chi[i]):
+                rows[k] = i
+                ws[k] = w
+                is_last[k] = w == hi[i] - 1
+                k += 1
         keep[i] = hi[i] > fo
         if not keep[i] and monitor:
             g = gid[i]
@@ -738,19 +748,21 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
             b = gid[i] % n_bins
             order[pos[b]] = i
             pos[b] += 1
-    return rows, ws, is_last, order, cuts, gone[:n_gone].copy()
+    return rows, ws, is_last, order, cuts, gone[:n_gone].copy(), clo, chi, sel
 
 
 def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
                          slide: int, origin: int, old: int, fo: int, wv: np.ndarray,
-                         monitor: bool, n_bins: int) -> tuple[np.ndarray, ...]:
+                         monitor: bool, n_bins: int, pairs: bool = True) -> tuple[np.ndarray, ...]:
     """Tuple-at-a-time reference of :func:`close_scan` (``wv`` in place)."""
-    rows, ws, last, gone = [], [], [], []
+    rows, ws, last, gone, clo, chi = [], [], [], [], [], []
     bins: list[list[int]] = [[] for _ in range(n_bins)]
     for i in range(len(gid)):
         d = int(ts[i]) - origin
         lo, hi = d // slide, (d + range_) // slide
-        for w in range(max(lo, old), min(hi, fo)):
+        clo.append(max(lo, old))
+        chi.append(min(hi, fo))
+        for w in range(max(lo, old), min(hi, fo)) if pairs else ():
             rows.append(i)
             ws.append(w)
             last.append(w == hi - 1)
@@ -763,7 +775,8 @@ def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range
     cuts = np.cumsum([0] + [len(b) for b in bins])
     return (np.asarray(rows, np.int64), np.asarray(ws, np.int64), np.asarray(last, bool),
             np.asarray([i for b in bins for i in b], np.int64), cuts.astype(np.int64),
-            np.asarray(gone, np.int64))
+            np.asarray(gone, np.int64), np.asarray(clo, np.int64), np.asarray(chi, np.int64),
+            np.asarray([2 if b > a else 0 for a, b in zip(clo, chi)], np.int8))
 
 
 @njit(cache=True)

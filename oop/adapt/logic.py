@@ -284,6 +284,7 @@ class AdaptLogic:
         self._route_out = np.zeros(9, np.int64)  # route_batch's counters (not state)
         self._hwm = np.zeros(self.S, np.int64)  # route_batch's view of the hwms (not state)
         self._geom = np.array([self._range, self._slide, self._origin], np.int64)
+        self._transient: DenseEagerStore | None = None  # lazy tuples' fold at a close
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
         self._hi = np.empty(0, np.int64)
         #: [a, b]: every window id in it that is >= first_open is open (0, -1: none known)
@@ -671,7 +672,9 @@ class AdaptLogic:
         cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
         pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
         expired: list[np.ndarray] = []
-        lazy_blocks = self._close_buffer(old, fo, expired) if self.buffer.n_rows else {}
+        lazy_blocks: dict[int, Block] = {}
+        if self.buffer.n_rows and closing:
+            lazy_blocks = self._close_buffer(old, fo, expired, closing[0], closing[-1])
         out: list[tuple[int, Block]] = []
         hw = self.offsets.hwm
         for w in closing:
@@ -686,6 +689,8 @@ class AdaptLogic:
             elif lb is None:
                 merged = eb
             else:
+                if lb.tupcnt.shape[1] != eb.tupcnt.shape[1]:  # eb's tupcnt is spent (above)
+                    eb = Block(eb.gids, eb.tupcnt[:, :0], eb.states)
                 merged, _ = merge_blocks(self.aggs, eb, lb)
             if merged is not None and len(merged):
                 out.append((w, merged))
@@ -719,27 +724,47 @@ class AdaptLogic:
         self._track_peak()
         return out
 
-    def _close_buffer(self, old: int, fo: int, expired_gids: list[np.ndarray]) -> dict[int, Block]:
-        """Aggregate the buffered tuples of the closing windows; purge the expired ones.
+    def _close_buffer(self, old: int, fo: int, expired_gids: list[np.ndarray],
+                      wlo: int, whi: int) -> dict[int, Block]:
+        """Aggregate the buffered tuples of the closing windows ``[wlo, whi]``; purge the
+        expired ones. Appends the group codes of purged tuples to ``expired_gids``.
 
-        Appends the group codes of purged tuples to ``expired_gids``.
+        Bounded aggregates: the tuples are folded into a transient dense store (the lanes
+        of :mod:`oop.adapt.dense` over (closing window x lazy-group slot): one slot kernel
+        and one kernel per aggregate, no sort of the pairs) and each window's row read out;
+        holistic ones: one group-by of the (tuple, window) pairs.
         """
         ch = self.buffer.scan_rows()  # one pass over B
         if len(self._scratch) < self.n_groups:
             self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         src = ch["src"] if self.S > 1 else self._src0(len(ch["gid"]))
-        rows, ws, is_last, order, cuts, gone = close_scan(
+        rows, ws, is_last, order, cuts, gone, clo, chi, sel = close_scan(
             ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
-            self._wv, self.monitor, self._scratch, self.buffer.n_bins)
+            self._wv, self.monitor, self._scratch, self.buffer.n_bins, not self.dense)
         n_gone = len(ch["gid"]) - len(order)
         if n_gone and self.monitor:
             expired_gids.append(gone)
             self.volume.expire(n_gone)
         if n_gone or self.buffer.staged:  # kept rows back into their bins
             self.buffer.rebuild(ch, order, cuts)
-        if len(rows) == 0:
-            return {}
-        return self._blocks(ch, rows, ws, is_last)
+        if not self.dense:
+            if len(rows) == 0:
+                return {}
+            return self._blocks(ch, rows, ws, is_last)
+        tmp = self._transient
+        if tmp is None:  # scratch: empty between punctuations, not state
+            tmp = self._transient = DenseEagerStore(self.aggs, self.value_dtypes, self.S,
+                                                    "none", ring=whi - wlo + 1, compact=False)
+        cols = {c: (ch[c], ch.get(c + "?")) for c in self.value_cols}
+        tmp.fold_sel(ch["gid"], ch["ts"], ch.get("src"), clo, chi, cols, sel, 2, wlo, whi,
+                     self.n_groups)
+        out: dict[int, Block] = {}
+        for w in range(wlo, whi + 1):
+            b = tmp.pop(w)
+            if b is not None:
+                out[w] = b
+        tmp.release(fo)
+        return out
 
     def flush(self) -> list[tuple[int, Block]]:
         """End of stream: close every open window."""
