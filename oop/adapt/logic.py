@@ -684,13 +684,17 @@ class AdaptLogic:
                 tc = self.counts(eb)
                 self._wv[eb.gids] -= tc.astype(np.int32)  # low bits only: never below 0
                 self.volume.expire(int(tc.sum()))
+            # a closed window's tupcnt is spent (winVol dropped above / at expiry): blocks
+            # leave without it, so eager, lazy and merged blocks share one layout
+            if eb is not None and eb.tupcnt.shape[1]:
+                eb = Block(eb.gids, eb.tupcnt[:, :0], eb.states)
+            if lb is not None and lb.tupcnt.shape[1]:
+                lb = Block(lb.gids, lb.tupcnt[:, :0], lb.states)
             if eb is None:
                 merged = lb
             elif lb is None:
                 merged = eb
             else:
-                if lb.tupcnt.shape[1] != eb.tupcnt.shape[1]:  # eb's tupcnt is spent (above)
-                    eb = Block(eb.gids, eb.tupcnt[:, :0], eb.states)
                 merged, _ = merge_blocks(self.aggs, eb, lb)
             if merged is not None and len(merged):
                 out.append((w, merged))
