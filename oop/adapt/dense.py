@@ -179,9 +179,14 @@ class DenseEagerStore:
             src = np.flatnonzero(slot_map >= 0)
             dst = slot_map[src]
 
+        same_rows = R == self.R and slot_map is None  # growing the slot axis only
+        m = min(self.C, C)
+
         def move(x: np.ndarray) -> np.ndarray:
             y = np.zeros((R, C) + x.shape[2:], x.dtype)
-            if len(old_r) and len(src):
+            if same_rows:
+                y[:, :m] = x[:, :m]  # every row keeps its place: one slice copy
+            elif len(old_r) and len(src):
                 y[np.ix_(new_r, dst)] = x[np.ix_(old_r, src)]
             return y
 

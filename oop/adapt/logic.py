@@ -804,7 +804,8 @@ class AdaptLogic:
         trans = 0
         if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
             if self.dense:
-                with_p = self.eager.held_gids()  # type: ignore[union-attr]
+                gid_of = self.eager.gid_of  # type: ignore[union-attr]
+                with_p = gid_of[gid_of >= 0]  # slot holders (order does not matter here)
             else:
                 with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
             trans = int(np.count_nonzero(self._mode(with_p) == LAZY))
@@ -813,10 +814,9 @@ class AdaptLogic:
         t.eager.append(eager)
         t.transitional.append(trans)
         t.lazy.append(self.n_live - eager - trans)
-        sb = self.state_bytes()
-        t.partial_bytes.append(sb["partials"])
-        t.buffer_bytes.append(sb["buffer"])
-        t.group_bytes.append(sb["groups"])
+        t.partial_bytes.append(self.eager.nbytes)
+        t.buffer_bytes.append(self.buffer.n_rows * self.buffer.row_bytes)
+        t.group_bytes.append(self.n_live * self.group_entry_bytes)
         t.wed.append(int(self.wed.value))
 
     # ---- snapshot ------------------------------------------------------------------------
