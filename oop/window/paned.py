@@ -73,6 +73,7 @@ class PaneCombiner:
             self.P = kind.r // self.g
         else:
             raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
+        self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
         self.running: dict[tuple[str, str | None], np.ndarray] = {}
         self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
         self.run_w: int | None = None  # window the running state holds
@@ -216,7 +217,7 @@ class PaneCombiner:
                 tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
                 len(fk), tuple(self.running[x] for x in ik),
                 tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-                prev[0], prev[1], inc0, self.since, self.P)
+                prev[0], prev[1], inc0, self.since, self.P, self.holistic)
             self.run_w = w0 + nw - 1
             lanes = {x: iv[q] for q, x in enumerate(ik)}
             lanes.update({x: fv[q] for q, x in enumerate(fk)})

@@ -273,7 +273,7 @@ def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int,
 
 @nb.njit(cache=True)
 def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, frun, n, w0, nw, s,
-                    r, g, o, prev_plo, prev_phi, inc0, since, P):
+                    r, g, o, prev_plo, prev_phi, inc0, since, P, sort_codes):
     """:func:`paned_emit` over the sparse (hash) layout: panes are lists of live cells.
 
     ``order[offs[p - pa0]:offs[p - pa0 + 1]]`` are the cells of pane ``p``
@@ -281,8 +281,11 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
     has code ``cell_c[x]`` and lane values ``ilanes[q][x]``/``flanes[q][x]``.
     The running sums ``irun``/``frun`` are dense over codes, but only the
     codes of touched cells are visited: per window O(cells entering +
-    leaving + live codes x log), never O(all codes). Same returns as
-    :func:`paned_emit` (nothing is reset: the caller purges the cells).
+    leaving + live codes), never O(all codes). Same returns as
+    :func:`paned_emit` (nothing is reset: the caller purges the cells),
+    except that a window's codes are in code order only with ``sort_codes``
+    (O(live codes x log) more; holistic aggregates need it), otherwise in
+    the order they entered the window.
     """
     npane = offs.shape[0] - 1
     flag = np.zeros(n, np.uint8)
@@ -355,7 +358,8 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
                 for q in range(n_f):
                     frun[q][c] = 0.0
         na = j
-        act[:na].sort()
+        if sort_codes:
+            act[:na].sort()
         if m + na > cap:
             while m + na > cap:
                 cap *= 2
