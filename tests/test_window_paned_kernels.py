@@ -257,3 +257,18 @@ def test_multiset_select_merges_pane_runs_like_a_group_by(rows, split, lo, width
     c, v, n = ms.select(lo, lo + width)
     exp = Counter((r[1], r[2]) for r in rows if lo <= r[0] < lo + width)
     assert list(zip(c.tolist(), v.tolist(), n.tolist())) == [(k[0], k[1], exp[k]) for k in sorted(exp)]
+
+
+def test_cost_model_prices_holistic_values_for_both_methods():
+    """Holistic: WID sorts range/slide copies of every value, panes sort each once and merge
+    log2(P) rounds -- panes win on many panes per window, WID on one or two."""
+    from oop.window import Tumbling, choose_method
+
+    m, c = choose_method(Sliding(10_000, 1_000), [agg.median("v")], 10.0, 4000)
+    assert m == "paned" and c["cost_wid"] > 2 * c["cost_paned"]
+    assert choose_method(Sliding(10, 9), [agg.median("v")], 1.0, 1)[0] == "wid"
+    assert choose_method(Tumbling(10), [agg.median("v")], 1.0, 1)[0] == "wid"
+    # mixing a holistic aggregate in makes both methods costlier, never cheaper
+    base = choose_method(Sliding(100, 10), [agg.count()], 1.0, 10)[1]
+    mixed = choose_method(Sliding(100, 10), [agg.count(), agg.median("v")], 1.0, 10)[1]
+    assert mixed["cost_wid"] > base["cost_wid"] and mixed["cost_paned"] > base["cost_paned"]
