@@ -209,3 +209,15 @@ def test_logic_accounts_for_every_tuple(batches, kind, mode, forced):
     assert lg.buffer.n_rows == 0 and lg.eager.n_partials == 0
     if lg.monitor:
         assert lg.volume.active == 0 and not lg.wv.any()
+
+
+@given(st.lists(st.integers(0, 15), max_size=40), st.sets(st.integers(0, 15), max_size=6),
+       st.integers(1, 5))
+def test_take_scan_equals_reference(gids, groups, n_bins):
+    g = np.array(gids, np.int32)
+    want = np.array(sorted(groups), np.int64)
+    got = K.take_scan(g, want, n_bins)
+    exp = K.take_scan_reference(g, want, n_bins)
+    for a, b in zip(got, exp):
+        assert a.tolist() == b.tolist()
+    assert len(got[0]) + len(got[1]) == len(g)  # every row taken or kept once

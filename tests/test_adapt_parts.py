@@ -77,8 +77,9 @@ def test_buffer_bins_take_groups_equals_reference(n_bins, batches, take):
     got = sorted(zip(out["gid"].tolist(), out["ts"].tolist()))
     assert got == sorted(r for r in ref if r[0] in set(take))
     assert b.n_rows == len(ref) - len(got)
-    for k, chunks in untouched.items():  # bins of other groups were not scanned or rebuilt
-        assert all(x is y for x, y in zip(b.bins[k], chunks))
+    if 2 * len({g % n_bins for g in take}) <= n_bins:  # (more: one kernel pass over B)
+        for k, chunks in untouched.items():  # bins of other groups were not scanned or rebuilt
+            assert all(x is y for x, y in zip(b.bins[k], chunks))
 
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from oop.adapt.kernels import bin_order
+from oop.adapt.kernels import bin_order, take_scan
 
 __all__ = ["LazyBuffer", "Chunk"]
 
@@ -189,13 +189,24 @@ class LazyBuffer:
         self.n_rows = int(cl[-1])
 
     def take_groups(self, gids: np.ndarray) -> Chunk:
-        """Remove and return every row of ``gids``, scanning only their bins."""
+        """Remove and return every row of ``gids``, scanning only their bins.
+
+        When they fall into more than half of the bins, the whole buffer is scanned once by
+        a kernel instead (the same rows, fewer Python calls). O(rows scanned)."""
         gids = np.asarray(gids, np.int64)
         if len(gids) == 0 or self.n_rows == 0:
             return _concat([], self.names, self.dtypes)
+        hit = np.unique(gids % self.n_bins)
+        if 2 * len(hit) > self.n_bins:  # most bins: one compiled pass over B instead
+            whole = self.scan_rows()
+            taken, order, cuts = take_scan(whole["gid"], np.unique(gids), self.n_bins)
+            out_ch = {c: whole[c][taken] for c in self.names}
+            if len(taken):
+                self.rebuild(whole, order, cuts)
+            return out_ch
         out: list[Chunk] = []
         self._settle()
-        for b in np.unique(gids % self.n_bins).tolist():
+        for b in hit.tolist():
             if self._bin_rows[b] == 0:
                 continue
             ch = self.compact(b)

@@ -40,7 +40,7 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
-           "count_dead_reference"]
+           "count_dead_reference", "take_scan", "take_scan_reference"]
 
 
 @njit(cache=True)
@@ -824,3 +824,51 @@ def count_dead_reference(wv: np.ndarray, cand: np.ndarray, gone: np.ndarray, vma
                 if reset:
                     wv[g, 0] &= ~mbit
     return n_dead, n_dead_e
+
+
+@njit(cache=True)
+def take_scan(gid, groups, n_bins):  # type: ignore[no-untyped-def]
+    """Rows of ``gid`` whose group is in ``groups`` (sorted, distinct) -- taken, in order --
+    and the other rows in bin order (``gid % n_bins``, stable) with the bin cuts. O(n log k)."""
+    n = gid.shape[0]
+    k = groups.shape[0]
+    hit = np.zeros(n, np.bool_)
+    n_hit = 0
+    for i in range(n):
+        j = np.searchsorted(groups, gid[i])
+        if j < k and groups[j] == gid[i]:
+            hit[i] = True
+            n_hit += 1
+    taken = np.empty(n_hit, np.int64)
+    cuts = np.zeros(n_bins + 1, np.int64)
+    t = 0
+    for i in range(n):
+        if hit[i]:
+            taken[t] = i
+            t += 1
+        else:
+            cuts[gid[i] % n_bins + 1] += 1
+    for b in range(n_bins):
+        cuts[b + 1] += cuts[b]
+    order = np.empty(n - n_hit, np.int64)
+    pos = cuts[:n_bins].copy()
+    for i in range(n):
+        if not hit[i]:
+            b = gid[i] % n_bins
+            order[pos[b]] = i
+            pos[b] += 1
+    return taken, order, cuts
+
+
+def take_scan_reference(gid: np.ndarray, groups: np.ndarray,
+                        n_bins: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tuple-at-a-time reference of :func:`take_scan`."""
+    want = set(groups.tolist())
+    taken = [i for i, g in enumerate(gid.tolist()) if g in want]
+    bins: list[list[int]] = [[] for _ in range(n_bins)]
+    for i, g in enumerate(gid.tolist()):
+        if g not in want:
+            bins[g % n_bins].append(i)
+    cuts = np.cumsum([0] + [len(b) for b in bins]).astype(np.int64)
+    return (np.asarray(taken, np.int64), np.asarray([i for b in bins for i in b], np.int64),
+            cuts)

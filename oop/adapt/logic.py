@@ -671,6 +671,10 @@ class AdaptLogic:
         blks = [b.gids for b in popped.values() if b is not None]
         cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
         pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
+        # tupcnt of the closing partials, read now: aggregating B below may materialize a
+        # derived tupcnt (first null), which converts the store's blocks, not popped ones
+        tcs = {w: self.counts(b) for w, b in popped.items()
+               if b is not None and len(b) and self.monitor}
         expired: list[np.ndarray] = []
         lazy_blocks: dict[int, Block] = {}
         if self.buffer.n_rows and closing:
@@ -680,8 +684,8 @@ class AdaptLogic:
         for w in closing:
             eb = popped[w]
             lb = lazy_blocks.pop(w, None)
-            if eb is not None and len(eb) and self.monitor:
-                tc = self.counts(eb)
+            tc = tcs.get(w)
+            if tc is not None:
                 self._wv[eb.gids] -= tc.astype(np.int32)  # low bits only: never below 0
                 self.volume.expire(int(tc.sum()))
             # a closed window's tupcnt is spent (winVol dropped above / at expiry): blocks
