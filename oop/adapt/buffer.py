@@ -169,6 +169,12 @@ class LazyBuffer:
     def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray) -> None:
         """Hold exactly rows ``whole[order]`` of :meth:`scan_rows`' chunk, where ``order``
         lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``). O(kept rows)."""
+        self.staged = []
+        if len(order) == 0:  # nothing kept
+            self._bins = [[] for _ in range(self.n_bins)]
+            self._bin_rows = np.zeros(self.n_bins, np.int64)
+            self.n_rows = 0
+            return
         srt = {c: whole[c][order] for c in self.names}  # one gather per column, then views
         cl = cuts.tolist()
         self._bins = [[{c: srt[c][cl[b]:cl[b + 1]] for c in self.names}]

@@ -129,6 +129,7 @@ class DenseEagerStore:
         self.whi: int | None = None
         self.nbytes = 0
         self._cell_bytes: int | None = None
+        self._slot_buf = np.empty(0, np.int64)  # scratch (not state)
         self._ones_buf = np.ones(0, np.bool_)  # scratch (not state)
         self._zeros_buf = np.zeros(0, np.int8)
         self._recount_bytes()
@@ -256,18 +257,21 @@ class DenseEagerStore:
         every group code in ``gids``. O(rows x
         windows per row), one slot kernel plus one kernel per aggregate.
         """
-        self._span(wlo, whi)
-        self._grow_map(top)
-        slot = np.empty(len(gids), np.int64)
-        mask = np.int64(self.R - 1)
-        src_ = self._zeros_i8(len(lo)) if src is None else src
+        if self.wlo is None or wlo < self.wlo or whi > self.whi:  # type: ignore[operator]
+            self._span(wlo, whi)
+        if len(self.slot_of) < top:
+            self._grow_map(top)
+        n = len(gids)
+        if len(self._slot_buf) < n:
+            self._slot_buf = np.empty(max(n, 2 * len(self._slot_buf)), np.int64)
+        slot = self._slot_buf[:n]
+        src_ = self._zeros_i8(n) if src is None else src
         while True:
-            tc = self.tc if self.tc is not None else _DUMMY3
-            pres = self.rows if self.rows is not None else _DUMMY2
-            r, new = dense_assign_slots_sel(self.slot_of, self.gid_of, self.last_w, gids, cls,
-                                            want, self.free, self.n_free, slot, _I64MIN, pres,
-                                            self.rows is not None, tc, self.tc is not None, lo,
-                                            hi, src_, mask)
+            r, new = dense_assign_slots_sel(
+                self.slot_of, self.gid_of, self.last_w, gids, cls, want, self.free, self.n_free,
+                slot, _I64MIN, _DUMMY2 if self.rows is None else self.rows,
+                self.rows is not None, _DUMMY3 if self.tc is None else self.tc,
+                self.tc is not None, lo, hi, src_, np.int64(self.R - 1))
             if r >= 0:
                 break
             self._grow_slots(-r - 1)  # relayout: lanes reallocated, so read them again
@@ -292,18 +296,16 @@ class DenseEagerStore:
         """Fold rows with ``slot >= 0``: presence / tupcnt / last_w (unless ``rows_done``),
         then one kernel per aggregate."""
         mask = np.int64(self.R - 1)
-        if src is None:
-            src = self._zeros_i8(len(lo))
-        tc = self.tc if self.tc is not None else _DUMMY3
-        pres = self.rows if self.rows is not None else _DUMMY2
-        if rows_done:
-            pass
-        elif self.rows is not None or self.tc is not None:
-            self.n_partials += dense_fold_rows(pres, self.rows is not None, tc,
-                                               self.tc is not None, self.last_w, slot, lo, hi,
-                                               src, mask)
-        else:
-            dense_last_w(self.last_w, slot, hi)
+        if not rows_done:
+            if src is None:
+                src = self._zeros_i8(len(lo))
+            if self.rows is not None or self.tc is not None:
+                self.n_partials += dense_fold_rows(
+                    _DUMMY2 if self.rows is None else self.rows, self.rows is not None,
+                    _DUMMY3 if self.tc is None else self.tc, self.tc is not None, self.last_w,
+                    slot, lo, hi, src, mask)
+            else:
+                dense_last_w(self.last_w, slot, hi)
         for a, lanes in zip(self.aggs, self.lanes):
             f = a.fn
             if f == "count":
@@ -312,12 +314,13 @@ class DenseEagerStore:
                 continue
             x, m = cols[a.column]
             valid = self._ones(len(lo)) if m is None else m
-            if f in ("sum", "mean"):
-                dense_fold_sum(lanes[0], lanes[1], slot, lo, hi, x.astype(lanes[1].dtype, copy=False),
-                               valid, mask)
-            elif f in ("min", "max"):
+            if f == "sum" or f == "mean":
+                if x.dtype != lanes[1].dtype:
+                    x = x.astype(lanes[1].dtype)
+                dense_fold_sum(lanes[0], lanes[1], slot, lo, hi, x, valid, mask)
+            elif f == "min" or f == "max":
                 dense_fold_minmax(lanes[0], lanes[1], slot, lo, hi, x, valid, mask, f == "min")
-            elif f in ("var", "std"):
+            elif f == "var" or f == "std":
                 dense_fold_var(lanes[0], lanes[1], lanes[2], slot, lo, hi,
                                x.astype(np.float64, copy=False), valid, mask)
             else:
@@ -429,7 +432,7 @@ class DenseEagerStore:
         return {k: (v.copy() if isinstance(v, np.ndarray) else
                     [[x.copy() for x in l] for l in v] if k == "lanes" else v)
                 for k, v in self.__dict__.items()
-                if k not in ("aggs", "dtypes", "_ones_buf", "_zeros_buf")}
+                if k not in ("aggs", "dtypes", "_ones_buf", "_zeros_buf", "_slot_buf")}
 
     def restore(self, state: Any) -> None:
         for k, v in state.items():
