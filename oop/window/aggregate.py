@@ -309,8 +309,15 @@ class WindowAggregate(Operator):
             layout = "dense"
         else:
             u = units - units.min()
-            pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
-            n_units = np.unique(u).shape[0]
+            span = int(u.max()) + 1
+            if span * self.enc.n_codes <= 1 << 26:  # mark (unit, code) pairs in a bitmap: no sort
+                seen = np.zeros(span * self.enc.n_codes, bool)
+                seen[u * self.enc.n_codes + codes] = True
+                pairs = int(np.count_nonzero(seen))
+                n_units = int(np.count_nonzero(seen.reshape(span, -1).any(axis=1)))
+            else:
+                pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
+                n_units = np.unique(u).shape[0]
             density = pairs / (n_units * self.enc.n_codes)
             layout = "hash" if density < 0.05 else "dense"
             self.plan_info["key_density"] = float(density)
