@@ -23,8 +23,9 @@ State: partial aggregates per ``(unit, group code)`` (codes from
 operator on the first batch (``layout="auto"``; reported in
 ``plan_info["layout"]``): the dense ring of :class:`~oop.window.store.Ring`
 (units x codes) where keys are dense, or the hash table of live cells of
-:class:`~oop.window.hashstore.HashCells` (WID only) where a window holds
-< 5% of >= 1024 keys; plus a multiset store per holistic aggregate column.
+:class:`~oop.window.hashstore.HashCells` where a window (Paned-WID: a pane)
+holds < 5% of >= 1024 keys (Paned-WID: sum-type aggregates on sliding
+windows only); plus a multiset store per holistic aggregate column.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 

@@ -13,8 +13,9 @@ Per batch: one probe per (row, unit) pair (sliding WID expands rows to
 their ``range/slide`` units first). Emission selects the cells of the
 emitted units (vectorized over the live cells); purging compacts the live
 cells and rebuilds the table (O(live cells) per punctuation, compiled).
-Memory: O(live cells x lanes). Used for WID only (Paned-WID combines panes
-as dense per-code vectors).
+Memory: O(live cells x lanes). Used by WID, and by Paned-WID for sum-type
+aggregates (its emission walks the cells of each entering / leaving pane:
+:func:`~oop.window.paned_kernels.paned_emit_hash`).
 """
 
 from __future__ import annotations

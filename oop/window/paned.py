@@ -20,14 +20,27 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   a punctuation by the prefix/suffix block kernel
   :func:`~oop.window.kernels.paned_select` (O(1) per window and group
   after two O(G) passes per pane, independent of ``P``); holistic
-  aggregates (median, quantiles, distinct, heavy hitters, UDAFs) still
-  combine the panes' (value, count) tables window by window in Python.
+  aggregates (median, quantiles, distinct, heavy hitters, UDAFs) keep one
+  (pane, code, value, count) table sorted by pane, so a window is the merge
+  of its ``P`` sorted pane runs (:meth:`~oop.window.store.Multiset.select`:
+  pairwise, ``ceil(log2 P)`` compiled O(values) rounds, no re-sort; one
+  Python step per window, not per tuple).
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
   (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.paned_kernels.paned_emit`
   then ``paned_select``); landmark windows and update mode go window by
   window (:meth:`PaneCombiner.window_cells`).
+* Fast path (sum-type lanes only, one pane in and one out per window):
+  the step, the reset of the leaving pane and the output rows (codes,
+  counts, sums; window bounds filled per window) are one pass over the
+  codes (:func:`~oop.window.paned_kernels.paned_emit`), so purging costs no
+  extra sweep.
+* Layouts: the dense (pane ring x codes) lanes, or -- sparse keys, sum-type
+  aggregates, chosen by the same rule as WID
+  (:meth:`~oop.window.aggregate.WindowAggregate._choose_layout`) -- the hash
+  table of live (pane, code) cells, whose emission walks each entering and
+  leaving pane's cells (:func:`~oop.window.paned_kernels.paned_emit_hash`).
 * Purge: panes before the first pane of the previous window (the
   differential update subtracts them at the next window).
 
