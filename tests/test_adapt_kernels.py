@@ -52,12 +52,13 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
     lo_k, hi_k = np.empty(len(g), np.int64), np.empty(len(g), np.int64)
     cls = np.empty(len(g), np.int8)
     out = np.zeros(9, np.int64)
+    lazy_idx = np.empty(len(g), np.int64)
     scratch = np.full(12, -1, np.int64)
     geom = (rng, slide, 1)
     sw_k = K.route_batch(g, src, ts, np.array(geom, np.int64), lo_k, hi_k, np.int64(first_open),
                          wv_k, scratch, VOL_MASK,
                          MODE_BIT, monitor, forced_eager, base, float(rng), True, up, cls, hw_k,
-                         out)
+                         out, lazy_idx)
     cls_r, sw_r, out_r, (lo_r, hi_r) = K.route_batch_reference(g, src, ts, geom, first_open, wv_r,
                                                     int(VOL_MASK), int(MODE_BIT), monitor,
                                                     forced_eager, base, float(rng), True, up, hw_r)
@@ -65,6 +66,7 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
     assert cls.tolist() == cls_r.tolist()
     assert sw_k.tolist() == sw_r.tolist()
     assert out.tolist() == out_r
+    assert lazy_idx[:out[1]].tolist() == np.flatnonzero(cls_r == 1).tolist()
     assert (wv_k == wv_r).all() and (hw_k == hw_r).all()
     assert (lo_k == np.maximum(lo_r, first_open)).all() and (hi_k == hi_r).all()
     exp_lo, exp_hi = Sliding(rng, slide, 1).wids(ts)  # the Bucket is the window kind's
@@ -221,3 +223,27 @@ def test_take_scan_equals_reference(gids, groups, n_bins):
     for a, b in zip(got, exp):
         assert a.tolist() == b.tolist()
     assert len(got[0]) + len(got[1]) == len(g)  # every row taken or kept once
+
+
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.booleans()), min_size=6,
+                max_size=6),
+       st.lists(st.integers(0, 5), max_size=8, unique=True), st.booleans(),
+       st.floats(0.0, 5.0), st.floats(0.0, 1.5), st.booleans(),
+       st.lists(st.sampled_from([I64MIN, 0, 7, 20]), min_size=2, max_size=2))
+def test_switch_down_equals_reference(state, cand, use_pre, base, down, skew_on, hw):
+    wv = np.zeros((6, 2), np.int32)
+    for g, (a, b, e) in enumerate(state):
+        wv[g] = (a, b)
+        if e:
+            wv[g, 0] |= MODE_BIT
+    c = np.array(cand, np.int64)
+    pre = (wv[c] & VOL_MASK).sum(axis=1).astype(np.int64) + 3
+    wv_k, wv_r = wv.copy(), wv.copy()
+    hwm = np.array(hw, np.int64)
+    got = K.switch_down(wv_k, c, pre, use_pre, base, 10.0, skew_on, hwm, down, VOL_MASK,
+                        MODE_BIT)
+    exp = K.switch_down_reference(wv_r, c, pre, use_pre, base, 10.0, skew_on, hwm, down,
+                                  int(VOL_MASK), int(MODE_BIT))
+    assert got.tolist() == exp.tolist() and (wv_k == wv_r).all()
+    for g in got.tolist():  # switched groups were eager and are lazy now
+        assert wv[g, 0] & MODE_BIT and not wv_k[g, 0] & MODE_BIT

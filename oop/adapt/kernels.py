@@ -40,7 +40,8 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
-           "count_dead_reference", "take_scan", "take_scan_reference"]
+           "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
+           "switch_down_reference"]
 
 
 @njit(cache=True)
@@ -420,7 +421,7 @@ ROW_LATE, ROW_LAZY, ROW_EAGER = 0, 1, 2
 
 @njit(cache=True)
 def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbit, monitor,
-                forced_eager, base, range_f, skew_on, up, cls, hwm, out):  # type: ignore[no-untyped-def]
+                forced_eager, base, range_f, skew_on, up, cls, hwm, out, lazy_idx):  # type: ignore[no-untyped-def]
     """One pass of AdaptWID's Bucket + monitoring + routing over a batch (004 §6.3.4).
 
     For every row ``i``: its window ids ``[lo[i], hi[i])`` (written; ``geom`` = (range,
@@ -437,7 +438,8 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
 
     Writes ``out`` (int64[9]): late rows, lazy rows, eager rows, groups born (winVol was
     all zero), of them flagged eager, smallest ``lo`` and greatest ``hi - 1`` of the
-    eager rows, then of all rows in time (empty: int64 max, min). Returns the switched groups (first-occurrence order). ``scratch``
+    eager rows, then of all rows in time (empty: int64 max, min); ``lazy_idx[:lazy rows]``
+    = the lazy rows' indices, in order. Returns the switched groups (first-occurrence order). ``scratch``
     (int64 over group codes, all -1) is left all -1. O(n x sources).
     """
     n = gids.shape[0]
@@ -512,6 +514,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             sw[n_sw] = g
             n_sw += 1
     n_eager = 0
+    n_lz = 0
     emin = np.int64(9223372036854775807)
     emax = np.int64(-9223372036854775807 - 1)
     for i in range(n):
@@ -521,7 +524,10 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             e = wv[gids[i], 0] & mbit != 0
         else:
             e = forced_eager
-        if e:
+        if not e:
+            lazy_idx[n_lz] = i
+            n_lz += 1
+        else:
             cls[i] = 2
             n_eager += 1
             if lo[i] < emin:
@@ -872,3 +878,60 @@ def take_scan_reference(gid: np.ndarray, groups: np.ndarray,
     cuts = np.cumsum([0] + [len(b) for b in bins]).astype(np.int64)
     return (np.asarray(taken, np.int64), np.asarray([i for b in bins for i in b], np.int64),
             cuts)
+
+
+@njit(cache=True)
+def switch_down(wv, cand, pre, use_pre, base, range_f, skew_on, hwm, down, vmask, mbit):  # type: ignore[no-untyped-def]
+    """Eager -> lazy at a punctuation (004 §6.3.4.2): every *eager* group ``g`` of ``cand``
+    whose volume (``pre[j]``, winVol before the expiry, when ``use_pre``; else winVol now)
+    is ``< down * theta`` loses its flag ``mbit``. ``theta`` is Cond. 6.9 as in
+    :func:`route_batch` (winVol now in the skew term, offsets from ``hwm``). Returns the
+    switched groups. O(groups x sources)."""
+    S = wv.shape[1]
+    off = np.zeros(S, np.float64)
+    top = np.int64(-9223372036854775807 - 1)
+    for j in range(S):
+        if hwm[j] > top:
+            top = hwm[j]
+    if skew_on:
+        for j in range(S):
+            if hwm[j] != np.int64(-9223372036854775807 - 1):
+                off[j] = top - hwm[j]
+    sw = np.empty(cand.shape[0], np.int64)
+    n_sw = 0
+    for j in range(cand.shape[0]):
+        g = cand[j]
+        if wv[g, 0] & mbit == 0:
+            continue
+        vol = 0
+        skew = 0.0
+        for k in range(S):
+            c = wv[g, k] & vmask
+            vol += c
+            skew += c / range_f * off[k]
+        v = pre[j] if use_pre else vol
+        if v < down * (base + skew):
+            wv[g, 0] &= ~mbit
+            sw[n_sw] = g
+            n_sw += 1
+    return sw[:n_sw].copy()
+
+
+def switch_down_reference(wv: np.ndarray, cand: np.ndarray, pre: np.ndarray, use_pre: bool,
+                          base: float, range_f: float, skew_on: bool, hwm: np.ndarray,
+                          down: float, vmask: int, mbit: int) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`switch_down` (``wv`` in place)."""
+    i64min = int(np.iinfo(np.int64).min)
+    seen = [int(h) for h in hwm if int(h) != i64min]
+    off = [(max(seen) - int(h)) if (skew_on and int(h) != i64min) else 0 for h in hwm]
+    out = []
+    for j, g in enumerate(cand.tolist()):
+        if not int(wv[g, 0]) & mbit:
+            continue
+        counts = [int(x) & vmask for x in wv[g]]
+        theta = base + sum(c / range_f * float(o) for c, o in zip(counts, off))
+        v = int(pre[j]) if use_pre else sum(counts)
+        if v < down * theta:
+            wv[g, 0] &= ~mbit
+            out.append(g)
+    return np.asarray(out, np.int64)

@@ -93,7 +93,8 @@ from oop.adapt.algebra import BlockAgg, Rows, block_agg
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
-                               covered_windows_kernel, group_pairs, route_batch, segment_tupcnt)
+                               covered_windows_kernel, group_pairs, route_batch, segment_tupcnt,
+                               switch_down)
 from oop.adapt.dense import DenseEagerStore
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -286,6 +287,7 @@ class AdaptLogic:
         self._geom = np.array([self._range, self._slide, self._origin], np.int64)
         self._transient: DenseEagerStore | None = None  # lazy tuples' fold at a close
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
+        self._idx = np.empty(0, np.int64)  # its lazy rows (not state)
         self._hi = np.empty(0, np.int64)
         #: [a, b]: every window id in it that is >= first_open is open (0, -1: none known)
         self._open_span = (0, -1)
@@ -486,6 +488,7 @@ class AdaptLogic:
         if len(self._lo) < n:  # the Bucket's output (route_batch writes it): reused scratch
             self._lo = np.empty(max(n, 2 * len(self._lo)), np.int64)
             self._hi = np.empty(max(n, 2 * len(self._hi)), np.int64)
+            self._idx = np.empty(max(n, 2 * len(self._idx)), np.int64)
         lo, hi = self._lo[:n], self._hi[:n]
         if top is None:
             top = int(gids.max()) + 1
@@ -507,7 +510,7 @@ class AdaptLogic:
         out = self._route_out
         sw = route_batch(gids, src, ts, self._geom, lo, hi, self.first_open, self._wv, self._scratch,
                          VOL_MASK, MODE_BIT, self.monitor, self.mode_name == "eager", base,
-                         self._range_f, self._skew_on, float(th.up), cls, hwm, out)
+                         self._range_f, self._skew_on, float(th.up), cls, hwm, out, self._idx)
         n_late, n_lazy, n_eager, n_born, n_born_e, elo, ehi, wlo, whi = out.tolist()
         if n_late:
             self.late += n_late
@@ -541,13 +544,13 @@ class AdaptLogic:
             if self.buffer.n_rows:
                 pulled = self.buffer.take_groups(sw)
         if n_lazy:
-            self.buffer.append(self._chunk(gids, ts, src, cols, cls == ROW_LAZY))
+            self.buffer.append(self._chunk(gids, ts, src, cols, self._idx[:n_lazy]))
         if n_eager:
             if self.dense:
                 self.eager.fold_sel(gids, ts, src if self.S > 1 else None, lo, hi, cols,  # type: ignore[union-attr]
                                     cls, ROW_EAGER, elo, ehi, self.n_groups)
             else:
-                sel = cls == ROW_EAGER
+                sel = np.flatnonzero(cls == ROW_EAGER)
                 self._to_eager(self._chunk(gids, ts, src, cols, sel), lo[sel], hi[sel])
         if pulled is not None and len(pulled["gid"]):
             self._to_eager(pulled, *self._wids(pulled["ts"]))
@@ -555,9 +558,8 @@ class AdaptLogic:
         return n_late
 
     def _chunk(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray,
-               cols: dict[str, tuple[np.ndarray, np.ndarray | None]], sel: np.ndarray) -> Chunk:
-        """The rows ``sel`` of a batch as a buffer chunk (one gather per column)."""
-        idx = np.flatnonzero(sel)
+               cols: dict[str, tuple[np.ndarray, np.ndarray | None]], idx: np.ndarray) -> Chunk:
+        """The rows ``idx`` of a batch as a buffer chunk (one gather per column)."""
         ch: Chunk = {"gid": gids.take(idx).astype(GID), "ts": ts.take(idx)}
         if self.S > 1:
             ch["src"] = src.take(idx)
@@ -709,16 +711,18 @@ class AdaptLogic:
         if self.dense:
             self.eager.release(fo)  # type: ignore[union-attr]  # slots with no partial left
         th_cfg = self.cfg.thresholds
-        if self.monitor and len(cand):
-            is_e = self._mode(cand) == EAGER  # eager groups hold no buffered tuples
-            eg = cand[is_e]
-            if len(eg):
-                th = th_cfg.down * self._theta(eg)
-                vol = pre[is_e] if th_cfg.decide_on == "closed_extent" else self._winvol(eg)
-                sw = eg[vol < th]
-                self._set_mode(sw, LAZY)
-                self.switches_to_lazy += len(sw)
-                self.n_eager_live -= len(sw)
+        if self.monitor and len(cand):  # eager -> lazy (eager groups hold no buffered tuples)
+            base = 1.0
+            if not th_cfg.absolute:  # Cond. 6.9: aggr * wed / (tup * SLIDE)
+                base = float(self.aggr) * float(self.wed.value) / (float(self.tup) * self._slide)
+            hwm = self._hwm
+            for k, h in enumerate(self.offsets.hwms):
+                hwm[k] = h.value
+            sw = switch_down(self._wv, cand.astype(np.int64), pre,
+                             th_cfg.decide_on == "closed_extent", base, self._range_f,
+                             self._skew_on, hwm, float(th_cfg.down), VOL_MASK, MODE_BIT)
+            self.switches_to_lazy += len(sw)
+            self.n_eager_live -= len(sw)
         if self.monitor and (len(cand) or expired):  # groups with winVol 0 leave H
             if len(self._scratch) < self.n_groups:
                 self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
