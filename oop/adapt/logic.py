@@ -387,10 +387,6 @@ class AdaptLogic:
         """The flag ``alt`` of groups ``gs``: LAZY (0) or EAGER (1)."""
         return ((self._wv[gs, 0] & MODE_BIT) != 0).astype(np.int8)
 
-    def _set_mode(self, gs: np.ndarray, m: int) -> None:
-        col = self._wv[:, 0]
-        col[gs] = (col[gs] & VOL_MASK) | (MODE_BIT if m == EAGER else np.int32(0))
-
     @property
     def mode(self) -> np.ndarray:
         """Flags of every group code (a copy; for reports and checks)."""
