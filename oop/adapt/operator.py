@@ -18,6 +18,10 @@ whose old partials are merged with their buffered tuples at output
 On a batch: fold it in (nothing is emitted). Tuples whose windows are all
 complete are late: counted (policy ``drop``) and dropped.
 
+``time=`` windows on another progressing attribute than the primary one
+(e.g. ``ts_right`` after a join, or a ``Stream.derive_time`` column); the
+Bucket, ``wed``, the source offsets and the closing punctuation all use it.
+
 On a punctuation ``P(time, v)`` (for several inputs: when the min over the
 inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
 (one batch, window order), purge its partials and the buffered tuples whose
@@ -49,7 +53,7 @@ from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.progress.frontier import MinFrontier
 from oop.stream.elements import Element, Punctuation
-from oop.stream.timecol import time_values
+from oop.stream.timecol import check_time_column, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import WindowKind
@@ -74,7 +78,10 @@ class AdaptWID(Operator):
     """Per-group adaptive eager/lazy window aggregation. See the module docstring.
 
     ``n_inputs`` > 1 aggregates the union of the inputs (the sources of
-    Cond. 6.9); each input is one source.
+    Cond. 6.9); each input is one source. ``time``: the progressing attribute
+    to window on (default: the primary one), e.g. ``"ts_right"`` after a join
+    or a column made by ``Stream.derive_time``; only punctuation on it closes
+    windows (and its arrival order is what ``wed`` and the offsets measure).
     """
 
     def __init__(
@@ -87,8 +94,10 @@ class AdaptWID(Operator):
         thresholds: Thresholds | str | None = None,
         n_bins: int = 8,
         name: str = "adaptwid",
+        time: str | None = None,
     ) -> None:
         super().__init__(name)
+        self.time_config = time
         self.kind_spec = kind
         self.aggs = as_aggs(aggs)
         self.by = (by,) if isinstance(by, str) else tuple(by)
@@ -108,19 +117,19 @@ class AdaptWID(Operator):
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         first = inputs[0]
+        attr = self._resolve_time(first)
         for i, info in enumerate(inputs[1:], start=1):
-            if not info.schema.equals(first.schema, check_metadata=False) or info.time != first.time:
+            same = (info.time == first.time if self.time_config is None
+                    else attr in info.times and info.unit(attr) == first.unit(attr))
+            if not info.schema.equals(first.schema, check_metadata=False) or not same:
                 raise SchemaMismatchError(
                     f"{self.name}: source {i} (stream {info.name!r}) has schema {info.schema} "
                     f"on time {info.time!r} but source 0 (stream {first.name!r}) has "
-                    f"{first.schema} on {first.time!r}; the sources of one window aggregate must "
+                    f"{first.schema} on {attr!r}; the sources of one window aggregate must "
                     "share schema and progressing attribute"
                 )
-        if first.time is None:
-            raise ConfigError(
-                f"{self.name}: stream {first.name!r} has no progressing attribute to window on"
-            )
-        self._time, self._unit = first.time, first.unit()
+        check_time_column(first.schema, attr, first.name)
+        self._time, self._unit = attr, first.unit(attr)
         cols = list(self.by) + [a.column for a in self.aggs if a.column]
         require_columns(first, cols, self.name)
         kind = self.kind_spec.resolve(self._unit)
@@ -148,6 +157,22 @@ class AdaptWID(Operator):
         return StreamInfo(self.name, schema, times={"window_end": self._unit,
                                                     "window_start": self._unit},
                           time="window_end")
+
+    def _resolve_time(self, info: StreamInfo) -> str:
+        """The progressing attribute windows are built on: ``time=`` or the primary one."""
+        if self.time_config is None:
+            if info.time is None:
+                raise ConfigError(
+                    f"{self.name}: stream {info.name!r} has no progressing attribute to window on"
+                )
+            return info.time
+        if self.time_config not in info.times:
+            raise ConfigError(
+                f"{self.name}: time={self.time_config!r} is not a progressing attribute of stream "
+                f"{info.name!r}; its progressing attributes are {sorted(info.times)} (derive one "
+                "with Stream.derive_time, or leave time=None for the primary one)"
+            )
+        return self.time_config
 
     @staticmethod
     def _agg_type(a: Agg, schema: pa.Schema) -> pa.DataType:

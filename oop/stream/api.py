@@ -182,6 +182,7 @@ class Stream:
         sources: Sequence["Stream"] | None = None,
         thresholds: Any = "adaptive",
         name: str = "adaptwid",
+        time: str | None = None,
     ) -> "Stream":
         """AdaptWID (004 §6.3): per-group eager/lazy window aggregation; see :mod:`oop.adapt`.
 
@@ -190,13 +191,14 @@ class Stream:
         Sliding windows. ``sources``: other streams aggregated in union with
         this one (their arrival-time offsets enter Cond. 6.9). ``thresholds``:
         ``"adaptive"``, ``"eager"`` (WID), ``"lazy"`` (buffering) or an
-        ``oop.adapt.Thresholds``.
+        ``oop.adapt.Thresholds``. ``time``: the progressing attribute to window
+        on (default: the primary one), as in :meth:`window`.
         """
         from oop.adapt.operator import AdaptWID
 
         others = list(sources or ())
         op = AdaptWID(kind, aggs, by=by, n_inputs=1 + len(others), thresholds=thresholds,
-                      name=name)
+                      name=name, time=time)
         return self.via(op, *others)
 
     def pair_window(self, aggs: Any, *, times: tuple[str, str] = ("ts", "ts_right"),
