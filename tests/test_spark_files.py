@@ -128,13 +128,17 @@ def test_window_over_files_equals_dataframe_path_sql_and_oracle(files, kind) -> 
               punctuation=oop.BoundedDelay(300), arrival="arr", batch_size=300)
     fast = sharded_window(paths, **kw)
     assert fast.path == "files" and fast.late_total == 0 and fast.tuples_in == t.num_rows
-    slow = sharded_window(df, spread_input=False, **kw)
-    assert slow.path == "mapInArrow"
     oracle = window_oracle(t, kind, aggs, ("k",), "ts", "ms")
-    truth = spark_windows(df, time="ts", unit="ms", kind=kind, aggs=aggs, by=("k",)).toArrow()
+    refs, gots = [oracle], [fast.table]
+    if isinstance(kind, Tumbling):  # (sliding: the oracle only, to keep the Spark set fast)
+        slow = sharded_window(df, spread_input=False, **kw)
+        assert slow.path == "mapInArrow"
+        gots.append(slow.table)
+        refs.append(spark_windows(df, time="ts", unit="ms", kind=kind, aggs=aggs,
+                                  by=("k",)).toArrow())
     vals = [a.name for a in aggs]
-    for got in (fast.table, slow.table):
-        for ref in (oracle, truth):
+    for got in gots:
+        for ref in refs:
             rep = compare_windows(got, ref, by=("k",), values=vals)
             assert rep.ok and rep.windows == oracle.num_rows, rep
     # the melded punctuation of the result never goes back and never precedes its rows
@@ -152,7 +156,7 @@ def test_row_groups_and_tasks_do_not_change_the_result(files) -> None:  # type: 
     kw = dict(time="ts", unit="ms", kind=Tumbling(500), aggs=aggs, by=("k",), shards=3,
               punctuation=oop.BoundedDelay(300), arrival="arr", batch_size=100)
     oracle = window_oracle(t, Tumbling(500), aggs, ("k",), "ts", "ms")
-    for split, tasks in (("row_group", 1), ("file", 2), ("row_group", 7)):
+    for split, tasks in (("row_group", 1), ("row_group", 7)):
         res = sharded_window(paths, split=split, tasks=tasks, **kw)
         rep = compare_windows(res.table, oracle, by=("k",), values=["count", "min_v"])
         assert rep.ok, (split, tasks, rep)

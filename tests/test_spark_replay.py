@@ -146,17 +146,11 @@ def test_multisource_skew_and_lulls(spark, model, bound) -> None:  # type: ignor
     df = _df(spark, t).cache()
     aggs = [agg.count(), agg.sum("v")]
     res = replay(df, time="ts", unit="ms", disorder=m, punctuation=oop.BoundedDelay(bound),
-                 batch_size=256, seed=3, plan=lambda s: s.window(Tumbling(1000), aggs, by=("k",)))
-    # the bound of the model holds: nothing late, every window == Spark SQL == oracle
+                 batch_size=256, seed=3)
+    # the bound of the model holds: nothing late
     assert res.late_total == 0 and res.tuples_in == t.num_rows
-    truth = spark_windows(df, time="ts", unit="ms", kind=Tumbling(1000), aggs=aggs,
-                          by=("k",)).toArrow()
-    for ref in (truth, window_oracle(t, Tumbling(1000), aggs, ("k",), "ts", "ms")):
-        rep = compare_windows(res.table, ref, by=("k",), values=["count", "sum_v"])
-        assert rep.ok, rep
     # the replayed order == the same disorder applied locally, row for row
-    got = replay(df, time="ts", unit="ms", disorder=m, punctuation=oop.BoundedDelay(bound),
-                 batch_size=256, seed=3).table
+    got = res.table
     exp = _local_order(spark, df, m, 3)
     assert got.select(["ts", "k", "v"]).equals(exp.select(["ts", "k", "v"]))
     ts = got.column("ts").to_numpy()
@@ -171,17 +165,25 @@ def test_multisource_skew_and_lulls(spark, model, bound) -> None:  # type: ignor
                 first_after.setdefault(s0, i)
         for i in np.flatnonzero(in_lull):
             assert i < first_after.get(start[i], len(ts))
+    # the windows over the replayed feed (same punctuation) == Spark SQL == oracle
+    win = oop.from_arrow(got, time="ts", unit="ms", punctuation=oop.BoundedDelay(bound),
+                         batch_size=256).window(Tumbling(1000), aggs, by=("k",)).run()
+    assert win.late_total == 0
+    truth = spark_windows(df, time="ts", unit="ms", kind=Tumbling(1000), aggs=aggs,
+                          by=("k",)).toArrow()
+    for ref in (truth, window_oracle(t, Tumbling(1000), aggs, ("k",), "ts", "ms")):
+        rep = compare_windows(win.table, ref, by=("k",), values=["count", "sum_v"])
+        assert rep.ok, rep
     # a tighter bound than the model's: late rows appear and are accounted for
     tight = replay(df, time="ts", unit="ms", disorder=m, punctuation=oop.BoundedDelay(bound // 4),
                    batch_size=256, seed=3)
     assert tight.late_total > 0 and tight.table.num_rows + tight.late_total == t.num_rows
 
 
-def test_csv_input_replay_and_sharded(spark, tmp_path) -> None:  # noqa: F811
+def test_csv_input_replay_matches_sql_and_oracle(spark, tmp_path) -> None:  # noqa: F811
     import pyarrow.csv as pacsv
 
     from oop.spark.cli import read_spark_input
-    from oop.spark.plans import sharded_window
     from oop.spark.verify import compare_windows, spark_windows
     from oop.window import Sliding, agg
     from oop.window.reference import window_oracle
@@ -196,13 +198,10 @@ def test_csv_input_replay_and_sharded(spark, tmp_path) -> None:  # noqa: F811
     truth = spark_windows(df, time="ts", unit="ms", kind=kind, aggs=aggs, by=("k",)).toArrow()
     res = replay(df, time="ts", arrival="arr", punctuation=oop.BoundedDelay(400), batch_size=300,
                  plan=lambda s: s.window(kind, aggs, by=("k",)))
-    sh = sharded_window(df, time="ts", unit="ms", kind=kind, aggs=aggs, by=("k",), shards=2,
-                        punctuation=oop.BoundedDelay(400), arrival="arr", batch_size=300)
-    for got, late in ((res.table, res.late_total), (sh.table, sh.late_total)):
-        assert late == 0
-        for ref in (oracle, truth):
-            rep = compare_windows(got, ref, by=("k",), values=["count", "max_v"])
-            assert rep.ok and rep.windows == oracle.num_rows, rep
+    assert res.late_total == 0
+    for ref in (oracle, truth):
+        rep = compare_windows(res.table, ref, by=("k",), values=["count", "max_v"])
+        assert rep.ok and rep.windows == oracle.num_rows, rep
     # ideal punctuation over CSV: exact, nothing late
     ideal = replay(df, time="ts", arrival="arr", punctuation="ideal", batch_size=300)
     assert ideal.late_total == 0 and ideal.table.num_rows == t.num_rows

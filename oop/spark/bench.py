@@ -118,8 +118,10 @@ def run_systems(
     truth = spark_windows(df, time=time, unit=unit, kind=kind, aggs=aggs, by=by).toArrow()
     sql_s = _time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
-    if warmup and "sharded" in systems:
-        for inp in (files[:1], spark.read.parquet(files[0])):
+    if warmup:
+        inputs = ([files[:1]] if "sharded" in systems else []) + (
+            [spark.read.parquet(files[0])] if "sharded_df" in systems else [])
+        for inp in inputs:
             sharded_window(inp, time=time, unit=unit, kind=kind,
                            aggs=aggs, by=by, shards=shards, punctuation=oop.BoundedDelay(delay),
                            arrival="arr", batch_size=batch_size, spread_input=False)
