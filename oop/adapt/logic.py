@@ -89,7 +89,7 @@ import numpy as np
 from numba import njit
 from sortedcontainers import SortedSet
 
-from oop.adapt.algebra import BlockAgg, Rows, block_agg
+from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
@@ -655,7 +655,8 @@ class AdaptLogic:
 
     # ---- punctuation -------------------------------------------------------------------
     def on_punctuation(self, v: int) -> list[tuple[int, Block]]:
-        """Close every window complete under ``v``; return ``(wid, merged block)`` in wid order."""
+        """Close every window complete under ``v``; return ``(wid, block)`` in wid order (a
+        window may come as several blocks with disjoint groups, see :meth:`_union`)."""
         self.lwm.advance(v)
         fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
         if fo <= self.first_open:
@@ -692,14 +693,8 @@ class AdaptLogic:
                 eb = Block(eb.gids, eb.tupcnt[:, :0], eb.states)
             if lb is not None and lb.tupcnt.shape[1]:
                 lb = Block(lb.gids, lb.tupcnt[:, :0], lb.states)
-            if eb is None:
-                merged = lb
-            elif lb is None:
-                merged = eb
-            else:
-                merged, _ = merge_blocks(self.aggs, eb, lb)
-            if merged is not None and len(merged):
-                out.append((w, merged))
+            for blk in self._union(eb, lb):
+                out.append((w, blk))
             if not self._flushing:  # end of stream is not a measurement of arrival order
                 self.wed.complete(w, hw)
             self.open_wids.discard(w)
@@ -731,6 +726,31 @@ class AdaptLogic:
         self._sample(v)
         self._track_peak()
         return out
+
+    def _union(self, eb: Block | None, lb: Block | None) -> list[Block]:
+        """A closing window's partials ``eb`` (+) its buffered tuples' block ``lb``, as
+        disjoint blocks (each sorted by group): the groups in both -- transitional ones --
+        are merged into ``eb`` in place, ``lb``'s other groups stay a block of their own
+        (no re-interleaving of the two). O(|eb| log + |lb|)."""
+        if eb is None or not len(eb):
+            return [lb] if lb is not None and len(lb) else []
+        if lb is None or not len(lb):
+            return [eb]
+        pos = np.searchsorted(eb.gids, lb.gids)
+        np.minimum(pos, len(eb) - 1, out=pos)
+        both = eb.gids[pos] == lb.gids
+        if not both.any():
+            return [eb, lb]
+        if both.all():
+            for agg, sa, sb in zip(self.aggs, eb.states, lb.states):
+                agg.merge_at(sa, pos, sb)
+            return [eb]
+        sel = np.flatnonzero(both)
+        for agg, sa, sb in zip(self.aggs, eb.states, lb.states):
+            agg.merge_at(sa, pos[sel], state_take(sb, sel))
+        rest = np.flatnonzero(~both)
+        return [eb, Block(lb.gids[rest], lb.tupcnt[rest],
+                          [state_take(sb, rest) for sb in lb.states])]
 
     def _close_buffer(self, old: int, fo: int, expired_gids: list[np.ndarray],
                       wlo: int, whi: int) -> dict[int, Block]:

@@ -86,7 +86,11 @@ class PanedAdaptWID(AdaptWID):
         return [batch] if batch is not None else []
 
     def _keep(self, closed: list[tuple[int, Block]]) -> None:
-        for q, blk in closed:
+        for q, blk in closed:  # a pane may come as several blocks (disjoint groups)
+            had = self.panes.get(q)
+            if had is not None:
+                self.pane_bytes -= had.nbytes
+                blk = merge_blocks(self.logic.aggs, had, blk)[0]  # type: ignore[union-attr]
             self.panes[q] = blk
             self.pane_bytes += blk.nbytes
         self.peak_pane_bytes = max(self.peak_pane_bytes, self.pane_bytes)
