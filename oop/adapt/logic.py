@@ -667,8 +667,11 @@ class AdaptLogic:
         # expire and winVol decreases below the threshold"): groups with a closing partial
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
         popped = {w: self.eager.pop(w) for w in closing}
-        blks = [b.gids for b in popped.values() if b is not None]
-        cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
+        blks = [b.gids for b in popped.values() if b is not None] if self.monitor else []
+        if len(blks) == 1:
+            cand = blks[0]  # one window's block: sorted, distinct groups already
+        else:
+            cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
         pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
         # tupcnt of the closing partials, read now: aggregating B below may materialize a
         # derived tupcnt (first null), which converts the store's blocks, not popped ones
