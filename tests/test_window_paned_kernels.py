@@ -56,8 +56,8 @@ def emit_scripts(draw):
 
 
 @settings(max_examples=60)
-@given(script=emit_scripts(), zero=st.booleans())
-def test_paned_emit_equals_reference_over_punctuations(script, zero):
+@given(script=emit_scripts(), zero=st.booleans(), with_lut=st.booleans())
+def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut):
     g, s, r, o, n, runs, P, seed = script
     rng = np.random.default_rng(seed)
     w0 = int(rng.integers(-3, 3))
@@ -83,13 +83,15 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero):
     live = int(np.count_nonzero(rows))
     irun, frun = np.zeros(C, np.int64), np.zeros(C, np.float64)
     prev, since, w = (0, 0), 0, w0
+    lut = (rng.permutation(n) * 7 - 3).astype(np.int64) if with_lut else np.zeros(0, np.int64)
     for k, nw in enumerate(runs):
         codes, start, end, iv, fv, since, dead = paned_emit(
             (rows,), 1, (sums,), 1, (irun,), (frun,), C, mask, base, top, n, w, nw, s, r, g, o,
-            prev[0], prev[1], k > 0, since, P, zero)
+            prev[0], prev[1], k > 0, since, P, zero, lut)
         exp = paned_emit_ref(panes, w, nw, s, r, g, o)
         got = list(zip(codes.tolist(), start.tolist(), end.tolist(), iv[0].tolist(), fv[0].tolist()))
-        assert got == [(c, a, b, v[0], v[1]) for c, a, b, v in exp]
+        key = (lambda c: int(lut[c])) if with_lut else (lambda c: c)  # key values written directly
+        assert got == [(key(c), a, b, v[0], v[1]) for c, a, b, v in exp]
         last = w + nw - 1
         plo_last = ((last + 1) * s - r) // g
         if zero:  # every pane below the last window's first pane is reset, and counted

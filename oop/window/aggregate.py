@@ -522,12 +522,14 @@ class WindowAggregate(Operator):
         if (self.units is not None and only is None and self.ring is not None
                 and self.late is not LatePolicy.UPDATE):
             # Paned-WID: all windows in compiled passes (differential sums + select blocks)
-            res = self.units.emit_block(self.ring, wids, self.enc.n_codes)
+            lut = self._key_lut()
+            res = self.units.emit_block(self.ring, wids, self.enc.n_codes, key_lut=lut)
             if res is not None:
                 codes, lanes, ext = res
                 if codes.size == 0:
                     return None
-                return self._build_arrays(None, codes, lanes, revision, extents=ext)
+                return self._build_arrays(None, codes, lanes, revision, extents=ext,
+                                          key_values=lut is not None)
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
             if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):
@@ -558,6 +560,24 @@ class WindowAggregate(Operator):
             return None
         return self._build(parts, revision)
 
+    def _key_lut(self) -> np.ndarray | None:
+        """Key value of every code when Paned-WID's fused emission can write the key column.
+
+        Only for one int64 key column without nulls, a dense ring, and no
+        select lanes or holistic aggregates (those need the codes). Rebuilt
+        (O(codes), through :meth:`KeyEncoder.keys`) only when new keys appeared.
+        """
+        if (len(self.by) != 1 or not pa.types.is_int64(self.schema_in.field(self.by[0]).type)
+                or isinstance(self.ring, HashCells) or any(a.holistic for a in self.aggs)
+                or any(li.lane.op in _SELECT_FNS for li in self.lanes)):
+            return None
+        n = self.enc.n_codes
+        if getattr(self, "_lut_n", None) != n:
+            arr = self.enc.keys(np.arange(n, dtype=np.int64))[0]
+            self._lut = None if arr.null_count else np.asarray(arr.to_numpy(), np.int64)
+            self._lut_n = n
+        return self._lut
+
     def _build(self, parts: list[tuple[int, np.ndarray, dict]], revision: bool) -> pa.RecordBatch:
         codes = np.concatenate([p[1] for p in parts])
         wid = np.concatenate([np.full(p[1].shape[0], p[0], np.int64) for p in parts])
@@ -566,12 +586,14 @@ class WindowAggregate(Operator):
 
     def _build_arrays(self, wid: np.ndarray | None, codes: np.ndarray, lanes: dict, revision: bool,
                       parts: list | None = None,
-                      extents: tuple[np.ndarray, np.ndarray] | None = None) -> pa.RecordBatch:
+                      extents: tuple[np.ndarray, np.ndarray] | None = None,
+                      key_values: bool = False) -> pa.RecordBatch:
         """One output batch from cells ordered by (wid, code). Cost: O(rows) vectorized.
 
         ``extents``: the cells' (window_start, window_end) when the caller has
         them (Paned-WID's fused kernel); ``wid`` may then be None (derived from
         ``window_end`` only when holistic aggregates or ``emit_wid`` need it).
+        ``key_values``: ``codes`` already holds the (single, int64) key column.
         """
         if extents is not None:
             start, end = extents
@@ -584,7 +606,7 @@ class WindowAggregate(Operator):
             assert wid is not None
             b = np.flatnonzero(np.r_[True, wid[1:] != wid[:-1], True])
             parts = [(int(wid[x]), codes[x:y], None) for x, y in zip(b[:-1], b[1:])]
-        arrays: list[pa.Array] = list(self.enc.keys(codes))
+        arrays: list[pa.Array] = [pa.array(codes)] if key_values else list(self.enc.keys(codes))
         tt = self.time_type
         arrays.append(_as_type(start, tt))
         arrays.append(_as_type(end, tt))
@@ -726,6 +748,7 @@ class WindowAggregate(Operator):
 
     def restore(self, state: Any) -> None:
         super().restore(state)
+        self._lut_n = None  # the key-value cache follows the restored dictionary
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
         if state["method"] is not None:
             self._set_method(state["method"], {})

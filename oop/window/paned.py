@@ -69,6 +69,7 @@ __all__ = ["PanedWID", "PaneCombiner"]
 _SUM_OPS = {"rows", "nn", "sum", "sumsq"}
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
+_NO_LUT = np.zeros(0, np.int64)
 
 
 class PaneCombiner:
@@ -173,7 +174,8 @@ class PaneCombiner:
                     t[: self.running_t[k].shape[0]] = self.running_t[k]
                     self.running_t[k] = t
 
-    def emit_block(self, ring: Ring, wids: Sequence[int], n: int
+    def emit_block(self, ring: Ring, wids: Sequence[int], n: int,
+                   key_lut: np.ndarray | None = None
                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]] | None:
         """Every window of ``wids`` (consecutive ids) in compiled passes, no per-window Python.
 
@@ -189,7 +191,9 @@ class PaneCombiner:
         pane tables per window. Returns None for landmark windows (the running
         fold of :meth:`window_cells` handles them). Shares the sum-type running
         state with :meth:`window_cells`. Returns (codes, lanes, (window_start,
-        window_end)) of the cells, ordered by (window, code).
+        window_end)) of the cells, ordered by (window, code). ``key_lut`` (int64
+        key value per code; only without select lanes and holistic
+        aggregates): the first array holds the key values instead of codes.
         """
         real = [li for li in self.lanes if ring._alias(li.key) == li.key]
         if self.landmark or not wids:
@@ -218,7 +222,7 @@ class PaneCombiner:
         zero = not sel and not ring.tarr
         df = (np.zeros(1, np.float64),)
         if isinstance(ring, HashCells):  # sparse keys: walk the live cells of each pane
-            assert not sel, "the hash layout is only chosen for sum-type lanes"
+            assert not sel and key_lut is None, "the hash layout is only chosen for sum-type lanes"
             kc = ring.n_cells
             cu = ring.cell_u[:kc]
             pa0, pa1 = ring.base, max(ring.base, self.window_panes(w0 + nw - 1)[1])
@@ -242,7 +246,8 @@ class PaneCombiner:
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
-            prev[0], prev[1], inc0, self.since, self.P, zero)
+            prev[0], prev[1], inc0, self.since, self.P, zero,
+            key_lut if key_lut is not None else _NO_LUT)
         self.run_w = w0 + nw - 1
         if zero:
             ring.live -= dead

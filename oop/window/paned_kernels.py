@@ -88,7 +88,7 @@ def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
 
 @nb.njit(cache=True)
 def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g, o,
-               prev_plo, prev_phi, inc0, since, P, zero):
+               prev_plo, prev_phi, inc0, since, P, zero, lut):
     """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
 
     Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
@@ -104,7 +104,10 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
 
     Returns (codes, window_start, window_end, int lane values (n_i x m),
     float lane values (n_f x m), since, live cells reset); the m output cells
-    are ordered by (window, code), only those with a row count > 0.
+    are ordered by (window, code), only those with a row count > 0. With a
+    non-empty ``lut`` (the key value of every code: one int64 key column) the
+    first array holds ``lut[code]`` instead -- the key column itself, written
+    in the same pass instead of decoded afterwards.
     """
     cap = nw * n
     codes = np.empty(cap, np.int64)
@@ -134,7 +137,7 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
                 r1 = frun[1 if n_f == 2 else 0]
                 o1 = fv[1 if n_f == 2 else 0]
                 we = o + e
-                m, dd = _fused_step(ilanes[0], irun[0], f0, f1, r0, r1, n_f, ra, rd, n, codes,
+                m, dd = _fused_step(ilanes[0], irun[0], f0, f1, r0, r1, n_f, ra, rd, n, lut, codes,
                                     start, end, iv[0], fv[0], o1, m, we - r, we)
                 dead += dd
                 since += 1
@@ -194,24 +197,28 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
             _gather(iv[q], irun[q], codes, m0, m)
         for q in range(n_f):
             _gather(fv[q], frun[q], codes, m0, m)
+        if lut.shape[0]:
+            for t in range(m0, m):
+                codes[t] = lut[codes[t]]
     return codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], since, dead
 
 
 @nb.njit(cache=True, inline="always")
-def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, codes, start, end, orow, o0, o1, m,
+def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, lut, codes, start, end, orow, o0, o1, m,
                 ws, we):
     """One window of :func:`paned_emit` when one pane enters and one leaves: per code, move
     the running count and ``nf`` (<= 2) float sums, reset the leaving cell, write the output
     row and keep it when the count is > 0 (branch-free). Returns (m, live cells reset)."""
     dead = 0
     m0 = m
+    keys = lut.shape[0] > 0
     for c in range(n):
         xd = rows[rd + c]
         cr = rrun[c] + (rows[ra + c] - xd)
         rrun[c] = cr
         dead += xd != 0
         rows[rd + c] = 0
-        codes[m] = c
+        codes[m] = lut[c] if keys else c
         orow[m] = cr
         if nf >= 1:
             v0 = r0[c] + (f0[ra + c] - f0[rd + c])
