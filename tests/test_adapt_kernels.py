@@ -34,14 +34,14 @@ batch_rows = st.lists(st.tuples(st.integers(0, 11), st.integers(0, 2), st.intege
        st.sets(st.integers(0, 11)), st.sampled_from([I64MIN, 0, 3, 6]),
        st.integers(1, 3), st.integers(1, 4), st.booleans(), st.booleans(),
        st.floats(0.0, 3.0), st.floats(0.5, 2.0),
-       st.lists(st.sampled_from([I64MIN, 0, 10, 25]), min_size=3, max_size=3))
+       st.lists(st.sampled_from([I64MIN, 0, 10, 25]), min_size=3, max_size=3), st.integers(0, 2))
 def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, monitor,
-                                      forced_eager, base, up, hw0):
+                                      forced_eager, base, up, hw0, extra):
     S = 3
     g = np.array([r[0] for r in rows], np.int64)
     src = np.array([r[1] for r in rows], np.int8)
     ts = np.array([r[2] for r in rows], np.int64)
-    rng = slide * k
+    rng = slide * k + extra  # RANGE a multiple of SLIDE or not
     wv0 = np.zeros((12, S), np.int32)
     for gg, s, c in init:
         wv0[gg, s] += c
@@ -86,8 +86,9 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(-5, 40)),
                 max_size=40),
        st.integers(1, 3), st.integers(1, 4), st.integers(-3, 5), st.sampled_from([None, -2, 1, 4]),
-       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.booleans())
-def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, pairs):
+       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.booleans(), st.integers(0, 2))
+def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, pairs,
+                                     extra):
     g = np.array([r[0] for r in rows], np.int32)
     src = np.array([r[1] for r in rows], np.int8)
     ts = np.array([r[2] for r in rows], np.int64)
@@ -95,9 +96,9 @@ def test_close_scan_equals_reference(rows, slide, k, origin, old, fo, monitor, n
     wv0 = np.full((10, 3), 50, np.int32)
     wv_k, wv_r = wv0.copy(), wv0.copy()
     scratch = np.full(10, -1, np.int64)
-    got = K.close_scan(g, src, ts, slide * k, slide, origin, np.int64(old_), np.int64(fo), wv_k,
+    got = K.close_scan(g, src, ts, slide * k + extra, slide, origin, np.int64(old_), np.int64(fo), wv_k,
                        monitor, scratch, n_bins, pairs)
-    exp = K.close_scan_reference(g, src, ts, slide * k, slide, origin, old_, fo, wv_r, monitor,
+    exp = K.close_scan_reference(g, src, ts, slide * k + extra, slide, origin, old_, fo, wv_r, monitor,
                                  n_bins, pairs)
     assert (scratch == -1).all()
     for a, b in zip(got, exp):

@@ -454,10 +454,11 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     rng = geom[0]
     sl = geom[1]
     org = geom[2]
+    per = rng // sl if rng % sl == 0 else -1  # windows per tuple when RANGE is k x SLIDE
     for i in range(n):
         d = ts[i] - org
         lo[i] = d // sl
-        hi[i] = (d + rng) // sl
+        hi[i] = lo[i] + per if per > 0 else (d + rng) // sl  # one division when exact
         if lo[i] < first_open:
             lo[i] = first_open
         if lo[i] >= hi[i]:
@@ -701,10 +702,11 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     chi = np.empty(n, np.int64)
     sel = np.zeros(n, np.int8)
     total = 0
+    per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
     for i in range(n):
         d = ts[i] - origin
         a = d // slide
-        b = (d + range_) // slide
+        b = a + per if per > 0 else (d + range_) // slide
         lo[i] = a
         hi[i] = b
         e = b if b < fo else fo
