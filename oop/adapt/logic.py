@@ -763,7 +763,10 @@ class AdaptLogic:
         Bounded aggregates: the tuples are folded into a transient dense store (the lanes
         of :mod:`oop.adapt.dense` over (closing window x lazy-group slot): one slot kernel
         and one kernel per aggregate, no sort of the pairs) and each window's row read out;
-        holistic ones: one group-by of the (tuple, window) pairs.
+        holistic ones: one group-by of the (tuple, window) pairs. The transient store is
+        scratch like the pair arrays it replaces: all its slots are released before the
+        punctuation returns, and it is not counted as state (its lanes stay allocated at
+        the largest close seen, at most closing windows x lazy groups of one close).
         """
         ch = self.buffer.scan_rows()  # one pass over B
         if len(self._scratch) < self.n_groups:
