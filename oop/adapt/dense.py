@@ -58,7 +58,7 @@ from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense
                                dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
 from oop.adapt.store import Block
 
-__all__ = ["DenseEagerStore", "lane_dtypes"]
+__all__ = ["DenseEagerStore", "lane_dtypes", "fold_aggs"]
 
 GID = np.int32
 _I64MIN = np.iinfo(np.int64).min
@@ -85,6 +85,37 @@ def lane_dtypes(a: BlockAgg, col_dtype: np.dtype | None) -> list[np.dtype]:
     raise ValueError(f"dense store: holistic aggregate {a.name!r} has no fixed lanes")
 
 
+def fold_aggs(aggs: Sequence[BlockAgg], lanes: list[list[np.ndarray]], slot: np.ndarray,
+              lo: np.ndarray, hi: np.ndarray, ts: np.ndarray,
+              cols: dict[str, tuple[np.ndarray, np.ndarray | None]], mask: np.int64,
+              count_is_pres: bool, ones: np.ndarray) -> int:
+    """One fold kernel per aggregate: rows ``i`` with ``slot[i] >= 0`` into cells ``(w &
+    mask, slot[i])`` for ``lo[i] <= w < hi[i]``. ``cols``: column -> (values, validity or
+    None); ``ones``: all-True validity of the rows' length. Returns the cells a count lane
+    made non-empty when it is the presence lane (``count_is_pres``), else 0."""
+    new = 0
+    for a, ln in zip(aggs, lanes):
+        f = a.fn
+        if f == "count":
+            new += dense_fold_count(ln[0], slot, lo, hi, mask, count_is_pres)
+            continue
+        x, m = cols[a.column]  # type: ignore[index]
+        valid = ones if m is None else m
+        if f == "sum" or f == "mean":
+            if x.dtype != ln[1].dtype:
+                x = x.astype(ln[1].dtype)
+            dense_fold_sum(ln[0], ln[1], slot, lo, hi, x, valid, mask)
+        elif f == "min" or f == "max":
+            dense_fold_minmax(ln[0], ln[1], slot, lo, hi, x, valid, mask, f == "min")
+        elif f == "var" or f == "std":
+            dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, x.astype(np.float64, copy=False),
+                           valid, mask)
+        else:
+            dense_fold_firstlast(ln[0], ln[1], ln[2], slot, lo, hi, x, valid, ts, mask,
+                                 f == "first")
+    return new
+
+
 def _pow2(n: int) -> int:
     p = 1
     while p < n:
@@ -97,16 +128,14 @@ class DenseEagerStore:
 
     ``tupcnt``: ``"stored"`` (a lane per source), ``"derived"`` (tumbling, one
     source: tupcnt == the presence lane) or ``"none"`` (nothing monitors winVol).
-    ``compact=False``: keep the slot axis at its size (a scratch store refilled at every
-    punctuation).
+
     """
 
     def __init__(self, aggs: Sequence[BlockAgg], value_dtypes: dict[str, np.dtype],
-                 n_sources: int, tupcnt: str, ring: int = 4, compact: bool = True) -> None:
+                 n_sources: int, tupcnt: str, ring: int = 4) -> None:
         assert tupcnt in ("stored", "derived", "none")
         self.aggs = list(aggs)
         self.fixed = True
-        self.compact = compact  # shrink the slot axis when under a quarter is used
         self.S = n_sources
         self.tc_mode = tupcnt
         self.dtypes = [lane_dtypes(a, value_dtypes.get(a.column or "")) for a in self.aggs]
@@ -306,26 +335,8 @@ class DenseEagerStore:
                     slot, lo, hi, src, mask)
             else:
                 dense_last_w(self.last_w, slot, hi)
-        for a, lanes in zip(self.aggs, self.lanes):
-            f = a.fn
-            if f == "count":
-                self.n_partials += dense_fold_count(lanes[0], slot, lo, hi, mask,
-                                                    self.rows is None)
-                continue
-            x, m = cols[a.column]
-            valid = self._ones(len(lo)) if m is None else m
-            if f == "sum" or f == "mean":
-                if x.dtype != lanes[1].dtype:
-                    x = x.astype(lanes[1].dtype)
-                dense_fold_sum(lanes[0], lanes[1], slot, lo, hi, x, valid, mask)
-            elif f == "min" or f == "max":
-                dense_fold_minmax(lanes[0], lanes[1], slot, lo, hi, x, valid, mask, f == "min")
-            elif f == "var" or f == "std":
-                dense_fold_var(lanes[0], lanes[1], lanes[2], slot, lo, hi,
-                               x.astype(np.float64, copy=False), valid, mask)
-            else:
-                dense_fold_firstlast(lanes[0], lanes[1], lanes[2], slot, lo, hi, x, valid, ts,
-                                     mask, f == "first")
+        self.n_partials += fold_aggs(self.aggs, self.lanes, slot, lo, hi, ts, cols, mask,
+                                     self.rows is None, self._ones(len(lo)))
 
     def _ones(self, n: int) -> np.ndarray:
         if len(self._ones_buf) < n:
@@ -379,7 +390,7 @@ class DenseEagerStore:
             self.n_free += len(dead)
             self.n_slots -= len(dead)
             self.nbytes -= 4 * len(dead)
-        if self.compact and self.C > 64 and self.n_slots < self.C // 4:
+        if self.C > 64 and self.n_slots < self.C // 4:
             self._compact()
 
     def _compact(self) -> None:

@@ -41,7 +41,7 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
            "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
-           "switch_down_reference"]
+           "switch_down_reference", "transient_slots", "transient_slots_reference"]
 
 
 @njit(cache=True)
@@ -937,3 +937,40 @@ def switch_down_reference(wv: np.ndarray, cand: np.ndarray, pre: np.ndarray, use
             wv[g, 0] &= ~mbit
             out.append(g)
     return np.asarray(out, np.int64)
+
+
+@njit(cache=True)
+def transient_slots(gid, sel, scratch):  # type: ignore[no-untyped-def]
+    """Dense slots, in group order, for the rows with ``sel[i] != 0`` (the buffered tuples
+    with a closing window): returns ``(slot per row (-1: not selected), the distinct groups
+    sorted)`` so ``groups[slot[i]] == gid[i]``. ``scratch`` (int64 over group codes, all -1)
+    is left all -1. O(n + k log k) for k distinct groups."""
+    n = gid.shape[0]
+    ug = np.empty(n, np.int64)
+    nu = 0
+    for i in range(n):
+        if sel[i] != 0:
+            g = gid[i]
+            if scratch[g] < 0:
+                scratch[g] = nu
+                ug[nu] = g
+                nu += 1
+    ug = ug[:nu]
+    order = np.argsort(ug)
+    rank = np.empty(nu, np.int64)
+    for j in range(nu):
+        rank[order[j]] = j
+    slot = np.empty(n, np.int64)
+    for i in range(n):
+        slot[i] = rank[scratch[gid[i]]] if sel[i] != 0 else -1
+    for j in range(nu):
+        scratch[ug[j]] = -1
+    return slot, ug[order]
+
+
+def transient_slots_reference(gid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tuple-at-a-time reference of :func:`transient_slots`."""
+    groups = sorted({int(g) for g, s in zip(gid.tolist(), sel.tolist()) if s})
+    at = {g: j for j, g in enumerate(groups)}
+    slot = [at[int(g)] if s else -1 for g, s in zip(gid.tolist(), sel.tolist())]
+    return np.asarray(slot, np.int64), np.asarray(groups, np.int64)

@@ -93,9 +93,9 @@ from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
-                               covered_windows_kernel, group_pairs, route_batch, segment_tupcnt,
-                               switch_down)
-from oop.adapt.dense import DenseEagerStore
+                               covered_windows_kernel, dense_fold_rows, group_pairs, route_batch,
+                               segment_tupcnt, switch_down, transient_slots)
+from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -113,6 +113,7 @@ VOL_MASK = np.int32((1 << 30) - 1)
 #: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
 GID = np.int32
 _GID_MAX = int(np.iinfo(GID).max)
+_NO_TC = np.zeros((1, 1, 1), np.int32)  # stand-in tupcnt lane (not folded)
 
 
 @njit(cache=True)
@@ -285,7 +286,10 @@ class AdaptLogic:
         self._route_out = np.zeros(9, np.int64)  # route_batch's counters (not state)
         self._hwm = np.zeros(self.S, np.int64)  # route_batch's view of the hwms (not state)
         self._geom = np.array([self._range, self._slide, self._origin], np.int64)
-        self._transient: DenseEagerStore | None = None  # lazy tuples' fold at a close
+        self._ones = np.ones(0, np.bool_)  # all-valid scratch (not state)
+        #: lane dtypes of each aggregate (dense: the transient fold at a close)
+        self._lane_dts = ([lane_dtypes(a, self.value_dtypes.get(a.column or "")) for a in self.aggs]
+                          if self.dense else [])
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
         self._idx = np.empty(0, np.int64)  # its lazy rows (not state)
         self._hi = np.empty(0, np.int64)
@@ -760,13 +764,12 @@ class AdaptLogic:
         """Aggregate the buffered tuples of the closing windows ``[wlo, whi]``; purge the
         expired ones. Appends the group codes of purged tuples to ``expired_gids``.
 
-        Bounded aggregates: the tuples are folded into a transient dense store (the lanes
-        of :mod:`oop.adapt.dense` over (closing window x lazy-group slot): one slot kernel
-        and one kernel per aggregate, no sort of the pairs) and each window's row read out;
-        holistic ones: one group-by of the (tuple, window) pairs. The transient store is
-        scratch like the pair arrays it replaces: all its slots are released before the
-        punctuation returns, and it is not counted as state (its lanes stay allocated at
-        the largest close seen, at most closing windows x lazy groups of one close).
+        Bounded aggregates: a dense transient fold -- lanes of :mod:`oop.adapt.dense`'s
+        layout over (closing window x slot of each group with a closing tuple, slots in
+        group order): one slot kernel, one presence kernel and one kernel per aggregate,
+        then each window's row is its block (no sort, no pair arrays); holistic ones: one
+        group-by of the (tuple, window) pairs. The lanes live only during the punctuation
+        (like the pair arrays), so they are not state.
         """
         ch = self.buffer.scan_rows()  # one pass over B
         if len(self._scratch) < self.n_groups:
@@ -785,19 +788,34 @@ class AdaptLogic:
             if len(rows) == 0:
                 return {}
             return self._blocks(ch, rows, ws, is_last)
-        tmp = self._transient
-        if tmp is None:  # scratch: empty between punctuations, not state
-            tmp = self._transient = DenseEagerStore(self.aggs, self.value_dtypes, self.S,
-                                                    "none", ring=whi - wlo + 1, compact=False)
+        # dense transient fold: lanes over (closing window x slot of a group with a closing
+        # tuple), slots in group order so each window's row is its block, sorted
+        slot, groups = transient_slots(ch["gid"], sel, self._scratch)
+        R = 1 << max(whi - wlo, 0).bit_length()  # >= closing windows, a power of two
+        mask = np.int64(R - 1)
+        k = len(groups)
+        lanes = [[np.zeros((R, k), dt) for dt in dts] for dts in self._lane_dts]
+        pres = np.zeros((R, k), np.int32)
+        dense_fold_rows(pres, True, _NO_TC, False, np.zeros(k, np.int64), slot, clo, chi,
+                        src, mask)
         cols = {c: (ch[c], ch.get(c + "?")) for c in self.value_cols}
-        tmp.fold_sel(ch["gid"], ch["ts"], ch.get("src"), clo, chi, cols, sel, 2, wlo, whi,
-                     self.n_groups)
+        n = len(slot)
+        if len(self._ones) < n:
+            self._ones = np.ones(max(n, 2 * len(self._ones)), np.bool_)
+        fold_aggs(self.aggs, lanes, slot, clo, chi, ch["ts"], cols, mask, False,
+                  self._ones[:n])
         out: dict[int, Block] = {}
+        gids = groups.astype(GID)
+        no_tc = np.zeros((k, 0), np.int32)
         for w in range(wlo, whi + 1):
-            b = tmp.pop(w)
-            if b is not None:
-                out[w] = b
-        tmp.release(fo)
+            r = w & (R - 1)
+            row = pres[r]
+            if k and row.all():  # every group has tuples in this window (tumbling: always)
+                out[w] = Block(gids, no_tc, [[x[r] for x in ln] for ln in lanes])
+                continue
+            at = np.flatnonzero(row)
+            if len(at):
+                out[w] = Block(gids[at], no_tc[at], [[x[r, at] for x in ln] for ln in lanes])
         return out
 
     def flush(self) -> list[tuple[int, Block]]:
