@@ -54,28 +54,28 @@ def pane_ids(times, o, g):
     """Pane id of every time plus (min, max) of them. ``times`` non-empty.
 
     Pane ids are monotone in ``t``, so min/max come from the times' extremes.
-    When every ``|t - o| / g < 2**50`` the float estimate is off by at most
-    one and the correction is branch-free (a SIMD loop); otherwise each id
-    goes through the exact :func:`_pane`.
+    One branch-free (SIMD) pass computes the ids and the extremes; when every
+    ``|t - o| / g < 2**50`` its float estimate was off by at most one and the
+    correction exact, otherwise (checked after the pass) every id is redone
+    through the exact :func:`_pane`.
     """
     inv = 1.0 / g
     n = times.shape[0]
     out = np.empty(n, np.int64)
     tlo = times[0]
     thi = tlo
-    for i in range(n):
+    for i in range(n):  # optimistic single pass: valid when the bound below holds
         t = times[i]
         tlo = min(tlo, t)
         thi = max(thi, t)
+        d = t - o
+        p = np.int64(np.floor(d * inv))  # within one of the true floor (error < 3/8)
+        rem = d - p * g
+        out[i] = p - (rem < 0) + (rem >= g)
     lo = _pane(tlo, o, g, inv)
     hi = _pane(thi, o, g, inv)
-    if max(abs(lo), abs(hi)) < (1 << 50) and abs(tlo - o) < (1 << 62) and abs(thi - o) < (1 << 62):
-        for i in range(n):
-            d = times[i] - o
-            p = np.int64(np.floor(d * inv))  # within one of the true floor (error < 3/8)
-            rem = d - p * g
-            out[i] = p - (rem < 0) + (rem >= g)
-    else:
+    if not (max(abs(lo), abs(hi)) < (1 << 50) and abs(tlo - o) < (1 << 62)
+            and abs(thi - o) < (1 << 62)):
         for i in range(n):
             out[i] = _pane(times[i], o, g, inv)
     return out, lo, hi
