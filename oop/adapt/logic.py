@@ -290,6 +290,7 @@ class AdaptLogic:
         #: lane dtypes of each aggregate (dense: the transient fold at a close)
         self._lane_dts = ([lane_dtypes(a, self.value_dtypes.get(a.column or "")) for a in self.aggs]
                           if self.dense else [])
+        self._count_at = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
         self._idx = np.empty(0, np.int64)  # its lazy rows (not state)
         self._hi = np.empty(0, np.int64)
@@ -795,9 +796,13 @@ class AdaptLogic:
         mask = np.int64(R - 1)
         k = len(groups)
         lanes = [[np.zeros((R, k), dt) for dt in dts] for dts in self._lane_dts]
-        pres = np.zeros((R, k), np.int32)
-        dense_fold_rows(pres, True, _NO_TC, False, np.zeros(k, np.int64), slot, clo, chi,
-                        src, mask)
+        j = self._count_at  # a count lane is the presence lane; else one of its own
+        if j is None:
+            pres = np.zeros((R, k), np.int32)
+            dense_fold_rows(pres, True, _NO_TC, False, np.zeros(k, np.int64), slot, clo, chi,
+                            src, mask)
+        else:
+            pres = lanes[j][0]
         cols = {c: (ch[c], ch.get(c + "?")) for c in self.value_cols}
         n = len(slot)
         if len(self._ones) < n:
