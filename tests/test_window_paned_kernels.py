@@ -9,7 +9,14 @@
   returns is exact;
 * the Paned-WID operator with the fused emission keeps its ring invariants
   (``_check``: live-cell count, nothing outside ``[base, top)``) and equals
-  WID and the oracle with many windows per punctuation.
+  WID and the oracle with many windows per punctuation; fused and hash
+  paths are independent of arrival order and batch boundaries; a scenario
+  timeline;
+* the hash layout under panes == dense Paned-WID == WID == oracle, and
+  ``layout="auto"`` picks it for sparse keys with sum-type aggregates;
+* holistic stores: ``merge_counted`` == its reference, ``Multiset.select``
+  (pairwise merge of pane runs) == a Counter group-by;
+* the cost model prices holistic aggregates by values for both methods.
 """
 
 import math
@@ -274,3 +281,56 @@ def test_cost_model_prices_holistic_values_for_both_methods():
     base = choose_method(Sliding(100, 10), [agg.count()], 1.0, 10)[1]
     mixed = choose_method(Sliding(100, 10), [agg.count(), agg.median("v")], 1.0, 10)[1]
     assert mixed["cost_wid"] > base["cost_wid"] and mixed["cost_paned"] > base["cost_paned"]
+
+
+@settings(max_examples=20)
+@given(data=st.data(), layout=st.sampled_from(["dense", "hash"]))
+def test_fused_and_hash_paths_independent_of_arrival_order_and_batches(data, layout):
+    """The fused emission (count/sum/mean/var only) and the hash emission: same rows for
+    any arrival order and batch split of the same tuples, and == the oracle."""
+    import oop
+    from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+    from oop.window import window_operator
+
+    kind = data.draw(st.sampled_from([Sliding(8, 2), Sliding(9, 3, origin=1), Sliding(5, 5)]))
+    aggs = [agg.count(), agg.sum("val"), agg.mean("val"), agg.var("val")]
+    t = data.draw(disordered_tables(max_rows=50, max_delay=None))
+    perm = data.draw(st.permutations(range(t.num_rows)))
+    t2 = t.take(pa.array(np.asarray(perm, np.int64)))
+    outs = []
+    for table in (t, t2):
+        items = data.draw(exact_punctuation_feed(data.draw(batch_splits(table))))
+        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=t.schema)
+        outs.append(s.via(window_operator(kind, aggs, by="key", method="paned", layout=layout)).run().table)
+    assert_same_rows(outs[0], outs[1])
+    assert_same_rows(outs[0], window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
+def test_fused_emission_scenario_timeline():
+    """Sliding(4, 2), pane 2: one pane enters and one leaves per window (the fused path).
+
+    ts:      0  1  2  3  4  5  6  7
+    key 1:   1     2        3            (val)
+    key 2:      10    20       30
+    panes:  [p0 ][p1  ][p2  ][p3  ]
+    windows: w0=[-2,2) w1=[0,4) w2=[2,6) w3=[4,8)
+    P(ts, 8) closes w0..w3 in one punctuation; P(ts, 4) first closes w0, w1.
+    """
+    op = WindowAggregate(Sliding(4, 2), [agg.count(), agg.sum("val")], by="key", method="paned")
+    op.open([StreamInfo("s", SCHEMA, {"ts": "ms"}, "ts")])
+    b = pa.record_batch({"ts": [0, 1, 2, 3, 5, 6], "key": [1, 2, 1, 2, 1, 2],
+                         "val": [1.0, 10.0, 2.0, 20.0, 3.0, 30.0]}, schema=SCHEMA)
+    out = op.on_batch(b) + op.on_punctuation(Punctuation("ts", 4))
+    first = [x for x in out if isinstance(x, pa.RecordBatch)][0].to_pylist()
+    assert [(r["key"], r["window_start"], r["window_end"], r["count"], r["sum_val"]) for r in first] == [
+        (1, -2, 2, 1, 1.0), (2, -2, 2, 1, 10.0),
+        (1, 0, 4, 2, 3.0), (2, 0, 4, 2, 30.0)]
+    op._check()
+    out = op.on_punctuation(Punctuation("ts", 8))
+    rows = [x for x in out if isinstance(x, pa.RecordBatch)][0].to_pylist()
+    assert [(r["key"], r["window_start"], r["count"], r["sum_val"]) for r in rows] == [
+        (1, 2, 2, 5.0), (2, 2, 1, 20.0), (1, 4, 1, 3.0), (2, 4, 1, 30.0)]
+    assert [x for x in out if isinstance(x, Punctuation)] == [Punctuation("window_end", 10)]
+    op._check()
+    # held: pane 3 (window 4 = [6, 10) needs it) and pane 2 (its differential step subtracts it)
+    assert op.ring.live == 2
