@@ -260,3 +260,26 @@ def test_transient_slots_equals_reference(rows):
     assert slot.tolist() == slot_r.tolist() and groups.tolist() == groups_r.tolist()
     assert (scratch == -1).all()
     assert all(groups[s] == x for s, x in zip(slot.tolist(), g.tolist()) if s >= 0)
+
+
+@given(st.lists(st.integers(-2**40, 2**40), max_size=30), st.integers(1, 10**7),
+       st.integers(0, 3), st.integers(-10**6, 10**6),
+       st.sampled_from([1_700_000_000_000, 1_700_000_000_000_000_000, -2**61, 0]))
+def test_bucket_is_exact_for_large_times(ts, slide, k, origin, base):
+    """The kernels' float-reciprocal floor division == Python's ``//`` (epoch ms and ns)."""
+    t = np.array(ts, np.int64) + base
+    rng = slide * k + (slide // 3)  # a multiple of SLIDE or not
+    rng = max(rng, slide)
+    n = len(t)
+    lo, hi = np.empty(n, np.int64), np.empty(n, np.int64)
+    K.route_batch(np.zeros(n, np.int64), np.zeros(n, np.int8), t,
+                  np.array([rng, slide, origin], np.int64), lo, hi, np.int64(I64MIN),
+                  np.zeros((1, 1), np.int32), np.full(1, -1, np.int64), VOL_MASK, MODE_BIT,
+                  False, True, 1.0, float(rng), False, 1.0, np.empty(n, np.int8),
+                  np.full(1, I64MIN, np.int64), np.zeros(9, np.int64), np.empty(n, np.int64))
+    assert lo.tolist() == [(int(x) - origin) // slide for x in t]
+    assert hi.tolist() == [(int(x) - origin + rng) // slide for x in t]
+    got = K.close_scan(np.zeros(n, np.int32), np.zeros(n, np.int8), t, rng, slide, origin,
+                       np.int64(I64MIN), np.int64(2**62), np.zeros((1, 1), np.int32), False,
+                       np.full(1, -1, np.int64), 8, False)
+    assert got[6].tolist() == lo.tolist() and got[7].tolist() == hi.tolist()

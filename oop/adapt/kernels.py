@@ -414,6 +414,22 @@ def dense_assign_slots_reference(slot_of: np.ndarray, gid_of: np.ndarray, last_w
     return np.asarray(out, np.int64)
 
 
+@njit(cache=True, inline="always")
+def _fdiv(d, s, inv):  # type: ignore[no-untyped-def]
+    """``floor(d / s)`` for int64 ``d`` and ``s > 0`` (``inv = 1.0 / s``): a float multiply
+    and one exact correction step instead of an integer division (for ``|d| < 2**52`` the
+    float quotient is off by less than one; larger ``|d|`` take the integer division)."""
+    if d >= 4503599627370496 or d <= -4503599627370496:
+        return d // s
+    q = np.int64(np.floor(d * inv))
+    r = d - q * s
+    if r < 0:
+        q -= 1
+    elif r >= s:
+        q += 1
+    return q
+
+
 # ---- AdaptWID's fused per-batch pass (oop.adapt.logic) ------------------------------------
 #: row classes written by :func:`route_batch`
 ROW_LATE, ROW_LAZY, ROW_EAGER = 0, 1, 2
@@ -455,10 +471,11 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     sl = geom[1]
     org = geom[2]
     per = rng // sl if rng % sl == 0 else -1  # windows per tuple when RANGE is k x SLIDE
+    inv = 1.0 / sl
     for i in range(n):
         d = ts[i] - org
-        lo[i] = d // sl
-        hi[i] = lo[i] + per if per > 0 else (d + rng) // sl  # one division when exact
+        lo[i] = _fdiv(d, sl, inv)
+        hi[i] = lo[i] + per if per > 0 else _fdiv(d + rng, sl, inv)  # one division if exact
         if lo[i] < first_open:
             lo[i] = first_open
         if lo[i] >= hi[i]:
@@ -703,10 +720,11 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     sel = np.zeros(n, np.int8)
     total = 0
     per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
+    inv = 1.0 / slide
     for i in range(n):
         d = ts[i] - origin
-        a = d // slide
-        b = a + per if per > 0 else (d + range_) // slide
+        a = _fdiv(d, slide, inv)
+        b = a + per if per > 0 else _fdiv(d + range_, slide, inv)
         lo[i] = a
         hi[i] = b
         e = b if b < fo else fo
@@ -744,16 +762,18 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     for j in range(n_gone):
         scratch[gone[j]] = -1
     cuts = np.zeros(n_bins + 1, np.int64)
+    pow2 = n_bins & (n_bins - 1) == 0  # bin = gid & (n_bins - 1): no division
+    bm = n_bins - 1
     for i in range(n):
         if keep[i]:
-            cuts[gid[i] % n_bins + 1] += 1
+            cuts[(gid[i] & bm if pow2 else gid[i] % n_bins) + 1] += 1
     for b in range(n_bins):
         cuts[b + 1] += cuts[b]
     order = np.empty(cuts[n_bins], np.int64)
     pos = cuts[:n_bins].copy()
     for i in range(n):
         if keep[i]:
-            b = gid[i] % n_bins
+            b = gid[i] & bm if pow2 else gid[i] % n_bins
             order[pos[b]] = i
             pos[b] += 1
     return rows, ws, is_last, order, cuts, gone[:n_gone].copy(), clo, chi, sel
