@@ -461,6 +461,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     n = gids.shape[0]
     S = wv.shape[1]
     ug = np.empty(n if monitor else 0, np.int64)
+    loc = np.empty(n if monitor else 0, np.int32)  # row -> its group's index in ug
     nu = 0
     n_late = 0
     n_born = 0
@@ -492,7 +493,9 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             hwm[k] = ts[i]
         if monitor:
             g = gids[i]
-            if scratch[g] < 0:
+            u = scratch[g]
+            if u < 0:
+                u = nu
                 scratch[g] = nu
                 ug[nu] = g
                 nu += 1
@@ -504,6 +507,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
                     n_born += 1
                     if wv[g, 0] & mbit != 0:
                         n_born_e += 1
+            loc[i] = u
             wv[g, k] += 1
     off = np.zeros(S, np.float64)  # SourceOffsets.offsets(): top - hwm, 0 if unseen
     top = np.int64(-9223372036854775807 - 1)
@@ -515,12 +519,15 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             if hwm[j] != np.int64(-9223372036854775807 - 1):
                 off[j] = top - hwm[j]
     sw = np.empty(nu, np.int64)
+    eflag = np.empty(nu, np.bool_)  # the touched groups' flags after the switches
     n_sw = 0
     for u in range(nu):
         g = ug[u]
         scratch[g] = -1
         if wv[g, 0] & mbit != 0:
+            eflag[u] = True
             continue
+        eflag[u] = False
         vol = 0
         skew = 0.0
         for j in range(S):
@@ -529,6 +536,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             skew += c / range_f * off[j]
         if vol > up * (base + skew):
             wv[g, 0] |= mbit
+            eflag[u] = True
             sw[n_sw] = g
             n_sw += 1
     n_eager = 0
@@ -539,7 +547,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
         if cls[i] == 0:
             continue
         if monitor:
-            e = wv[gids[i], 0] & mbit != 0
+            e = eflag[loc[i]]  # a small local array: no second random access into wv
         else:
             e = forced_eager
         if not e:
