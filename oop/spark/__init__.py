@@ -5,7 +5,11 @@ over Spark partitions, and check results against Spark SQL.
   driver, in arrival order, in Arrow batches (:mod:`oop.spark.replay`);
 * :func:`shard` -> :class:`ShardedStream` -- rekey / redistribute / reshard / broadcast /
   multicast / query, one ``oop`` plan per shard inside Spark tasks
-  (:mod:`oop.spark.sharded`, plans in :mod:`oop.spark.plans`);
+  (:mod:`oop.spark.sharded`, plans in :mod:`oop.spark.plans`); ``punctuation="ideal"``
+  computes each shard's true low-watermark in Spark;
+* :func:`shard_files` -- the fast path for Parquet inputs: each Spark task reads its
+  files / row groups with pyarrow and runs the first (shard-local) query on them, so
+  only that query's output goes through Spark (:mod:`oop.spark.files`);
 * :func:`spark_windows` / :func:`compare_windows` -- Spark SQL ground truth and the
   window-by-window report (:mod:`oop.spark.verify`);
 * :func:`structured_windows` -- the same query in Structured Streaming
@@ -15,6 +19,7 @@ Importing this package does not start a JVM; :func:`get_spark` does.
 """
 
 from oop.spark.errors import SparkInputError, SparkUnavailableError
+from oop.spark.files import shard_files
 from oop.spark.replay import IDEAL, replay, replay_stream
 from oop.spark.session import get_spark, java_available
 from oop.spark.sharded import ShardedResult, ShardedStream, shard
@@ -28,6 +33,7 @@ __all__ = [
     "replay_stream",
     "IDEAL",
     "shard",
+    "shard_files",
     "ShardedStream",
     "ShardedResult",
     "spark_windows",

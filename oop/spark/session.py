@@ -36,6 +36,9 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",  # rows per JVM<->Python batch
     "spark.sql.shuffle.partitions": "4",
+    # file splits of 16 MB (default 128 MB): shard()/replay sort each split by arrival in the
+    # JVM heap; two concurrent 5M-row splits took a 2 GB local driver to OutOfMemoryError
+    "spark.sql.files.maxPartitionBytes": "16m",
     "spark.driver.memory": "2g",
     "spark.sql.adaptive.enabled": "false",  # keep the requested shard partitioning
     "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",

@@ -46,6 +46,16 @@ The first query after :func:`shard` (no movement in between) runs in the
 same task as the source shard: the raw rows cross from the JVM into Python
 once, and with a local aggregation only the partial results are shuffled.
 
+Parquet inputs have a faster source: :func:`oop.spark.files.shard_files`
+returns a ShardedStream whose source shards are file fragments read with
+pyarrow inside Spark tasks, fused with the first query the same way (no
+JVM -> Python transfer of the raw rows; the query's output rows enter Spark).
+
+``punctuation="ideal"`` in :func:`shard`: each source shard punctuates, after
+each batch, with the true low-watermark of its remaining rows, computed in
+Spark (per-batch minima per partition, suffix minima on the driver;
+:class:`IdealPerShard`).
+
 Memory: Spark sorts and shuffles (spilling to disk); each task holds one
 chunk of input (Spark's Arrow batch) plus its plan's state. Costs per chunk:
 a few vectorized filters plus O(#punctuation rows) Python.
@@ -79,7 +89,8 @@ from oop.stream.timecol import TimeSpec
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["ShardedStream", "shard", "files_as_partitions", "ShardedResult", "K", "SRC", "SEQ", "P", "SHARD"]
+__all__ = ["ShardedStream", "shard", "files_as_partitions", "ShardedResult", "IdealPerShard",
+           "fused_rows", "K", "SRC", "SEQ", "P", "SHARD"]
 
 K, SRC, SEQ, P, SHARD, SIDE = "__k", "__src", "__seq", "__p", "__shard", "__side"
 HELPERS = (K, SRC, SEQ, P, SHARD)
