@@ -283,3 +283,13 @@ def test_bucket_is_exact_for_large_times(ts, slide, k, origin, base):
                        np.int64(I64MIN), np.int64(2**62), np.zeros((1, 1), np.int32), False,
                        np.full(1, -1, np.int64), 8, False)
     assert got[6].tolist() == lo.tolist() and got[7].tolist() == hi.tolist()
+
+
+@given(st.lists(st.integers(0, 30), unique=True, max_size=15),
+       st.lists(st.integers(0, 30), unique=True, max_size=15))
+def test_match_groups_equals_reference(a, b):
+    ga, gb = np.array(a, np.int32), np.array(b, np.int32)
+    scratch = np.full(31, -1, np.int64)
+    pos, found = K.match_groups(ga, gb, scratch)
+    assert pos.tolist() == K.match_groups_reference(ga, gb).tolist()
+    assert found == len(set(a) & set(b)) and (scratch == -1).all()

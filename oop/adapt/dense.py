@@ -349,8 +349,9 @@ class DenseEagerStore:
         return self._zeros_buf[:n]
 
     # ---- punctuation ------------------------------------------------------------------
-    def pop(self, wid: int) -> Block | None:
-        """The partials of window ``wid`` (sorted by group) as a block; the row is reset."""
+    def pop(self, wid: int, sort: bool = True) -> Block | None:
+        """The partials of window ``wid`` as a block (sorted by group unless ``sort=False``:
+        slot order); the row is reset. O(C + partials (log partials when sorted))."""
         if self.wlo is None or wid < self.wlo or wid > self.whi or self.C == 0:
             return None
         r = wid & (self.R - 1)
@@ -358,8 +359,9 @@ class DenseEagerStore:
         if len(slots) == 0:
             return None
         gids = self.gid_of[slots]
-        order = np.argsort(gids, kind="stable")
-        slots, gids = slots[order], gids[order]
+        if sort:
+            order = np.argsort(gids, kind="stable")
+            slots, gids = slots[order], gids[order]
         states = [[x[r, slots] for x in lanes] for lanes in self.lanes]
         if self.tc is not None:
             tupcnt = self.tc[r, slots]

@@ -41,7 +41,8 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "route_batch", "route_batch_reference", "dense_assign_slots_sel",
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
            "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
-           "switch_down_reference", "transient_slots", "transient_slots_reference"]
+           "switch_down_reference", "transient_slots", "transient_slots_reference",
+           "match_groups", "match_groups_reference"]
 
 
 @njit(cache=True)
@@ -1002,3 +1003,27 @@ def transient_slots_reference(gid: np.ndarray, sel: np.ndarray) -> tuple[np.ndar
     at = {g: j for j, g in enumerate(groups)}
     slot = [at[int(g)] if s else -1 for g, s in zip(gid.tolist(), sel.tolist())]
     return np.asarray(slot, np.int64), np.asarray(groups, np.int64)
+
+
+@njit(cache=True)
+def match_groups(a, b, scratch):  # type: ignore[no-untyped-def]
+    """For each group code ``b[j]``: its position in ``a`` or -1 (``a``, ``b``: distinct
+    codes, any order). ``scratch`` (int64 over group codes, all -1) is left all -1. Returns
+    ``(positions, how many found)``. O(|a| + |b|)."""
+    for i in range(a.shape[0]):
+        scratch[a[i]] = i
+    pos = np.empty(b.shape[0], np.int64)
+    found = 0
+    for j in range(b.shape[0]):
+        pos[j] = scratch[b[j]]
+        if pos[j] >= 0:
+            found += 1
+    for i in range(a.shape[0]):
+        scratch[a[i]] = -1
+    return pos, found
+
+
+def match_groups_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Tuple-at-a-time reference of :func:`match_groups`' positions."""
+    at = {int(g): i for i, g in enumerate(a.tolist())}
+    return np.asarray([at.get(int(g), -1) for g in b.tolist()], np.int64)

@@ -94,7 +94,7 @@ from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
                                covered_windows_kernel, dense_fold_rows, group_pairs, route_batch,
-                               segment_tupcnt, switch_down, transient_slots)
+                               match_groups, segment_tupcnt, switch_down, transient_slots)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -671,7 +671,10 @@ class AdaptLogic:
         # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input tuples
         # expire and winVol decreases below the threshold"): groups with a closing partial
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
-        popped = {w: self.eager.pop(w) for w in closing}
+        # dense partials leave in slot order (no sort): outputs are sets of rows, and
+        # _union matches groups through the scratch, not by order
+        popped = ({w: self.eager.pop(w, False) for w in closing} if self.dense  # type: ignore[call-arg]
+                  else {w: self.eager.pop(w) for w in closing})
         blks = [b.gids for b in popped.values() if b is not None] if self.monitor else []
         if len(blks) == 1:
             cand = blks[0]  # one window's block: sorted, distinct groups already
@@ -737,19 +740,21 @@ class AdaptLogic:
 
     def _union(self, eb: Block | None, lb: Block | None) -> list[Block]:
         """A closing window's partials ``eb`` (+) its buffered tuples' block ``lb``, as
-        disjoint blocks (each sorted by group): the groups in both -- transitional ones --
-        are merged into ``eb`` in place, ``lb``'s other groups stay a block of their own
-        (no re-interleaving of the two). O(|eb| log + |lb|)."""
+        disjoint blocks: the groups in both -- transitional ones -- are merged into ``eb``
+        in place, ``lb``'s other groups stay a block of their own (no re-interleaving; the
+        groups are matched through the scratch, so neither block needs an order).
+        O(|eb| + |lb|)."""
         if eb is None or not len(eb):
             return [lb] if lb is not None and len(lb) else []
         if lb is None or not len(lb):
             return [eb]
-        pos = np.searchsorted(eb.gids, lb.gids)
-        np.minimum(pos, len(eb) - 1, out=pos)
-        both = eb.gids[pos] == lb.gids
-        if not both.any():
+        if len(self._scratch) < self.n_groups:
+            self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
+        pos, found = match_groups(eb.gids, lb.gids, self._scratch)
+        if not found:
             return [eb, lb]
-        if both.all():
+        both = pos >= 0
+        if found == len(lb):
             for agg, sa, sb in zip(self.aggs, eb.states, lb.states):
                 agg.merge_at(sa, pos, sb)
             return [eb]

@@ -87,6 +87,10 @@ class PanedAdaptWID(AdaptWID):
 
     def _keep(self, closed: list[tuple[int, Block]]) -> None:
         for q, blk in closed:  # a pane may come as several blocks (disjoint groups)
+            g = blk.gids
+            if len(g) > 1 and not (g[1:] > g[:-1]).all():  # merge_blocks needs group order
+                o = np.argsort(g, kind="stable")
+                blk = Block(g[o], blk.tupcnt[o], [[x[o] for x in st] for st in blk.states])
             had = self.panes.get(q)
             if had is not None:
                 self.pane_bytes -= had.nbytes
