@@ -250,13 +250,13 @@ def test_switch_down_equals_reference(state, cand, use_pre, base, down, skew_on,
         assert wv[g, 0] & MODE_BIT and not wv_k[g, 0] & MODE_BIT
 
 
-@given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), max_size=40))
-def test_transient_slots_equals_reference(rows):
+@given(st.lists(st.tuples(st.integers(0, 20), st.booleans()), max_size=40), st.booleans())
+def test_transient_slots_equals_reference(rows, sort):
     g = np.array([r[0] for r in rows], np.int32)
     sel = np.array([2 if r[1] else 0 for r in rows], np.int8)
     scratch = np.full(21, -1, np.int64)
-    slot, groups = K.transient_slots(g, sel, scratch)
-    slot_r, groups_r = K.transient_slots_reference(g, sel)
+    slot, groups = K.transient_slots(g, sel, scratch, sort)
+    slot_r, groups_r = K.transient_slots_reference(g, sel, sort)
     assert slot.tolist() == slot_r.tolist() and groups.tolist() == groups_r.tolist()
     assert (scratch == -1).all()
     assert all(groups[s] == x for s, x in zip(slot.tolist(), g.tolist()) if s >= 0)

@@ -969,11 +969,12 @@ def switch_down_reference(wv: np.ndarray, cand: np.ndarray, pre: np.ndarray, use
 
 
 @njit(cache=True)
-def transient_slots(gid, sel, scratch):  # type: ignore[no-untyped-def]
-    """Dense slots, in group order, for the rows with ``sel[i] != 0`` (the buffered tuples
-    with a closing window): returns ``(slot per row (-1: not selected), the distinct groups
-    sorted)`` so ``groups[slot[i]] == gid[i]``. ``scratch`` (int64 over group codes, all -1)
-    is left all -1. O(n + k log k) for k distinct groups."""
+def transient_slots(gid, sel, scratch, sort):  # type: ignore[no-untyped-def]
+    """Dense slots for the rows with ``sel[i] != 0`` (the buffered tuples with a closing
+    window): returns ``(slot per row (-1: not selected), the distinct groups)`` so
+    ``groups[slot[i]] == gid[i]``; groups sorted when ``sort``, else in first-occurrence
+    order. ``scratch`` (int64 over group codes, all -1) is left all -1. O(n (+ k log k))
+    for k distinct groups."""
     n = gid.shape[0]
     ug = np.empty(n, np.int64)
     nu = 0
@@ -985,7 +986,7 @@ def transient_slots(gid, sel, scratch):  # type: ignore[no-untyped-def]
                 ug[nu] = g
                 nu += 1
     ug = ug[:nu]
-    order = np.argsort(ug)
+    order = np.argsort(ug) if sort else np.arange(nu)
     rank = np.empty(nu, np.int64)
     for j in range(nu):
         rank[order[j]] = j
@@ -997,9 +998,12 @@ def transient_slots(gid, sel, scratch):  # type: ignore[no-untyped-def]
     return slot, ug[order]
 
 
-def transient_slots_reference(gid: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def transient_slots_reference(gid: np.ndarray, sel: np.ndarray,
+                              sort: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Tuple-at-a-time reference of :func:`transient_slots`."""
-    groups = sorted({int(g) for g, s in zip(gid.tolist(), sel.tolist()) if s})
+    groups = list(dict.fromkeys(int(g) for g, s in zip(gid.tolist(), sel.tolist()) if s))
+    if sort:
+        groups.sort()
     at = {g: j for j, g in enumerate(groups)}
     slot = [at[int(g)] if s else -1 for g, s in zip(gid.tolist(), sel.tolist())]
     return np.asarray(slot, np.int64), np.asarray(groups, np.int64)

@@ -771,9 +771,9 @@ class AdaptLogic:
         expired ones. Appends the group codes of purged tuples to ``expired_gids``.
 
         Bounded aggregates: a dense transient fold -- lanes of :mod:`oop.adapt.dense`'s
-        layout over (closing window x slot of each group with a closing tuple, slots in
-        group order): one slot kernel, one presence kernel and one kernel per aggregate,
-        then each window's row is its block (no sort, no pair arrays); holistic ones: one
+        layout over (closing window x slot of each group with a closing tuple): one slot
+        kernel, one presence kernel and one kernel per aggregate, then each window's row is
+        its block (no sort, no pair arrays); holistic ones: one
         group-by of the (tuple, window) pairs. The lanes live only during the punctuation
         (like the pair arrays), so they are not state.
         """
@@ -795,8 +795,8 @@ class AdaptLogic:
                 return {}
             return self._blocks(ch, rows, ws, is_last)
         # dense transient fold: lanes over (closing window x slot of a group with a closing
-        # tuple), slots in group order so each window's row is its block, sorted
-        slot, groups = transient_slots(ch["gid"], sel, self._scratch)
+        # tuple), slots in first-occurrence order; each window's row is its block
+        slot, groups = transient_slots(ch["gid"], sel, self._scratch, False)
         R = 1 << max(whi - wlo, 0).bit_length()  # >= closing windows, a power of two
         mask = np.int64(R - 1)
         k = len(groups)
