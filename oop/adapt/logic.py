@@ -59,15 +59,21 @@ block store: one vectorized group-by) and the lazy rows appended to B.
 Nothing is emitted on a batch.
 
 On a punctuation ``v``: every window ``w < kind.first_open(v)`` is complete.
-One kernel pass over B (:func:`~oop.adapt.kernels.close_scan`) expands its
-tuples to the closing windows, purges those whose last window closed
-(``winVol`` drops by them) and returns the kept ones in bin order (B is rebuilt
-by one gather per column); the pairs are aggregated (one group-by) into a
-block per window, merged with that window's eager block (transitional groups
-have both: 004 Fig. 6-18) and emitted; ``winVol`` drops by the emitted
-partials' ``tupcnt``. Then eager groups under the lower threshold become lazy
-(transitional while they have partials) and groups with ``winVol == 0`` are
-removed (counted out of the live groups, :func:`~oop.adapt.kernels.count_dead`).
+One kernel pass over B (:func:`~oop.adapt.kernels.close_scan`) gives each
+tuple's closing windows, purges those whose last window closed (``winVol``
+drops by them) and returns the kept ones in bin order (B is rebuilt by one
+gather per column); the closing tuples are aggregated by a dense transient
+fold (bounded aggregates: lanes over closing window x group slot, folded by
+the dense store's kernels) or one group-by of the (tuple, window) pairs
+(holistic ones) into a block per window. The eager block of the window is
+popped; transitional groups (both: 004 Fig. 6-18) are merged into it in place
+(groups matched through a scratch array), the other lazy groups are emitted as
+a block of their own; ``winVol`` drops by the popped partials' ``tupcnt``.
+Then eager groups under the lower threshold become lazy (transitional while
+they have partials; :func:`~oop.adapt.kernels.switch_down`) and groups with
+``winVol == 0`` are removed (counted out of the live groups,
+:func:`~oop.adapt.kernels.count_dead`). Output rows of a window come in no
+particular group order.
 
 Cost: per batch O(n * windows-per-tuple) compiled, O(1) Python calls, plus, when
 groups switch, O(rows of B in their bins + rows staged since B was last binned:
