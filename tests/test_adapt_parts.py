@@ -288,3 +288,39 @@ def test_segment_tupcnt_kernel_equals_reference(rows, data):
     got = segment_tupcnt(starts, src, last, 3)
     assert got.dtype == np.int32
     assert got.tolist() == segment_tupcnt_reference(starts, src, last, 3).tolist()
+
+
+@given(st.integers(1, 5), st.lists(st.lists(st.integers(0, 12), max_size=10), max_size=6),
+       st.integers(0, 30), st.lists(st.integers(0, 12), max_size=4),
+       st.lists(st.integers(0, 12), max_size=6))
+def test_buffer_rebuild_then_switch_equals_reference(n_bins, batches, cut, take, more):
+    """scan_rows + rebuild (a punctuation; rows packed in bin order), more appends, then a
+    switch's take_groups and another pass == filtering a plain list of rows."""
+    b = LazyBuffer(n_bins, {"gid": np.dtype(np.int32), "ts": np.dtype(np.int64)})
+    ref: list[tuple[int, int]] = []
+    t = 0
+    for gs in batches:
+        ts = np.arange(t, t + len(gs))
+        t += len(gs)
+        b.append({"gid": np.asarray(gs, np.int32), "ts": ts})
+        ref += list(zip(gs, ts.tolist()))
+    whole = b.scan_rows()
+    keep = [i for i in range(len(whole["gid"])) if whole["ts"][i] >= cut]
+    order = sorted(keep, key=lambda i: (int(whole["gid"][i]) % n_bins, i))
+    cuts = np.cumsum([0] + [sum(1 for i in keep if int(whole["gid"][i]) % n_bins == k)
+                            for k in range(n_bins)])
+    b.rebuild(whole, np.asarray(order, np.int64), cuts.astype(np.int64))
+    b._check()
+    ref = [r for r in ref if r[1] >= cut]
+    ts = np.arange(t, t + len(more))
+    b.append({"gid": np.asarray(more, np.int32), "ts": ts})
+    ref += list(zip(more, ts.tolist()))
+    b._check()
+    out = b.take_groups(np.asarray(take, np.int64))
+    b._check()
+    got = sorted(zip(out["gid"].tolist(), out["ts"].tolist()))
+    assert got == sorted(r for r in ref if r[0] in set(take))
+    rest = b.scan_rows()
+    assert sorted(zip(rest["gid"].tolist(), rest["ts"].tolist())) == \
+        sorted(r for r in ref if r[0] not in set(take))
+    assert b.n_rows == len(rest["gid"]) and b.nbytes == 12 * b.n_rows

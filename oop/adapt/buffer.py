@@ -12,7 +12,9 @@ compacted to one chunk when it is scanned. An appended batch is first
 *staged* as one chunk (a list append: no per-batch sort on the hot path) and
 binned -- one stable counting sort over all staged rows, so each row is
 binned once -- the first time bins are needed (a switch, a punctuation's pass over
-``B``, a snapshot, a check). ``row_bytes`` -- the size of one
+``B``, a snapshot, a check). A punctuation's rebuild keeps the rows it keeps as
+one chunk in bin order with the bin cuts; the per-bin views are made only when a
+switch or a check needs them. ``row_bytes`` -- the size of one
 buffered tuple, ``tup`` in the cost model -- is the sum of the column item
 sizes, i.e. measured from this layout.
 
@@ -65,6 +67,9 @@ class LazyBuffer:
         self._bins: list[list[Chunk]] = [[] for _ in range(self.n_bins)]
         self._bin_rows = np.zeros(self.n_bins, np.int64)
         self.staged: list[Chunk] = []  # appended, not yet binned
+        #: the binned rows as one chunk in bin order + cuts (a punctuation's rebuild), the
+        #: per-bin views made only when bins are needed; when set, ``_bins`` is empty
+        self._packed: tuple[Chunk, np.ndarray] | None = None
         self.n_rows = 0
 
     @property
@@ -79,8 +84,19 @@ class LazyBuffer:
         self._settle()
         return self._bin_rows
 
+    def _unpack(self) -> None:
+        """Per-bin views of the packed rows (O(bins x columns))."""
+        if self._packed is None:
+            return
+        srt, cuts = self._packed
+        self._packed = None
+        cl = cuts.tolist()
+        self._bins = [[{c: srt[c][cl[b]:cl[b + 1]] for c in self.names}]
+                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+
     def _settle(self) -> None:
         """Bin the staged chunks: one stable counting sort by ``gid % n_bins`` each."""
+        self._unpack()
         if not self.staged:
             return
         staged, self.staged = self.staged, []
@@ -163,30 +179,31 @@ class LazyBuffer:
     def scan_rows(self) -> Chunk:
         """Every row as one chunk (binned rows in bin order, then the staged ones), the
         buffer unchanged; follow with :meth:`rebuild` to keep some of them. O(|B|)."""
-        chunks = [ch for chs in self._bins for ch in chs] + self.staged
+        if self._packed is not None:
+            chunks = [self._packed[0]] + self.staged
+        else:
+            chunks = [ch for chs in self._bins for ch in chs] + self.staged
         return _concat(chunks, self.names, self.dtypes)
 
     def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray) -> None:
         """Hold exactly rows ``whole[order]`` of :meth:`scan_rows`' chunk, where ``order``
         lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``). O(kept rows)."""
         self.staged = []
+        self._bins = [[] for _ in range(self.n_bins)]
+        self._packed = None
         if len(order) == 0:  # nothing kept
-            self._bins = [[] for _ in range(self.n_bins)]
             self._bin_rows = np.zeros(self.n_bins, np.int64)
             self.n_rows = 0
             return
-        srt = {c: whole[c][order] for c in self.names}  # one gather per column, then views
-        cl = cuts.tolist()
-        self._bins = [[{c: srt[c][cl[b]:cl[b + 1]] for c in self.names}]
-                      if cl[b + 1] > cl[b] else [] for b in range(self.n_bins)]
+        srt = {c: whole[c][order] for c in self.names}  # one gather per column
+        self._packed = (srt, np.asarray(cuts, np.int64))  # per-bin views when needed
         self._bin_rows = np.diff(cuts).astype(np.int64)
-        self.staged = []
-        self.n_rows = int(cl[-1])
+        self.n_rows = int(cuts[-1])
 
     def keep_rows(self, whole: Chunk, keep: np.ndarray) -> None:
         """Keep the rows of :meth:`all_rows`' chunk where ``keep`` (bins stay contiguous). O(|B|)."""
         kept = {c: whole[c][keep] for c in self.names}
-        assert not self.staged, "keep_rows follows all_rows"
+        assert not self.staged and self._packed is None, "keep_rows follows all_rows"
         per_bin = np.bincount(kept["gid"] % self.n_bins, minlength=self.n_bins)
         cl = np.concatenate([[0], np.cumsum(per_bin)]).tolist()
         self._bins = [[{c: kept[c][cl[b]:cl[b + 1]] for c in self.names}]
@@ -235,6 +252,7 @@ class LazyBuffer:
         self._bins = [[{c: a.copy() for c, a in ch.items()} for ch in chs] for chs in state["bins"]]
         self._bin_rows = state["bin_rows"].copy()
         self.staged = []
+        self._packed = None
         self.n_rows = int(state["n_rows"])
         self.dtypes = dict(state["dtypes"])
         self.names = list(self.dtypes)
@@ -246,7 +264,15 @@ class LazyBuffer:
             assert all(len(ch[c]) == n for c in self.names), "misaligned staged chunk"
         staged = sum(len(ch["gid"]) for ch in self.staged)
         total = staged
-        for b, chs in enumerate(self._bins):
+        if self._packed is not None:
+            srt, cuts = self._packed
+            assert not any(self._bins), "packed rows and bin chunks at once"
+            assert all(len(srt[c]) == cuts[-1] for c in self.names), "misaligned packed rows"
+            bins = np.repeat(np.arange(self.n_bins), np.diff(cuts))
+            assert (srt["gid"] % self.n_bins == bins).all(), "packed row in the wrong bin"
+            assert (np.diff(cuts) == self._bin_rows).all()
+            total += int(cuts[-1])
+        for b, chs in enumerate(self._bins if self._packed is None else []):
             rows = 0
             for ch in chs:
                 n = len(ch["gid"])
