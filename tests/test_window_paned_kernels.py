@@ -334,3 +334,18 @@ def test_fused_emission_scenario_timeline():
     op._check()
     # held: pane 3 (window 4 = [6, 10) needs it) and pane 2 (its differential step subtracts it)
     assert op.ring.live == 2
+
+
+def test_bench_window_runs_small_and_its_methods_agree(capsys):
+    """experiments/bench_window.py stays alive: a tiny run, every method's row count == numpy's,
+    max and median checksums agree across methods (exit code 0)."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_window.py"
+    spec = importlib.util.spec_from_file_location("bench_window", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--rows", "60000", "--repeat", "1", "--extra-rows", "20000"]) == 0
+    out = capsys.readouterr().out
+    assert "row counts agree with numpy: True" in out and "layout [sliding 10s/1s Paned-WID]" in out
