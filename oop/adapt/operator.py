@@ -242,21 +242,35 @@ class AdaptWID(Operator):
         return [batch] if batch is not None else []
 
     def _emit(self, closed: list[tuple[int, Block]]) -> pa.RecordBatch | None:
+        """One output batch for the closed ``(wid, block)`` pairs. Bounded aggregates'
+        states are concatenated first and finalized once. O(rows)."""
         assert self.logic is not None and self.output is not None
         if not closed:
             return None
-        gids = np.concatenate([b.gids for _, b in closed])
-        wids = np.concatenate([np.full(len(b), w, np.int64) for w, b in closed])
+        blocks = [b for _, b in closed]
+        one = len(blocks) == 1
+        gids = blocks[0].gids if one else np.concatenate([b.gids for b in blocks])
+        wids = np.repeat(np.fromiter((w for w, _ in closed), np.int64, len(closed)),
+                         [len(b) for b in blocks])
         start, end = self.window_kind.extents(wids)
         schema = self.output.schema
         cols: list[pa.Array] = list(self.keys.keys(gids))
         ts_type = schema.field("window_start").type
-        cols += [pa.array(start).cast(ts_type), pa.array(end).cast(ts_type)]
+        for x in (start, end):
+            arr = pa.array(x)
+            cols.append(arr if arr.type == ts_type else arr.cast(ts_type))
         for j, a in enumerate(self.logic.aggs):
             t = schema.field(a.name).type
-            parts = [a.finalize(b.states[j]) for _, b in closed]
+            if one or not a.holistic:
+                st = blocks[0].states[j] if one else [
+                    np.concatenate([b.states[j][k] for b in blocks])
+                    for k in range(len(blocks[0].states[j]))]
+                arr = a.finalize(st)
+                cols.append(arr if arr.type == t else arr.cast(t))
+                continue
+            parts = [a.finalize(b.states[j]) for b in blocks]
             parts = [p if p.type == t else p.cast(t) for p in parts]
-            cols.append(pa.concat_arrays(parts) if len(parts) > 1 else parts[0])
+            cols.append(pa.concat_arrays(parts))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
     # ---- state -----------------------------------------------------------------------------
