@@ -293,3 +293,43 @@ def test_match_groups_equals_reference(a, b):
     pos, found = K.match_groups(ga, gb, scratch)
     assert pos.tolist() == K.match_groups_reference(ga, gb).tolist()
     assert found == len(set(a) & set(b)) and (scratch == -1).all()
+
+
+@given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(-5, 40)),
+                max_size=40),
+       st.integers(1, 3), st.integers(1, 4), st.integers(-3, 5), st.sampled_from([None, -2, 1, 4]),
+       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.integers(0, 2))
+def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, extra):
+    """The fused dense close == the unfused references, and == close_scan + transient_slots."""
+    g = np.array([r[0] for r in rows], np.int32)
+    src = np.array([r[1] for r in rows], np.int8)
+    ts = np.array([r[2] for r in rows], np.int64)
+    old_ = I64MIN if old is None else old
+    rng = slide * k + extra
+    wv0 = np.full((10, 3), 50, np.int32)
+    wv_k, wv_r, wv_s = wv0.copy(), wv0.copy(), wv0.copy()
+    scratch = np.full(10, -1, np.int64)
+    # closing windows of any row lie in [lowest window, fo): a ring that covers them
+    lo_all = [(int(t) - origin) // slide for t in ts] or [0]
+    span = max(fo - max(min(lo_all), old_), 1)
+    mask = (1 << max(span - 1, 0).bit_length()) - 1
+    got = K.close_fold(g, src, ts, rng, slide, origin, np.int64(old_), np.int64(fo), wv_k,
+                       monitor, scratch, n_bins, np.int64(mask))
+    exp = K.close_fold_reference(g, src, ts, rng, slide, origin, old_, fo, wv_r, monitor,
+                                 n_bins, mask)
+    assert (scratch == -1).all()
+    for a, b in zip(got, exp):
+        assert a.tolist() == b.tolist()
+    assert (wv_k == wv_r).all()
+    # the same as the unfused kernels
+    sc = K.close_scan(g, src, ts, rng, slide, origin, np.int64(old_), np.int64(fo), wv_s,
+                      monitor, np.full(10, -1, np.int64), n_bins, False)
+    slot, groups = K.transient_slots(g, sc[8], np.full(10, -1, np.int64), False)
+    for a, b in zip(got[:7], (sc[3], sc[4], sc[5], slot, groups, sc[6], sc[7])):
+        assert a.tolist() == b.tolist()
+    assert (wv_s == wv_k).all()
+    # every (row, closing window) pair is counted once; every row is kept or expired
+    pres = got[7]
+    assert pres.sum() == int(np.maximum(got[6] - got[5], 0).sum())
+    if monitor:
+        assert (wv0 - wv_k).sum() == len(g) - len(got[0])

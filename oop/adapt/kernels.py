@@ -12,6 +12,9 @@
   each row routed eager / lazy: O(n x sources);
 * :func:`close_scan` -- the punctuation's pass over the lazy buffer: (row, closing window)
   pairs, expiry (winVol decrement), kept rows in bin order: O(rows + pairs);
+* :func:`close_fold` -- the dense lazy close: :func:`close_scan` fused with the
+  transient slots of the closing groups and the per-(window, group) tuple counts (a
+  ``count`` lane, and every other aggregate's presence): one call per punctuation;
 * :func:`count_dead` -- groups whose winVol reached 0 (they leave ``H``);
 * :func:`covered_windows_kernel` -- the distinct window ids a batch's tuples
   fall into (to start their extents' ``wed``): O(sum(hi - lo) + span).
@@ -42,7 +45,7 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
            "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
            "switch_down_reference", "transient_slots", "transient_slots_reference",
-           "match_groups", "match_groups_reference"]
+           "match_groups", "match_groups_reference", "close_fold", "close_fold_reference"]
 
 
 @njit(cache=True)
@@ -1031,3 +1034,105 @@ def match_groups_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Tuple-at-a-time reference of :func:`match_groups`' positions."""
     at = {int(g): i for i, g in enumerate(a.tolist())}
     return np.asarray([at.get(int(g), -1) for g in b.tolist()], np.int64)
+
+
+@njit(cache=True)
+def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch, n_bins,
+               mask):  # type: ignore[no-untyped-def]
+    """The dense lazy close in one pass pair: :func:`close_scan` (without pairs) fused with
+    :func:`transient_slots` (first-occurrence order) and the presence / ``count`` fold.
+
+    For each buffered row: its window range (the Bucket), its closing windows ``[clo,
+    chi)`` (``max(lo, old) <= w < min(hi, fo)``), expiry (``hi <= fo``: purged, with
+    ``monitor`` ``winVol[g, src] -= 1``), and for a row with a closing window a transient
+    slot of its group (groups numbered in first-occurrence order). Then ``pres[w & mask,
+    slot] += 1`` for each closing window of each row -- the tuples of (window, group), which
+    is the state of a ``count`` aggregate and the presence of every other one. ``scratch``
+    (int64 over group codes, all -1) is left all -1.
+
+    Returns ``(kept order in bin order, cuts, expired distinct groups, slot per row (-1:
+    no closing window), groups, clo, chi, pres (mask + 1, groups) int64)``.
+    O(rows + (row, closing window) pairs + bins).
+    """
+    n = gid.shape[0]
+    clo = np.empty(n, np.int64)
+    chi = np.empty(n, np.int64)
+    slot = np.empty(n, np.int64)
+    ug = np.empty(n, np.int64)
+    gone = np.empty(n, np.int64)
+    keep = np.empty(n, np.bool_)
+    nu = 0
+    n_gone = 0
+    per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
+    inv = 1.0 / slide
+    for i in range(n):
+        d = ts[i] - origin
+        a = _fdiv(d, slide, inv)
+        b = a + per if per > 0 else _fdiv(d + range_, slide, inv)
+        e = b if b < fo else fo
+        if a < old:
+            a = old
+        clo[i] = a
+        chi[i] = e
+        g = gid[i]
+        if e > a:  # a closing window: a transient slot (scratch holds it while scanning)
+            if scratch[g] < 0:
+                scratch[g] = nu
+                ug[nu] = g
+                nu += 1
+            slot[i] = scratch[g]
+        else:
+            slot[i] = -1
+        keep[i] = b > fo
+        if not keep[i] and monitor:
+            wv[g, src[i]] -= 1
+    for j in range(nu):
+        scratch[ug[j]] = -1
+    if monitor:  # the expired rows' distinct groups (scratch reused after the slots)
+        for i in range(n):
+            if not keep[i]:
+                g = gid[i]
+                if scratch[g] < 0:
+                    scratch[g] = 0
+                    gone[n_gone] = g
+                    n_gone += 1
+        for j in range(n_gone):
+            scratch[gone[j]] = -1
+    pres = np.zeros((mask + 1, nu), np.int64)
+    for i in range(n):
+        s = slot[i]
+        if s >= 0:
+            for w in range(clo[i], chi[i]):
+                pres[w & mask, s] += 1
+    cuts = np.zeros(n_bins + 1, np.int64)
+    pow2 = n_bins & (n_bins - 1) == 0  # bin = gid & (n_bins - 1): no division
+    bm = n_bins - 1
+    for i in range(n):
+        if keep[i]:
+            cuts[(gid[i] & bm if pow2 else gid[i] % n_bins) + 1] += 1
+    for b in range(n_bins):
+        cuts[b + 1] += cuts[b]
+    order = np.empty(cuts[n_bins], np.int64)
+    pos = cuts[:n_bins].copy()
+    for i in range(n):
+        if keep[i]:
+            b = gid[i] & bm if pow2 else gid[i] % n_bins
+            order[pos[b]] = i
+            pos[b] += 1
+    return order, cuts, gone[:n_gone].copy(), slot, ug[:nu].copy(), clo, chi, pres
+
+
+def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
+                         slide: int, origin: int, old: int, fo: int, wv: np.ndarray,
+                         monitor: bool, n_bins: int, mask: int) -> tuple[np.ndarray, ...]:
+    """Tuple-at-a-time reference of :func:`close_fold` (``wv`` in place): the unfused
+    references (:func:`close_scan_reference`, :func:`transient_slots_reference`) and a
+    plain loop over (row, closing window) pairs for the counts."""
+    _, _, _, order, cuts, gone, clo, chi, sel = close_scan_reference(
+        gid, src, ts, range_, slide, origin, old, fo, wv, monitor, n_bins, pairs=False)
+    slot, groups = transient_slots_reference(gid, sel, sort=False)
+    pres = np.zeros((mask + 1, len(groups)), np.int64)
+    for i in range(len(gid)):
+        for w in range(int(clo[i]), int(chi[i])):
+            pres[w & mask, slot[i]] += 1
+    return order, cuts, gone, slot, groups, clo, chi, pres

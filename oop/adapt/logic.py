@@ -98,9 +98,10 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_scan, count_dead,
-                               covered_windows_kernel, dense_fold_rows, group_pairs, route_batch,
-                               match_groups, segment_tupcnt, switch_down, transient_slots)
+from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_fold, close_scan,
+                               count_dead,
+                               covered_windows_kernel, group_pairs, route_batch,
+                               match_groups, segment_tupcnt, switch_down)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -119,7 +120,6 @@ VOL_MASK = np.int32((1 << 30) - 1)
 #: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
 GID = np.int32
 _GID_MAX = int(np.iinfo(GID).max)
-_NO_TC = np.zeros((1, 1, 1), np.int32)  # stand-in tupcnt lane (not folded)
 
 
 @njit(cache=True)
@@ -297,6 +297,9 @@ class AdaptLogic:
         self._lane_dts = ([lane_dtypes(a, self.value_dtypes.get(a.column or "")) for a in self.aggs]
                           if self.dense else [])
         self._count_at = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
+        #: the aggregates a close folds besides the counted one (close_fold counts)
+        self._rest_at = [j for j in range(len(self.aggs)) if j != self._count_at]
+        self._rest_aggs = [self.aggs[j] for j in self._rest_at]
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
         self._idx = np.empty(0, np.int64)  # its lazy rows (not state)
         self._hi = np.empty(0, np.int64)
@@ -787,39 +790,35 @@ class AdaptLogic:
         if len(self._scratch) < self.n_groups:
             self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         src = ch["src"] if self.S > 1 else self._src0(len(ch["gid"]))
-        rows, ws, is_last, order, cuts, gone, clo, chi, sel = close_scan(
-            ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
-            self._wv, self.monitor, self._scratch, self.buffer.n_bins, not self.dense)
-        n_gone = len(ch["gid"]) - len(order)
-        if n_gone and self.monitor:
-            expired_gids.append(gone)
-            self.volume.expire(n_gone)
-        if n_gone or self.buffer.staged:  # kept rows back into their bins
-            self.buffer.rebuild(ch, order, cuts)
         if not self.dense:
+            rows, ws, is_last, order, cuts, gone, _, _, _ = close_scan(
+                ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
+                self._wv, self.monitor, self._scratch, self.buffer.n_bins, True)
+            self._expire_buffer(ch, order, cuts, gone, expired_gids)
             if len(rows) == 0:
                 return {}
             return self._blocks(ch, rows, ws, is_last)
         # dense transient fold: lanes over (closing window x slot of a group with a closing
-        # tuple), slots in first-occurrence order; each window's row is its block
-        slot, groups = transient_slots(ch["gid"], sel, self._scratch, False)
+        # tuple), slots in first-occurrence order; each window's row is its block. One
+        # kernel scans B, purges, assigns the slots and counts (window, group) tuples --
+        # the presence lane, and a count aggregate's lane
         R = 1 << max(whi - wlo, 0).bit_length()  # >= closing windows, a power of two
         mask = np.int64(R - 1)
+        order, cuts, gone, slot, groups, clo, chi, pres = close_fold(
+            ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
+            self._wv, self.monitor, self._scratch, self.buffer.n_bins, mask)
+        self._expire_buffer(ch, order, cuts, gone, expired_gids)
         k = len(groups)
-        lanes = [[np.zeros((R, k), dt) for dt in dts] for dts in self._lane_dts]
-        j = self._count_at  # a count lane is the presence lane; else one of its own
-        if j is None:
-            pres = np.zeros((R, k), np.int32)
-            dense_fold_rows(pres, True, _NO_TC, False, np.zeros(k, np.int64), slot, clo, chi,
-                            src, mask)
-        else:
-            pres = lanes[j][0]
-        cols = {c: (ch[c], ch.get(c + "?")) for c in self.value_cols}
-        n = len(slot)
-        if len(self._ones) < n:
-            self._ones = np.ones(max(n, 2 * len(self._ones)), np.bool_)
-        fold_aggs(self.aggs, lanes, slot, clo, chi, ch["ts"], cols, mask, False,
-                  self._ones[:n])
+        j = self._count_at  # a count lane is the presence lane
+        lanes = [[pres] if i == j else [np.zeros((R, k), dt) for dt in dts]
+                 for i, dts in enumerate(self._lane_dts)]
+        if self._rest_aggs:  # the other aggregates: one fold kernel each
+            cols = {c: (ch[c], ch.get(c + "?")) for c in self.value_cols}
+            n = len(slot)
+            if len(self._ones) < n:
+                self._ones = np.ones(max(n, 2 * len(self._ones)), np.bool_)
+            fold_aggs(self._rest_aggs, [lanes[i] for i in self._rest_at], slot, clo, chi,
+                      ch["ts"], cols, mask, False, self._ones[:n])
         out: dict[int, Block] = {}
         gids = groups.astype(GID)
         no_tc = np.zeros((k, 0), np.int32)
@@ -833,6 +832,16 @@ class AdaptLogic:
             if len(at):
                 out[w] = Block(gids[at], no_tc[at], [[x[r, at] for x in ln] for ln in lanes])
         return out
+
+    def _expire_buffer(self, ch: Chunk, order: np.ndarray, cuts: np.ndarray, gone: np.ndarray,
+                       expired_gids: list[np.ndarray]) -> None:
+        """After a close scan: count the purged rows out, keep ``ch[order]`` binned."""
+        n_gone = len(ch["gid"]) - len(order)
+        if n_gone and self.monitor:
+            expired_gids.append(gone)
+            self.volume.expire(n_gone)
+        if n_gone or self.buffer.staged:  # kept rows back into their bins
+            self.buffer.rebuild(ch, order, cuts)
 
     def flush(self) -> list[tuple[int, Block]]:
         """End of stream: close every open window."""
