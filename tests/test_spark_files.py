@@ -118,6 +118,10 @@ def test_every_row_once_in_arrival_order_with_valid_punctuation(spark, files, sp
         assert np.all(np.diff(part.column("arr").to_numpy()) >= 0)
     res = s.query(lambda st_: st_.select(pc.field("v") >= 0)).collect()
     assert res.tuples_in == t.num_rows == res.table.num_rows + res.late_total
+    if split == "file":  # movement straight from the file sources (no fused query)
+        moved = s.redistribute(2, "k").query(lambda st_: st_.select(pc.field("v") >= 0))
+        res = moved.collect()
+        assert res.late_total == 0 and _rows(res.table) == _rows(t)
 
 
 @pytest.mark.parametrize("kind", [Tumbling(1000), Sliding(2100, 700)], ids=["tumbling", "sliding"])
@@ -156,8 +160,17 @@ def test_row_groups_and_tasks_do_not_change_the_result(files) -> None:  # type: 
     kw = dict(time="ts", unit="ms", kind=Tumbling(500), aggs=aggs, by=("k",), shards=3,
               punctuation=oop.BoundedDelay(300), arrival="arr", batch_size=100)
     oracle = window_oracle(t, Tumbling(500), aggs, ("k",), "ts", "ms")
-    for split, tasks in (("row_group", 1), ("row_group", 7)):
-        res = sharded_window(paths, split=split, tasks=tasks, **kw)
+    for split, tasks, per in (("row_group", 1, "fragment"), ("row_group", 7, "fragment"),
+                              ("row_group", 2, "task")):
+        # (per task: the task's row groups one after the other, each sorted by arrival on
+        # its own -- the shuffled file makes late rows, which are counted)
+        res = sharded_window(paths, split=split, tasks=tasks, shard_per=per, **kw)
+        assert res.table.num_rows and res.tuples_in == t.num_rows
+        if per == "task":
+            assert res.late_total > 0
+            kept = res.tuples_in - res.late_total
+            assert sum(res.table.column("count").to_pylist()) == kept
+            continue
         rep = compare_windows(res.table, oracle, by=("k",), values=["count", "min_v"])
         assert rep.ok, (split, tasks, rep)
 

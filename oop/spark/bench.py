@@ -7,8 +7,9 @@ modification times. :func:`run_systems` answers one window query over that
 folder with
 
 * ``sharded`` -- the engine sharded over Spark tasks, **file path**
-  (:mod:`oop.spark.files`): one Spark task per Parquet file reads it with
-  pyarrow in arrival order and aggregates it locally (the partial windows);
+  (:mod:`oop.spark.files`): each Spark task reads its range of the Parquet
+  files with pyarrow, in arrival order (written in arrival order, the range
+  is one shard: ``shard_per="task"``), and aggregates it locally;
   only the partials are shuffled by Spark and merged (local-then-global,
   :func:`oop.spark.plans.sharded_window` given the paths);
 * ``sharded_df`` -- the same plan over the Spark DataFrame (``mapInArrow``
@@ -100,7 +101,7 @@ def run_systems(
     """Run each system once; one result row per system (wall time, rows/s, accuracy).
 
     ``warmup`` first runs the sharded engine once, unmeasured, over the first
-    file: it starts Spark's Python workers and loads the compiled kernels,
+    files: it starts Spark's Python workers and loads the compiled kernels,
     a one-off cost per Spark application (reported by the callers as part of
     the start-up, like the JVM).
     """
@@ -119,7 +120,8 @@ def run_systems(
     sql_s = _time.perf_counter() - t0
     rows: list[dict[str, Any]] = []
     if warmup:
-        inputs = ([files[:1]] if "sharded" in systems else []) + (
+        # two files -> two tasks: both of Spark's Python workers load the kernels
+        inputs = ([files[:2]] if "sharded" in systems else []) + (
             [spark.read.parquet(files[0])] if "sharded_df" in systems else [])
         for inp in inputs:
             sharded_window(inp, time=time, unit=unit, kind=kind,
@@ -140,10 +142,13 @@ def run_systems(
             # sharded: each file is a source shard read by its own Spark task (file path);
             # sharded_df: each Spark file partition is a source shard (mapInArrow path);
             # both replay their shard in arrival order
+            # (the files are written in arrival order: a task's consecutive files are one
+            # shard, shard_per="task")
+            extra = {"shard_per": "task"} if system == "sharded" else {}
             res = sharded_window(files if system == "sharded" else df, time=time, unit=unit,
                                  kind=kind, aggs=aggs, by=by, shards=shards,
                                  punctuation=oop.BoundedDelay(delay), arrival="arr",
-                                 batch_size=batch_size, spread_input=False)
+                                 batch_size=batch_size, spread_input=False, **extra)
             record(system, res.table, _time.perf_counter() - t0, res.late_total, res.path)
         elif system == "driver":
             t0 = _time.perf_counter()

@@ -19,7 +19,9 @@ and the fused first query, and emits only the query's output -- the small
 physical rows of the next stage (:mod:`oop.spark.sharded`) -- back into Spark.
 
 Shards and order: every fragment is one source shard (one producer of the
-next stage, producer id = fragment index), replayed in arrival order: in
+next stage, producer id = fragment index) -- or, with ``shard_per="task"``,
+the contiguous fragments of one task, in order, are one shard (producer id
+= task index) -- replayed in arrival order: in
 row order, or -- with ``arrival=COL`` -- in ``COL`` order (the fragment's
 arrival column is read first; if it is already non-decreasing, as for files
 written in arrival order, the rows stream batch by batch; otherwise the
@@ -140,16 +142,32 @@ def read_fragment(frag: Fragment, schema: pa.Schema, batch_size: int,
             yield arrowio.conform(b, schema)
 
 
+def task_ranges(n_frags: int, tasks: int) -> list[range]:
+    """Contiguous fragment ranges, one per task (sizes differ by at most one)."""
+    bounds = [n_frags * i // tasks for i in range(tasks + 1)]
+    return [range(bounds[i], bounds[i + 1]) for i in range(tasks)]
+
+
 def _file_task(frags: Sequence[Fragment], tasks: int, schema: pa.Schema, arrival: str | None,
                run: Callable[[Iterator[pa.RecordBatch], int], Iterator[pa.RecordBatch]],
-               batch_size: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow task over ``spark.range(tasks)``: task ``i`` runs fragments i, i+tasks, ..."""
+               batch_size: int, per_task: bool) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """mapInArrow task over ``spark.range(tasks)``: task ``i`` runs its contiguous fragments,
+    each as its own shard, or (``per_task``) all of them one after the other as ONE shard."""
+    ranges = task_ranges(len(frags), tasks)
 
     def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from itertools import chain
+
         for ids in it:
             for i in ids.column(0).to_numpy(zero_copy_only=False):
-                for j in range(int(i), len(frags), tasks):
-                    yield from run(read_fragment(frags[j], schema, batch_size, arrival), j)
+                mine = ranges[int(i)]
+                if per_task:
+                    feed = chain.from_iterable(
+                        read_fragment(frags[j], schema, batch_size, arrival) for j in mine)
+                    yield from run(feed, int(i))
+                else:
+                    for j in mine:
+                        yield from run(read_fragment(frags[j], schema, batch_size, arrival), j)
 
     return task
 
@@ -168,6 +186,7 @@ class FileSource:
     late: Any
     batch_size: int
     arrival: str | None
+    per_task: bool = False
 
     def fused(self, plan: Callable[[Stream], Stream] | None, out_schema: pa.Schema,
               out_time: str | None, phys_out: Any) -> "DataFrame":
@@ -184,7 +203,7 @@ class FileSource:
 
         ids = self.spark.range(0, self.tasks, 1, self.tasks)
         return ids.mapInArrow(_file_task(self.fragments, self.tasks, schema, self.arrival, run,
-                                         self.batch_size), phys_out)
+                                         self.batch_size, self.per_task), phys_out)
 
 
 def _spark_schema_of(path: str, columns: Sequence[str]) -> tuple[pa.Schema, Any]:
@@ -222,6 +241,7 @@ def shard_files(
     batch_size: int = DEFAULT_BATCH_SIZE,
     split: str = "file",
     tasks: int | None = None,
+    shard_per: str = "fragment",
     name: str = "input",
 ) -> "ShardedStream":
     """A ShardedStream whose source shards are Parquet fragments read inside Spark tasks.
@@ -229,7 +249,12 @@ def shard_files(
     ``columns`` (default: all) are the columns the plan reads; ``time`` and
     ``arrival`` are added. ``tasks`` (default: Spark's default parallelism,
     at most one per fragment) is the number of Spark tasks; task ``i`` runs
-    fragments ``i, i + tasks, ...`` one after the other, each its own shard.
+    the ``i``-th contiguous range of fragments. ``shard_per="fragment"``:
+    every fragment is its own shard (producer). ``shard_per="task"``: a
+    task's fragments, in order, form ONE shard -- for files written in
+    arrival order this is the same stream with fewer shards, hence fewer
+    partial windows cut at fragment boundaries (each fragment is still
+    sorted by ``arrival`` on its own).
     The first :meth:`~oop.spark.sharded.ShardedStream.query` runs in the same
     task (see the module docstring); movement without a query first runs the
     bare sources there.
@@ -263,9 +288,13 @@ def shard_files(
     if n_tasks < 1:
         raise ConfigError(f"{name}: tasks must be >= 1, got {tasks}")
     n_tasks = min(n_tasks, len(frags))
+    if shard_per not in ("fragment", "task"):
+        raise ConfigError(f"{name}: shard_per must be 'fragment' or 'task', got {shard_per!r}")
+    per_task = shard_per == "task"
     fs = FileSource(spark, tuple(frags), n_tasks, schema, time, unit, punct, late, batch_size,
-                    arrival)
+                    arrival, per_task)
     phys_out = _phys_spark_schema(schema)
     df = fs.fused(None, schema, time, phys_out)
-    return ShardedStream(df, schema, time, unit, producers=len(frags), shards=len(frags),
-                         name=name, aligned=True, source=fs)
+    n = n_tasks if per_task else len(frags)
+    return ShardedStream(df, schema, time, unit, producers=n, shards=n, name=name, aligned=True,
+                         source=fs)

@@ -84,6 +84,7 @@ def sharded_window(
     spread_input: bool = True,
     split: str = "file",
     tasks: int | None = None,
+    shard_per: str = "fragment",
 ) -> ShardedResult:
     """The window query sharded over ``shards`` Spark tasks; returns the melded result.
 
@@ -92,9 +93,10 @@ def sharded_window(
 
     * paths and local-then-global -- the **file path**
       (:func:`oop.spark.files.shard_files`): each Spark task reads its
-      Parquet fragments (``split`` = file | row_group) with pyarrow and
-      aggregates them locally; only partials go through Spark. The result's
-      ``path`` is ``"files"``;
+      Parquet fragments (``split`` = file | row_group; ``shard_per`` =
+      fragment | task, see :func:`~oop.spark.files.shard_files`) with
+      pyarrow and aggregates them locally; only partials go through Spark.
+      The result's ``path`` is ``"files"``;
     * a DataFrame (or a keyed plan over paths) -- the ``mapInArrow`` path
       (:func:`oop.spark.sharded.shard`). With ``spread_input=False`` the
       DataFrame's own partitions (e.g. Parquet file splits) are the source
@@ -119,7 +121,7 @@ def sharded_window(
         if local_global:
             src = shard_files(spark, df, time=time, unit=unit, punctuation=punctuation,
                               arrival=arrival, columns=needed, late=late, batch_size=batch_size,
-                              split=split, tasks=tasks)
+                              split=split, tasks=tasks, shard_per=shard_per)
             res = local_global_window(src, kind, aggs, by, shards, method).collect()
             return _replace(res, path="files")
         df = spark.read.parquet(*parquet_paths(df))
