@@ -333,3 +333,37 @@ def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n
     assert pres.sum() == int(np.maximum(got[6] - got[5], 0).sum())
     if monitor:
         assert (wv0 - wv_k).sum() == len(g) - len(got[0])
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.booleans()), min_size=8,
+                max_size=8),
+       st.lists(st.tuples(st.integers(0, 7), st.integers(0, 2), st.integers(0, 2)), max_size=12),
+       st.lists(st.integers(0, 7), max_size=8), st.booleans(), st.booleans(),
+       st.floats(0.0, 8.0), st.booleans(), st.sampled_from([0.5, 1.0]), st.booleans())
+def test_settle_close_equals_reference(state, popped, gone, use_pre, skew_on, base, reset, down,
+                                       derived):
+    """The fused bookkeeping == its unfused references (and winVol never goes below 0 when
+    the popped tupcnt is part of it)."""
+    wv = np.zeros((8, 2), np.int32)
+    for gg, (a, b, e) in enumerate(state):
+        wv[gg] = (a, b)
+        if e:
+            wv[gg, 0] |= MODE_BIT
+    pg = np.array([p[0] for p in popped], np.int32)
+    ptc = np.array([[p[1], p[2]] for p in popped], np.int64 if derived else np.int32)
+    ptc = ptc.reshape(len(popped), 2)
+    for g, row in zip(pg.tolist(), ptc.tolist()):  # the popped tupcnt is held in winVol
+        wv[g, 0] += row[0]
+        wv[g, 1] += row[1]
+    hwm = np.array([5, I64MIN], np.int64)
+    wv_k, wv_r = wv.copy(), wv.copy()
+    scratch = np.full(8, -1, np.int64)
+    gone_ = np.array(gone, np.int64)
+    got = K.settle_close(wv_k, pg, ptc, gone_, scratch, use_pre, base, 10.0, skew_on, hwm, down,
+                         VOL_MASK, MODE_BIT, reset)
+    exp = K.settle_close_reference(wv_r, pg, ptc, gone_, use_pre, base, 10.0, skew_on, hwm,
+                                   down, int(VOL_MASK), int(MODE_BIT), reset)
+    assert tuple(int(x) for x in got) == exp
+    assert (wv_k == wv_r).all() and (scratch == -1).all()
+    assert ((wv_k & VOL_MASK) >= 0).all()
+    assert got[3] == int(ptc.sum())

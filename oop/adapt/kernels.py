@@ -15,6 +15,9 @@
 * :func:`close_fold` -- the dense lazy close: :func:`close_scan` fused with the
   transient slots of the closing groups and the per-(window, group) tuple counts (a
   ``count`` lane, and every other aggregate's presence): one call per punctuation;
+* :func:`settle_close` -- a punctuation's group bookkeeping in one call: winVol minus the
+  popped partials' tupcnt, eager -> lazy (:func:`switch_down`), dead groups
+  (:func:`count_dead`);
 * :func:`count_dead` -- groups whose winVol reached 0 (they leave ``H``);
 * :func:`covered_windows_kernel` -- the distinct window ids a batch's tuples
   fall into (to start their extents' ``wed``): O(sum(hi - lo) + span).
@@ -45,7 +48,8 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "dense_assign_slots_sel_reference", "close_scan", "close_scan_reference", "count_dead",
            "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
            "switch_down_reference", "transient_slots", "transient_slots_reference",
-           "match_groups", "match_groups_reference", "close_fold", "close_fold_reference"]
+           "match_groups", "match_groups_reference", "close_fold", "close_fold_reference",
+           "settle_close", "settle_close_reference"]
 
 
 @njit(cache=True)
@@ -1136,3 +1140,74 @@ def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range
         for w in range(int(clo[i]), int(chi[i])):
             pres[w & mask, slot[i]] += 1
     return order, cuts, gone, slot, groups, clo, chi, pres
+
+
+@njit(cache=True)
+def settle_close(wv, pg, ptc, gone, scratch, use_pre, base, range_f, skew_on, hwm, down,
+                 vmask, mbit, reset):  # type: ignore[no-untyped-def]
+    """The group bookkeeping of a punctuation after its closing partials were popped (004
+    §6.3.4.2), in one call: :func:`switch_down` and :func:`count_dead` fused with the
+    ``winVol`` decrement by the popped partials' ``tupcnt``.
+
+    ``pg`` / ``ptc``: the popped partials' groups and ``tupcnt`` (rows x sources), the
+    blocks of every closing window concatenated (a group may recur, once per window);
+    ``gone``: groups whose buffered tuples expired. Steps: the distinct groups ``cand`` of
+    ``pg`` (first-occurrence order) and, per group, its volume before the decrement
+    (``pre``: eager groups hold no buffered tuples, so the buffer's expiry has not touched
+    it); ``winVol[pg[i]] -= ptc[i]``; eager groups of ``cand`` under ``down * theta`` turn
+    lazy (:func:`switch_down` with ``pre``); groups of ``cand`` or ``gone`` with winVol 0
+    leave ``H`` (:func:`count_dead`). ``scratch`` (int64 over group codes, all -1) is left
+    all -1.
+
+    Returns ``(switched to lazy, dead, of them flagged eager, sum of ptc)``. O(rows x
+    sources).
+    """
+    S = wv.shape[1]
+    m = pg.shape[0]
+    cand = np.empty(m, np.int64)
+    nc = 0
+    for i in range(m):
+        g = pg[i]
+        if scratch[g] < 0:
+            scratch[g] = nc
+            cand[nc] = g
+            nc += 1
+    pre = np.empty(nc, np.int64)
+    for j in range(nc):
+        g = cand[j]
+        v = 0
+        for k in range(S):
+            v += wv[g, k] & vmask
+        pre[j] = v
+    total = 0
+    for i in range(m):
+        g = pg[i]
+        for k in range(S):
+            c = ptc[i, k]
+            wv[g, k] -= c  # low bits only: never below 0
+            total += c
+    for j in range(nc):
+        scratch[cand[j]] = -1
+    sw = switch_down(wv, cand[:nc], pre, use_pre, base, range_f, skew_on, hwm, down, vmask,
+                     mbit)
+    n_dead, n_dead_e = count_dead(wv, cand[:nc], gone, scratch, vmask, mbit, reset)
+    return sw.shape[0], n_dead, n_dead_e, total
+
+
+def settle_close_reference(wv: np.ndarray, pg: np.ndarray, ptc: np.ndarray, gone: np.ndarray,
+                           use_pre: bool, base: float, range_f: float, skew_on: bool,
+                           hwm: np.ndarray, down: float, vmask: int, mbit: int,
+                           reset: bool) -> tuple[int, int, int, int]:
+    """Tuple-at-a-time reference of :func:`settle_close` (``wv`` in place), from the
+    unfused references."""
+    cand = np.asarray(list(dict.fromkeys(int(g) for g in pg.tolist())), np.int64)
+    pre = np.asarray([sum(int(x) & vmask for x in wv[g]) for g in cand.tolist()], np.int64)
+    total = 0
+    for g, row in zip(pg.tolist(), ptc.tolist()):
+        for k, c in enumerate(row):
+            wv[int(g), k] -= int(c)
+            total += int(c)
+    sw = switch_down_reference(wv, cand, pre, use_pre, base, range_f, skew_on, hwm, down,
+                               vmask, mbit)
+    n_dead, n_dead_e = count_dead_reference(wv, cand, gone, vmask, mbit, reset)
+    return len(sw), n_dead, n_dead_e, total

@@ -101,7 +101,7 @@ from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_fold, close_scan,
                                count_dead,
                                covered_windows_kernel, group_pairs, route_batch,
-                               match_groups, segment_tupcnt, switch_down)
+                               match_groups, segment_tupcnt, settle_close)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
 from oop.adapt.store import Block, EagerStore, merge_blocks
 from oop.errors import ConfigError
@@ -120,6 +120,9 @@ VOL_MASK = np.int32((1 << 30) - 1)
 #: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
 GID = np.int32
 _GID_MAX = int(np.iinfo(GID).max)
+_NO_GROUPS = np.zeros(0, GID)  # settle_close's inputs when no partial closes
+_NO_TC = np.zeros((0, 1), np.int32)
+_NO_GONE = np.zeros(0, np.int64)
 
 
 @njit(cache=True)
@@ -684,16 +687,11 @@ class AdaptLogic:
         # _union matches groups through the scratch, not by order
         popped = ({w: self.eager.pop(w, False) for w in closing} if self.dense  # type: ignore[call-arg]
                   else {w: self.eager.pop(w) for w in closing})
-        blks = [b.gids for b in popped.values() if b is not None] if self.monitor else []
-        if len(blks) == 1:
-            cand = blks[0]  # one window's block: sorted, distinct groups already
-        else:
-            cand = np.unique(np.concatenate(blks)) if blks else np.zeros(0, GID)
-        pre = self._winvol(cand) if self.monitor else None  # winVol before expiry
         # tupcnt of the closing partials, read now: aggregating B below may materialize a
-        # derived tupcnt (first null), which converts the store's blocks, not popped ones
-        tcs = {w: self.counts(b) for w, b in popped.items()
-               if b is not None and len(b) and self.monitor}
+        # derived tupcnt (first null), which converts the store's blocks, not popped ones;
+        # a derived one is copied (merging transitional groups below adds to its lane)
+        tcs = [(b.gids, b.tupcnt if b.tupcnt.shape[1] else self.counts(b).copy())
+               for b in popped.values() if b is not None and len(b)] if self.monitor else []
         expired: list[np.ndarray] = []
         lazy_blocks: dict[int, Block] = {}
         if self.buffer.n_rows and closing:
@@ -703,12 +701,8 @@ class AdaptLogic:
         for w in closing:
             eb = popped[w]
             lb = lazy_blocks.pop(w, None)
-            tc = tcs.get(w)
-            if tc is not None:
-                self._wv[eb.gids] -= tc.astype(np.int32)  # low bits only: never below 0
-                self.volume.expire(int(tc.sum()))
-            # a closed window's tupcnt is spent (winVol dropped above / at expiry): blocks
-            # leave without it, so eager, lazy and merged blocks share one layout
+            # a closed window's tupcnt is spent (winVol drops below): blocks leave without
+            # it, so eager, lazy and merged blocks share one layout
             if eb is not None and eb.tupcnt.shape[1]:
                 eb = Block(eb.gids, eb.tupcnt[:, :0], eb.states)
             if lb is not None and lb.tupcnt.shape[1]:
@@ -721,26 +715,37 @@ class AdaptLogic:
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         if self.dense:
             self.eager.release(fo)  # type: ignore[union-attr]  # slots with no partial left
-        th_cfg = self.cfg.thresholds
-        if self.monitor and len(cand):  # eager -> lazy (eager groups hold no buffered tuples)
+        if self.monitor and (tcs or expired):
+            # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input
+            # tuples expire and winVol decreases below the threshold"): groups with a closing
+            # partial (eager or transitional) and groups with expiring buffered tuples (lazy).
+            # One kernel: winVol -= the partials' tupcnt, eager -> lazy (eager groups hold no
+            # buffered tuples), groups with winVol 0 leave H
+            th_cfg = self.cfg.thresholds
             base = 1.0
             if not th_cfg.absolute:  # Cond. 6.9: aggr * wed / (tup * SLIDE)
                 base = float(self.aggr) * float(self.wed.value) / (float(self.tup) * self._slide)
             hwm = self._hwm
             for k, h in enumerate(self.offsets.hwms):
                 hwm[k] = h.value
-            sw = switch_down(self._wv, cand.astype(np.int64), pre,
-                             th_cfg.decide_on == "closed_extent", base, self._range_f,
-                             self._skew_on, hwm, float(th_cfg.down), VOL_MASK, MODE_BIT)
-            self.switches_to_lazy += len(sw)
-            self.n_eager_live -= len(sw)
-        if self.monitor and (len(cand) or expired):  # groups with winVol 0 leave H
             if len(self._scratch) < self.n_groups:
                 self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
-            gone = expired[0] if expired else np.zeros(0, np.int64)
-            n_dead, n_dead_e = count_dead(
-                self._wv, cand.astype(np.int64), gone, self._scratch, VOL_MASK, MODE_BIT,
-                self.mode_name == "adaptive" and th_cfg.decide_on == "remaining")
+            if len(tcs) == 1:
+                pg, ptc = tcs[0]
+            elif tcs:
+                pg = np.concatenate([g for g, _ in tcs])
+                ptc = np.concatenate([t.astype(np.int64, copy=False) for _, t in tcs])
+            else:
+                pg, ptc = _NO_GROUPS, _NO_TC
+            gone = expired[0] if expired else _NO_GONE
+            n_sw, n_dead, n_dead_e, n_tc = settle_close(
+                self._wv, pg, ptc, gone, self._scratch, th_cfg.decide_on == "closed_extent",
+                base, self._range_f, self._skew_on, hwm, float(th_cfg.down), VOL_MASK,
+                MODE_BIT, th_cfg.decide_on == "remaining")
+            if n_tc:
+                self.volume.expire(int(n_tc))
+            self.switches_to_lazy += n_sw
+            self.n_eager_live -= n_sw
             self.n_live -= n_dead
             self.n_eager_live -= n_dead_e
         self._sample(v)

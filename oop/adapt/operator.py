@@ -136,6 +136,8 @@ class AdaptWID(Operator):
         self.window_kind = kind
         self.cfg = AdaptConfig(kind, self.aggs, n_sources=self.n_inputs,  # type: ignore[arg-type]
                                thresholds=self.thresholds, n_bins=self.n_bins)
+        #: the output windows' geometry as plain ints (kind.o / .s / .r validate on each read)
+        self._wgeom = (kind.o, kind.s, kind.r)
         dtypes = {}
         for c in self.cfg.value_columns:
             t = first.schema.field(c).type
@@ -250,9 +252,15 @@ class AdaptWID(Operator):
         blocks = [b for _, b in closed]
         one = len(blocks) == 1
         gids = blocks[0].gids if one else np.concatenate([b.gids for b in blocks])
-        wids = np.repeat(np.fromiter((w for w, _ in closed), np.int64, len(closed)),
-                         [len(b) for b in blocks])
-        start, end = self.window_kind.extents(wids)
+        # window bounds from the logic's cached geometry (kind.extents re-validates them);
+        # the rows of one closing window share their bounds: filled, not repeated
+        origin, slide, range_ = self._wgeom
+        ends = [origin + (w + 1) * slide for w, _ in closed]
+        if len(set(ends)) == 1:
+            end = np.full(len(gids), ends[0], np.int64)
+        else:
+            end = np.repeat(np.asarray(ends, np.int64), [len(b) for b in blocks])
+        start = end - range_
         schema = self.output.schema
         cols: list[pa.Array] = list(self.keys.keys(gids))
         ts_type = schema.field("window_start").type
