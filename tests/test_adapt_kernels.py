@@ -298,9 +298,21 @@ def test_match_groups_equals_reference(a, b):
 @given(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 2), st.integers(-5, 40)),
                 max_size=40),
        st.integers(1, 3), st.integers(1, 4), st.integers(-3, 5), st.sampled_from([None, -2, 1, 4]),
-       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.integers(0, 2))
-def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, extra):
-    """The fused dense close == the unfused references, and == close_scan + transient_slots."""
+       st.integers(0, 12), st.booleans(), st.integers(1, 5), st.integers(0, 2),
+       st.integers(0, 40))
+def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n_bins, extra,
+                                     n_binned):
+    """The fused dense close == the unfused references, and == close_scan + transient_slots.
+
+    The first ``n_binned`` rows are the buffer's binned part (stably in bin order, as the
+    buffer holds them), the rest staged."""
+    n_binned = min(n_binned, len(rows))
+    binned = sorted(rows[:n_binned], key=lambda r: r[0] % n_bins)  # stable
+    rows = binned + rows[n_binned:]
+    pc = np.zeros(n_bins + 1, np.int64)
+    for r in binned:
+        pc[r[0] % n_bins + 1] += 1
+    pc = np.cumsum(pc)
     g = np.array([r[0] for r in rows], np.int32)
     src = np.array([r[1] for r in rows], np.int8)
     ts = np.array([r[2] for r in rows], np.int64)
@@ -314,9 +326,9 @@ def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n
     span = max(fo - max(min(lo_all), old_), 1)
     mask = (1 << max(span - 1, 0).bit_length()) - 1
     got = K.close_fold(g, src, ts, rng, slide, origin, np.int64(old_), np.int64(fo), wv_k,
-                       monitor, scratch, n_bins, np.int64(mask))
+                       monitor, scratch, n_bins, np.int64(mask), pc)
     exp = K.close_fold_reference(g, src, ts, rng, slide, origin, old_, fo, wv_r, monitor,
-                                 n_bins, mask)
+                                 n_bins, mask, pc)
     assert (scratch == -1).all()
     for a, b in zip(got, exp):
         assert a.tolist() == b.tolist()

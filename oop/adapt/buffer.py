@@ -185,6 +185,15 @@ class LazyBuffer:
             chunks = [ch for chs in self._bins for ch in chs] + self.staged
         return _concat(chunks, self.names, self.dtypes)
 
+    def scan_cuts(self) -> np.ndarray:
+        """Bin cuts of :meth:`scan_rows`' binned part: its rows ``[cuts[b], cuts[b + 1])``
+        are bin ``b``'s; the staged rows follow from ``cuts[-1]`` on. O(bins)."""
+        if self._packed is not None:
+            return self._packed[1]
+        cuts = np.zeros(self.n_bins + 1, np.int64)
+        np.cumsum(self._bin_rows, out=cuts[1:])
+        return cuts
+
     def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray) -> None:
         """Hold exactly rows ``whole[order]`` of :meth:`scan_rows`' chunk, where ``order``
         lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``). O(kept rows)."""

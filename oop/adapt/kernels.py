@@ -1042,7 +1042,7 @@ def match_groups_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratch, n_bins,
-               mask):  # type: ignore[no-untyped-def]
+               mask, pc):  # type: ignore[no-untyped-def]
     """The dense lazy close in one pass pair: :func:`close_scan` (without pairs) fused with
     :func:`transient_slots` (first-occurrence order) and the presence / ``count`` fold.
 
@@ -1053,6 +1053,11 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     slot] += 1`` for each closing window of each row -- the tuples of (window, group), which
     is the state of a ``count`` aggregate and the presence of every other one. ``scratch``
     (int64 over group codes, all -1) is left all -1.
+
+    ``pc`` (``n_bins + 1``): the rows ``[pc[b], pc[b + 1])`` are binned rows of bin ``b``
+    (the buffer's binned part, already in bin order); rows from ``pc[n_bins]`` on are
+    staged (any bin). The kept rows come out in bin order (stable): a binned row keeps
+    its place relative to its bin, so only the staged rows are counted into bins.
 
     Returns ``(kept order in bin order, cuts, expired distinct groups, slot per row (-1:
     no closing window), groups, clo, chi, pres (mask + 1, groups) int64)``.
@@ -1108,17 +1113,34 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
         if s >= 0:
             for w in range(clo[i], chi[i]):
                 pres[w & mask, s] += 1
-    cuts = np.zeros(n_bins + 1, np.int64)
+    # kept rows in bin order: binned rows stay in place within their bin (a filter), the
+    # staged ones follow their bin's binned rows (a counting sort of the staged rows only)
     pow2 = n_bins & (n_bins - 1) == 0  # bin = gid & (n_bins - 1): no division
     bm = n_bins - 1
-    for i in range(n):
-        if keep[i]:
-            cuts[(gid[i] & bm if pow2 else gid[i] % n_bins) + 1] += 1
+    nb = pc[n_bins]
+    cnt = np.zeros(2 * n_bins, np.int64)  # kept binned rows / kept staged rows, per bin
     for b in range(n_bins):
-        cuts[b + 1] += cuts[b]
+        c = 0
+        for i in range(pc[b], pc[b + 1]):
+            if keep[i]:
+                c += 1
+        cnt[b] = c
+    for i in range(nb, n):
+        if keep[i]:
+            cnt[n_bins + (gid[i] & bm if pow2 else gid[i] % n_bins)] += 1
+    cuts = np.zeros(n_bins + 1, np.int64)
+    for b in range(n_bins):
+        cuts[b + 1] = cuts[b] + cnt[b] + cnt[n_bins + b]
     order = np.empty(cuts[n_bins], np.int64)
-    pos = cuts[:n_bins].copy()
-    for i in range(n):
+    pos = np.empty(n_bins, np.int64)
+    for b in range(n_bins):
+        p = cuts[b]
+        for i in range(pc[b], pc[b + 1]):
+            if keep[i]:
+                order[p] = i
+                p += 1
+        pos[b] = p
+    for i in range(nb, n):
         if keep[i]:
             b = gid[i] & bm if pow2 else gid[i] % n_bins
             order[pos[b]] = i
@@ -1128,10 +1150,14 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
 
 def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
                          slide: int, origin: int, old: int, fo: int, wv: np.ndarray,
-                         monitor: bool, n_bins: int, mask: int) -> tuple[np.ndarray, ...]:
+                         monitor: bool, n_bins: int, mask: int,
+                         pc: np.ndarray) -> tuple[np.ndarray, ...]:
     """Tuple-at-a-time reference of :func:`close_fold` (``wv`` in place): the unfused
-    references (:func:`close_scan_reference`, :func:`transient_slots_reference`) and a
-    plain loop over (row, closing window) pairs for the counts."""
+    references (:func:`close_scan_reference`: a stable sort of every kept row by bin,
+    :func:`transient_slots_reference`) and a plain loop over (row, closing window) pairs
+    for the counts. ``pc`` only states a precondition (the binned part is in bin order)."""
+    for b in range(n_bins):
+        assert all(int(gid[i]) % n_bins == b for i in range(int(pc[b]), int(pc[b + 1])))
     _, _, _, order, cuts, gone, clo, chi, sel = close_scan_reference(
         gid, src, ts, range_, slide, origin, old, fo, wv, monitor, n_bins, pairs=False)
     slot, groups = transient_slots_reference(gid, sel, sort=False)

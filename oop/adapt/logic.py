@@ -792,6 +792,7 @@ class AdaptLogic:
         (like the pair arrays), so they are not state.
         """
         ch = self.buffer.scan_rows()  # one pass over B
+        pc = self.buffer.scan_cuts()  # its binned part's bins (the rest is staged)
         if len(self._scratch) < self.n_groups:
             self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         src = ch["src"] if self.S > 1 else self._src0(len(ch["gid"]))
@@ -811,7 +812,7 @@ class AdaptLogic:
         mask = np.int64(R - 1)
         order, cuts, gone, slot, groups, clo, chi, pres = close_fold(
             ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
-            self._wv, self.monitor, self._scratch, self.buffer.n_bins, mask)
+            self._wv, self.monitor, self._scratch, self.buffer.n_bins, mask, pc)
         self._expire_buffer(ch, order, cuts, gone, expired_gids)
         k = len(groups)
         j = self._count_at  # a count lane is the presence lane
