@@ -324,3 +324,28 @@ def test_buffer_rebuild_then_switch_equals_reference(n_bins, batches, cut, take,
     assert sorted(zip(rest["gid"].tolist(), rest["ts"].tolist())) == \
         sorted(r for r in ref if r[0] not in set(take))
     assert b.n_rows == len(rest["gid"]) and b.nbytes == 12 * b.n_rows
+
+
+@given(st.sampled_from([Tumbling(4), Sliding(6, 2), Sliding(5, 2, 1), Sliding(10, 1)]),
+       st.lists(st.tuples(st.lists(st.tuples(st.integers(0, 5), st.integers(-4, 12)),
+                                   min_size=1, max_size=8), st.integers(0, 5)),
+                min_size=1, max_size=12))
+def test_open_extents_fast_paths_equal_the_scan(kind, steps):
+    """The windows a batch opens (and the ``wed`` starts of their extents) are the same
+    whether found by the open-span shortcuts or by scanning the batch's windows."""
+    cfg = AdaptConfig(kind, (agg.count(),), n_sources=1, thresholds=Thresholds(), n_bins=2)
+    fast, slow = cfg.build({}), cfg.build({})
+    now = 0
+    for rows, step in steps:
+        gids = np.array([r[0] for r in rows], np.int64)
+        ts = np.array([now + r[1] for r in rows], np.int64)
+        slow._open_span = (2**62, 2**62 - 1)  # no span known: the scan (or the set check)
+        for lg in (fast, slow):
+            lg.on_batch(gids, ts, None, {})
+        assert list(fast.open_wids) == list(slow.open_wids)
+        assert fast.wed.snapshot() == slow.wed.snapshot()
+        now += step
+        for lg in (fast, slow):
+            lg.on_punctuation(now)
+        assert list(fast.open_wids) == list(slow.open_wids)
+    fast._check()

@@ -599,6 +599,13 @@ class AdaptLogic:
             a, b = self._open_span  # closing windows only removes ids below first_open <= wlo
             if a <= wlo and whi <= b:
                 return
+            if a <= wlo <= b + 1 and 0 < whi - b <= self._range // self._slide:
+                # only windows above the open span are new, and the row whose last window is
+                # whi covers every one of (b, whi] (a tuple is in >= RANGE // SLIDE
+                # consecutive windows, clipped to first_open <= wlo <= b + 1): no scan
+                self._open_new([w for w in range(b + 1, whi + 1) if w not in opened])
+                self._open_span = (a, whi)
+                return
             if opened and wlo >= opened[0] and whi <= opened[-1] \
                     and opened.bisect_right(whi) - opened.bisect_left(wlo) == whi - wlo + 1:
                 self._open_span = (wlo, whi)
@@ -614,14 +621,16 @@ class AdaptLogic:
             ws = np.unique(expand(ulo, top)[1])
         if wlo is not None and whi is not None and len(ws) == whi - wlo + 1:
             self._open_span = (wlo, whi)  # no gap: every window of [wlo, whi] is open below
-        fresh = [w for w in ws.tolist() if w not in opened]  # per window, not tuple
+        self._open_new([w for w in ws.tolist() if w not in opened])  # per window, not tuple
+
+    def _open_new(self, fresh: list[int]) -> None:
+        """Windows ``fresh`` (ascending, not open yet) open: their extents start ``wed``."""
         if not fresh:
             return
-        ws = np.asarray(fresh, np.int64)
-        starts, _ = self.kind.extents(ws)
-        for w, s in zip(ws.tolist(), starts.tolist()):
-            self.wed.start(w, self.lwm.value, fallback=s)
-        self.open_wids.update(ws.tolist())
+        lwm = self.lwm.value
+        for w in fresh:  # extent start = origin + (w + 1) * SLIDE - RANGE (kind.extents)
+            self.wed.start(w, lwm, fallback=self._origin + (w + 1) * self._slide - self._range)
+        self.open_wids.update(fresh)
 
     def _to_eager(self, ch: Chunk, lo: np.ndarray, hi: np.ndarray) -> None:
         """Fold rows into partials; ``[lo, hi)``: their open window ids (``_wids``)."""
