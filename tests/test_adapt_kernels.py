@@ -379,3 +379,44 @@ def test_settle_close_equals_reference(state, popped, gone, use_pre, skew_on, ba
     assert (wv_k == wv_r).all() and (scratch == -1).all()
     assert ((wv_k & VOL_MASK) >= 0).all()
     assert got[3] == int(ptc.sum())
+
+
+@given(st.lists(st.tuples(st.integers(-1, 9), st.integers(0, 3), st.integers(0, 6)),
+                max_size=20), st.integers(0, 3), st.integers(0, 7))
+def test_dense_slot_kernels_equal_reference(slots, r, first_open):
+    """dense_pop_slots, dense_release and count_transitional == their references."""
+    C = len(slots)
+    gid_of = np.full(C, -1, np.int32)
+    used = set()
+    for s, (g, _, _) in enumerate(slots):  # distinct groups per held slot
+        if g >= 0 and g not in used:
+            gid_of[s] = g
+            used.add(g)
+    pres = np.zeros((4, max(C, 1)), np.int64)
+    last_w = np.full(C, I64MIN, np.int64)
+    for s, (_, row, lw) in enumerate(slots):
+        if gid_of[s] >= 0:
+            pres[row, s] = 1 + lw
+            last_w[s] = lw
+    got = K.dense_pop_slots(pres, r, C, gid_of)
+    exp = K.dense_pop_slots_reference(pres, r, C, gid_of)
+    assert got[0].tolist() == exp[0].tolist() and got[1].tolist() == exp[1].tolist()
+    assert got[1].dtype == np.int32
+    wv = np.zeros((10, 1), np.int32)
+    for g in range(0, 10, 3):
+        wv[g, 0] |= MODE_BIT
+    assert K.count_transitional(gid_of, wv, MODE_BIT) == \
+        K.count_transitional_reference(gid_of, wv, int(MODE_BIT))
+    slot_of = np.full(10, -1, np.int32)
+    for s, g in enumerate(gid_of.tolist()):
+        if g >= 0:
+            slot_of[g] = s
+    free = np.full(C + 1, -7, np.int64)
+    n_free = 1
+    a = [gid_of.copy(), last_w.copy(), slot_of.copy(), free.copy()]
+    b = [gid_of.copy(), last_w.copy(), slot_of.copy(), free.copy()]
+    nk = K.dense_release(a[0], a[1], a[2], a[3], n_free, first_open)
+    nr = K.dense_release_reference(b[0], b[1], b[2], b[3], n_free, first_open)
+    assert nk == nr and all((x == y).all() for x, y in zip(a, b))
+    # released slots are exactly the held ones with no partial at or above first_open
+    assert nk - n_free == sum(1 for s in range(C) if gid_of[s] >= 0 and last_w[s] < first_open)

@@ -54,6 +54,7 @@ import numpy as np
 
 from oop.adapt.algebra import BlockAgg
 from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense_count_new,
+                               dense_pop_slots, dense_release,
                                dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
                                dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
 from oop.adapt.store import Block
@@ -355,10 +356,9 @@ class DenseEagerStore:
         if self.wlo is None or wid < self.wlo or wid > self.whi or self.C == 0:
             return None
         r = wid & (self.R - 1)
-        slots = np.flatnonzero(self.pres[r, : self.C] > 0)
+        slots, gids = dense_pop_slots(self.pres, r, self.C, self.gid_of)  # one pass over C
         if len(slots) == 0:
             return None
-        gids = self.gid_of[slots]
         if sort:
             order = np.argsort(gids, kind="stable")
             slots, gids = slots[order], gids[order]
@@ -369,10 +369,10 @@ class DenseEagerStore:
             tupcnt = self.pres[r, slots].astype(np.int32).reshape(-1, 1)
         else:
             tupcnt = np.zeros((len(slots), 0), np.int32)
-        for x in self._arrays():
-            x[r, slots] = 0
+        for x in self._arrays():  # cells without a partial are zero already: the whole row
+            x[r] = 0
         self.n_partials -= len(slots)
-        return Block(gids.astype(GID), tupcnt, states)
+        return Block(gids, tupcnt, states)
 
     def release(self, first_open: int) -> None:
         """Every window below ``first_open`` is out: free the slots with no partial left."""
@@ -383,15 +383,13 @@ class DenseEagerStore:
                 self.wlo = first_open
         if self.n_slots == 0:
             return
-        held = self.gid_of >= 0
-        dead = np.flatnonzero(held & (self.last_w < first_open))
-        if len(dead):
-            self.slot_of[self.gid_of[dead]] = -1
-            self.gid_of[dead] = -1
-            self.free[self.n_free: self.n_free + len(dead)] = dead[::-1]
-            self.n_free += len(dead)
-            self.n_slots -= len(dead)
-            self.nbytes -= 4 * len(dead)
+        n_free = dense_release(self.gid_of, self.last_w, self.slot_of, self.free, self.n_free,
+                               first_open)  # one pass over the slots
+        dead = n_free - self.n_free
+        if dead:
+            self.n_free = n_free
+            self.n_slots -= dead
+            self.nbytes -= 4 * dead
         if self.C > 64 and self.n_slots < self.C // 4:
             self._compact()
 

@@ -49,7 +49,9 @@ __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_refer
            "count_dead_reference", "take_scan", "take_scan_reference", "switch_down",
            "switch_down_reference", "transient_slots", "transient_slots_reference",
            "match_groups", "match_groups_reference", "close_fold", "close_fold_reference",
-           "settle_close", "settle_close_reference"]
+           "settle_close", "settle_close_reference", "dense_pop_slots",
+           "dense_pop_slots_reference", "dense_release", "dense_release_reference",
+           "count_transitional", "count_transitional_reference"]
 
 
 @njit(cache=True)
@@ -1237,3 +1239,73 @@ def settle_close_reference(wv: np.ndarray, pg: np.ndarray, ptc: np.ndarray, gone
                                vmask, mbit)
     n_dead, n_dead_e = count_dead_reference(wv, cand, gone, vmask, mbit, reset)
     return len(sw), n_dead, n_dead_e, total
+
+
+@njit(cache=True)
+def dense_pop_slots(pres, r, C, gid_of):  # type: ignore[no-untyped-def]
+    """The slots with a partial in ring row ``r`` (``pres[r, s] > 0``, ``s < C``) in slot
+    order, and their groups (int32). O(C)."""
+    n = 0
+    for s in range(C):
+        if pres[r, s] > 0:
+            n += 1
+    slots = np.empty(n, np.int64)
+    gids = np.empty(n, np.int32)
+    k = 0
+    for s in range(C):
+        if pres[r, s] > 0:
+            slots[k] = s
+            gids[k] = gid_of[s]
+            k += 1
+    return slots, gids
+
+
+def dense_pop_slots_reference(pres: np.ndarray, r: int, C: int,
+                              gid_of: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Tuple-at-a-time reference of :func:`dense_pop_slots`."""
+    slots = [s for s in range(C) if pres[r, s] > 0]
+    return np.asarray(slots, np.int64), np.asarray([gid_of[s] for s in slots], np.int32)
+
+
+@njit(cache=True)
+def dense_release(gid_of, last_w, slot_of, free, n_free, first_open):  # type: ignore[no-untyped-def]
+    """Free every held slot whose last partial's window is below ``first_open``: its group
+    loses its slot, the slot is pushed on the free stack ``free[:n_free]`` (slots in
+    descending order, so the lowest is popped first). Returns the new ``n_free``. O(C)."""
+    for s in range(gid_of.shape[0] - 1, -1, -1):
+        g = gid_of[s]
+        if g >= 0 and last_w[s] < first_open:
+            slot_of[g] = -1
+            gid_of[s] = -1
+            free[n_free] = s
+            n_free += 1
+    return n_free
+
+
+def dense_release_reference(gid_of: np.ndarray, last_w: np.ndarray, slot_of: np.ndarray,
+                            free: np.ndarray, n_free: int, first_open: int) -> int:
+    """Tuple-at-a-time reference of :func:`dense_release` (arrays in place)."""
+    dead = [s for s in range(len(gid_of)) if gid_of[s] >= 0 and last_w[s] < first_open]
+    for s in reversed(dead):
+        slot_of[gid_of[s]] = -1
+        gid_of[s] = -1
+        free[n_free] = s
+        n_free += 1
+    return n_free
+
+
+@njit(cache=True)
+def count_transitional(gid_of, wv, mbit):  # type: ignore[no-untyped-def]
+    """Slot holders (groups with partials) whose flag ``mbit`` is clear: transitional
+    groups (lazy with old partials, 004 Fig. 6-18). O(C)."""
+    n = 0
+    for s in range(gid_of.shape[0]):
+        g = gid_of[s]
+        if g >= 0 and wv[g, 0] & mbit == 0:
+            n += 1
+    return n
+
+
+def count_transitional_reference(gid_of: np.ndarray, wv: np.ndarray, mbit: int) -> int:
+    """Tuple-at-a-time reference of :func:`count_transitional`."""
+    return sum(1 for g in gid_of.tolist() if g >= 0 and not int(wv[g, 0]) & mbit)

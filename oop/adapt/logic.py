@@ -99,7 +99,7 @@ from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_fold, close_scan,
-                               count_dead,
+                               count_dead, count_transitional,
                                covered_windows_kernel, group_pairs, route_batch,
                                match_groups, segment_tupcnt, settle_close)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
@@ -891,12 +891,12 @@ class AdaptLogic:
         eager = self.n_eager_live
         trans = 0
         if self.eager.n_partials and eager < self.n_live:  # lazy groups that still have partials
-            if self.dense:
-                gid_of = self.eager.gid_of  # type: ignore[union-attr]
-                with_p = gid_of[gid_of >= 0]  # slot holders (order does not matter here)
+            if self.dense:  # slot holders whose flag is lazy: one pass over the slots
+                trans = int(count_transitional(self.eager.gid_of, self._wv,  # type: ignore[union-attr]
+                                               MODE_BIT))
             else:
                 with_p = np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()]))
-            trans = int(np.count_nonzero(self._mode(with_p) == LAZY))
+                trans = int(np.count_nonzero(self._mode(with_p) == LAZY))
         t = self.timeline
         t.punct.append(int(v))
         t.eager.append(eager)
