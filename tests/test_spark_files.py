@@ -173,6 +173,11 @@ def test_row_groups_and_tasks_do_not_change_the_result(files) -> None:  # type: 
             continue
         rep = compare_windows(res.table, oracle, by=("k",), values=["count", "min_v"])
         assert rep.ok, (split, tasks, rep)
+    # the global merge on the driver (shard outputs melded there, no shuffle of partials)
+    res = sharded_window(paths, global_on="driver", **kw)
+    assert res.path == "files+driver" and res.tuples_in == t.num_rows and res.late_total == 0
+    rep = compare_windows(res.table, oracle, by=("k",), values=["count", "min_v"])
+    assert rep.ok, rep
 
 
 def test_late_rows_are_counted(spark, files) -> None:  # type: ignore[no-untyped-def]  # noqa: F811

@@ -56,6 +56,39 @@ def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Se
         lambda st: st.via(CombinePartials(by, partials, name="global")), name="global")
 
 
+def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str],
+                      method: str) -> ShardedResult:
+    """Partial windows per shard in Spark; shard outputs melded on the driver and merged there."""
+    import time as _time
+
+    from oop.plan.executor import Node
+    from oop.plan.source import Source
+    from oop.punctuation.external import External
+    from oop.spark.sharded import _Side
+    from oop.stream.elements import INT64_MAX, Punctuation
+
+    t0 = _time.perf_counter()
+    by = tuple(by)
+    local = s.query(lambda st: st.window(kind, list(aggs), by=by, method=method, name="local"),
+                    name="local")
+    assert local.time is not None
+    side = _Side(local.producers, local.schema)
+
+    def feed() -> Any:
+        for batch, v in local._melded_feed(side, bounded=False):
+            if batch.num_rows:
+                yield batch
+            if v is not None and v != INT64_MAX:
+                yield Punctuation(local.time or "", v)
+
+    src = Source(feed, time=local.time, unit=local.unit, punctuation=External(),
+                 schema=local.schema, name="partials")
+    res = Stream(Node(src)).via(CombinePartials(by, [(a.name, a.fn) for a in aggs],
+                                                name="global")).run()
+    return ShardedResult(res.table, list(res.punctuations), side.tuples_in,
+                         side.late + res.late_total, _time.perf_counter() - t0, local.producers)
+
+
 def keyed_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str],
                  shards: int | None = None, method: str = "auto") -> ShardedStream:
     """Rows re-distributed by ``by``; the full window aggregation in each shard."""
@@ -85,6 +118,7 @@ def sharded_window(
     split: str = "file",
     tasks: int | None = None,
     shard_per: str = "fragment",
+    global_on: str = "shards",
 ) -> ShardedResult:
     """The window query sharded over ``shards`` Spark tasks; returns the melded result.
 
@@ -96,7 +130,10 @@ def sharded_window(
       Parquet fragments (``split`` = file | row_group; ``shard_per`` =
       fragment | task, see :func:`~oop.spark.files.shard_files`) with
       pyarrow and aggregates them locally; only partials go through Spark.
-      The result's ``path`` is ``"files"``;
+      The result's ``path`` is ``"files"``. With ``global_on="driver"`` the
+      partials are not shuffled: the shard outputs are melded on the driver
+      and merged there by one CombinePartials (one Spark stage less; for
+      outputs that fit the driver) -- ``path`` ``"files+driver"``;
     * a DataFrame (or a keyed plan over paths) -- the ``mapInArrow`` path
       (:func:`oop.spark.sharded.shard`). With ``spread_input=False`` the
       DataFrame's own partitions (e.g. Parquet file splits) are the source
@@ -122,6 +159,9 @@ def sharded_window(
             src = shard_files(spark, df, time=time, unit=unit, punctuation=punctuation,
                               arrival=arrival, columns=needed, late=late, batch_size=batch_size,
                               split=split, tasks=tasks, shard_per=shard_per)
+            if global_on == "driver":
+                return _replace(_global_on_driver(src, kind, aggs, by, method),
+                                path="files+driver")
             res = local_global_window(src, kind, aggs, by, shards, method).collect()
             return _replace(res, path="files")
         df = spark.read.parquet(*parquet_paths(df))
