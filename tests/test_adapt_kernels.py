@@ -339,6 +339,9 @@ def test_close_fold_equals_reference(rows, slide, k, origin, old, fo, monitor, n
     slot, groups = K.transient_slots(g, sc[8], np.full(10, -1, np.int64), False)
     for a, b in zip(got[:7], (sc[3], sc[4], sc[5], slot, groups, sc[6], sc[7])):
         assert a.tolist() == b.tolist()
+    order = got[0]  # the kept rows' columns are gathered in the kernel's order
+    assert got[8].tolist() == g[order].tolist() and got[9].tolist() == ts[order].tolist()
+    assert got[10].tolist() == src[order].tolist() and got[8].dtype == g.dtype
     assert (wv_s == wv_k).all()
     # every (row, closing window) pair is counted once; every row is kept or expired
     pres = got[7]

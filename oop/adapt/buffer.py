@@ -194,9 +194,12 @@ class LazyBuffer:
         np.cumsum(self._bin_rows, out=cuts[1:])
         return cuts
 
-    def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray) -> None:
+    def rebuild(self, whole: Chunk, order: np.ndarray, cuts: np.ndarray,
+                kept: Chunk | None = None) -> None:
         """Hold exactly rows ``whole[order]`` of :meth:`scan_rows`' chunk, where ``order``
-        lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``). O(kept rows)."""
+        lists them bin by bin (bin ``b``: ``order[cuts[b]:cuts[b+1]]``); ``kept``: columns
+        of ``whole[order]`` gathered already (a close kernel's), taken as they are (cast to
+        the buffer's dtype). O(kept rows)."""
         self.staged = []
         self._bins = [[] for _ in range(self.n_bins)]
         self._packed = None
@@ -204,7 +207,8 @@ class LazyBuffer:
             self._bin_rows = np.zeros(self.n_bins, np.int64)
             self.n_rows = 0
             return
-        srt = {c: whole[c][order] for c in self.names}  # one gather per column
+        srt = {c: (whole[c][order] if kept is None or c not in kept  # one gather per column
+                   else np.asarray(kept[c], self.dtypes[c])) for c in self.names}
         self._packed = (srt, np.asarray(cuts, np.int64))  # per-bin views when needed
         self._bin_rows = np.diff(cuts).astype(np.int64)
         self.n_rows = int(cuts[-1])

@@ -1062,7 +1062,8 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     its place relative to its bin, so only the staged rows are counted into bins.
 
     Returns ``(kept order in bin order, cuts, expired distinct groups, slot per row (-1:
-    no closing window), groups, clo, chi, pres (mask + 1, groups) int64)``.
+    no closing window), groups, clo, chi, pres (mask + 1, groups) int64, and the kept
+    rows' gid, ts, src -- gathered in the same pass)``.
     O(rows + (row, closing window) pairs + bins).
     """
     n = gid.shape[0]
@@ -1133,21 +1134,33 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     cuts = np.zeros(n_bins + 1, np.int64)
     for b in range(n_bins):
         cuts[b + 1] = cuts[b] + cnt[b] + cnt[n_bins + b]
-    order = np.empty(cuts[n_bins], np.int64)
+    nk = cuts[n_bins]
+    order = np.empty(nk, np.int64)
+    kg = np.empty(nk, gid.dtype)  # the kept rows' gid / ts / src, gathered here
+    kt = np.empty(nk, np.int64)
+    ks = np.empty(nk, src.dtype)
     pos = np.empty(n_bins, np.int64)
     for b in range(n_bins):
         p = cuts[b]
         for i in range(pc[b], pc[b + 1]):
             if keep[i]:
                 order[p] = i
+                kg[p] = gid[i]
+                kt[p] = ts[i]
+                ks[p] = src[i]
                 p += 1
         pos[b] = p
     for i in range(nb, n):
         if keep[i]:
             b = gid[i] & bm if pow2 else gid[i] % n_bins
-            order[pos[b]] = i
-            pos[b] += 1
-    return order, cuts, gone[:n_gone].copy(), slot, ug[:nu].copy(), clo, chi, pres
+            p = pos[b]
+            order[p] = i
+            kg[p] = gid[i]
+            kt[p] = ts[i]
+            ks[p] = src[i]
+            pos[b] = p + 1
+    return (order, cuts, gone[:n_gone].copy(), slot, ug[:nu].copy(), clo, chi, pres, kg, kt,
+            ks)
 
 
 def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
@@ -1167,7 +1180,8 @@ def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range
     for i in range(len(gid)):
         for w in range(int(clo[i]), int(chi[i])):
             pres[w & mask, slot[i]] += 1
-    return order, cuts, gone, slot, groups, clo, chi, pres
+    return (order, cuts, gone, slot, groups, clo, chi, pres, gid[order], ts[order],
+            src[order])
 
 
 @njit(cache=True)

@@ -819,10 +819,11 @@ class AdaptLogic:
         # the presence lane, and a count aggregate's lane
         R = 1 << max(whi - wlo, 0).bit_length()  # >= closing windows, a power of two
         mask = np.int64(R - 1)
-        order, cuts, gone, slot, groups, clo, chi, pres = close_fold(
+        order, cuts, gone, slot, groups, clo, chi, pres, kg, kt, ks = close_fold(
             ch["gid"], src, ch["ts"], self._range, self._slide, self._origin, old, fo,
             self._wv, self.monitor, self._scratch, self.buffer.n_bins, mask, pc)
-        self._expire_buffer(ch, order, cuts, gone, expired_gids)
+        kept = {"gid": kg, "ts": kt, "src": ks} if self.S > 1 else {"gid": kg, "ts": kt}
+        self._expire_buffer(ch, order, cuts, gone, expired_gids, kept)
         k = len(groups)
         j = self._count_at  # a count lane is the presence lane
         lanes = [[pres] if i == j else [np.zeros((R, k), dt) for dt in dts]
@@ -849,14 +850,15 @@ class AdaptLogic:
         return out
 
     def _expire_buffer(self, ch: Chunk, order: np.ndarray, cuts: np.ndarray, gone: np.ndarray,
-                       expired_gids: list[np.ndarray]) -> None:
-        """After a close scan: count the purged rows out, keep ``ch[order]`` binned."""
+                       expired_gids: list[np.ndarray], kept: Chunk | None = None) -> None:
+        """After a close scan: count the purged rows out, keep ``ch[order]`` binned
+        (``kept``: columns of it gathered already)."""
         n_gone = len(ch["gid"]) - len(order)
         if n_gone and self.monitor:
             expired_gids.append(gone)
             self.volume.expire(n_gone)
         if n_gone or self.buffer.staged:  # kept rows back into their bins
-            self.buffer.rebuild(ch, order, cuts)
+            self.buffer.rebuild(ch, order, cuts, kept)
 
     def flush(self) -> list[tuple[int, Block]]:
         """End of stream: close every open window."""
