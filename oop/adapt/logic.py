@@ -59,21 +59,29 @@ block store: one vectorized group-by) and the lazy rows appended to B.
 Nothing is emitted on a batch.
 
 On a punctuation ``v``: every window ``w < kind.first_open(v)`` is complete.
-One kernel pass over B (:func:`~oop.adapt.kernels.close_scan`) gives each
-tuple's closing windows, purges those whose last window closed (``winVol``
-drops by them) and returns the kept ones in bin order (B is rebuilt by one
-gather per column); the closing tuples are aggregated by a dense transient
-fold (bounded aggregates: lanes over closing window x group slot, folded by
-the dense store's kernels) or one group-by of the (tuple, window) pairs
-(holistic ones) into a block per window. The eager block of the window is
-popped; transitional groups (both: 004 Fig. 6-18) are merged into it in place
-(groups matched through a scratch array), the other lazy groups are emitted as
-a block of their own; ``winVol`` drops by the popped partials' ``tupcnt``.
-Then eager groups under the lower threshold become lazy (transitional while
-they have partials; :func:`~oop.adapt.kernels.switch_down`) and groups with
-``winVol == 0`` are removed (counted out of the live groups,
-:func:`~oop.adapt.kernels.count_dead`). Output rows of a window come in no
-particular group order.
+The eager block of each closing window is popped (one slot kernel per window,
+:func:`~oop.adapt.kernels.dense_pop_slots`). Bounded aggregates: one kernel pass
+over B (:func:`~oop.adapt.kernels.close_fold`) computes each tuple's closing
+windows, purges those whose last window closed (``winVol`` drops by them), gives
+each group with a closing tuple a transient slot and counts the (closing window,
+group) tuples -- a ``count`` aggregate's lane and every other one's presence --
+and returns the kept tuples in bin order with their ``gid``/``ts`` gathered (B
+is rebuilt from them, the value columns by one gather each); the other
+aggregates are folded into transient lanes (closing window x slot) by the
+dense store's kernels, and each window's row is its block. Holistic
+aggregates: :func:`~oop.adapt.kernels.close_scan` and one group-by of the
+(tuple, window) pairs. Transitional groups (in both: 004 Fig. 6-18) are
+merged into the eager block in place (groups matched through a scratch
+array), the other lazy groups are emitted as a block of their own. Then one
+kernel (:func:`~oop.adapt.kernels.settle_close`) does the group bookkeeping:
+``winVol`` drops by the popped partials' ``tupcnt``, eager groups under the
+lower threshold become lazy (transitional while they have partials) and
+groups with ``winVol == 0`` are removed (counted out of the live groups).
+Slots with no partial left are released by one kernel
+(:func:`~oop.adapt.kernels.dense_release`). Output rows of a window come in no
+particular group order. A punctuation costs O(closing windows) Python calls
+(about a dozen numpy / kernel calls for one closing window, most of them per
+aggregate lane) plus the compiled passes.
 
 Cost: per batch O(n * windows-per-tuple) compiled, O(1) Python calls, plus, when
 groups switch, O(rows of B in their bins + rows staged since B was last binned:
