@@ -779,6 +779,12 @@ class AdaptLogic:
             return [lb] if lb is not None and len(lb) else []
         if lb is None or not len(lb):
             return [eb]
+        tl = self.timeline.transitional
+        if not tl or tl[-1] == 0:
+            # no transitional group: only a punctuation's eager -> lazy switch makes one,
+            # and the last punctuation counted none (a batch's lazy -> eager switches only
+            # remove them), so eb and lb share no group
+            return [eb, lb]
         if len(self._scratch) < self.n_groups:
             self._scratch = np.full(max(self.n_groups, 2 * len(self._scratch)), -1, np.int64)
         pos, found = match_groups(eb.gids, lb.gids, self._scratch)
@@ -996,6 +1002,12 @@ class AdaptLogic:
                 assert (self._mode(ch["gid"]) == LAZY).all(), "an eager group has tuples in B"
         if self.mode_name == "lazy":
             assert self.eager.n_partials == 0
+        tl = self.timeline.transitional
+        if (not tl or tl[-1] == 0) and self.eager.n_partials:  # _union's shortcut is sound
+            with_p = (self.eager.held_gids() if self.dense  # type: ignore[union-attr]
+                      else np.unique(np.concatenate([b.gids for b in self.eager.blocks.values()])))
+            assert (self._mode(with_p) == EAGER).all(), \
+                "a transitional group that the last punctuation did not count"
         for w in self.open_wids:
             assert w >= self.first_open or self.first_open == INT64_MIN
         self.wed._check()
