@@ -696,7 +696,8 @@ class AdaptLogic:
         if fo <= self.first_open:
             return []
         old, self.first_open = self.first_open, fo
-        closing = list(self.open_wids.irange(maximum=fo - 1))
+        opened = self.open_wids
+        closing = opened[:opened.bisect_left(fo)]  # a list (cheaper than an irange iterator)
         # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input tuples
         # expire and winVol decreases below the threshold"): groups with a closing partial
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
