@@ -57,11 +57,12 @@ def test_verify_all_matched_exit_0(spark, flows, capsys, tmp_path) -> None:  # n
 
 
 def test_verify_sharded_and_late_exit_1(spark, flows, capsys) -> None:  # noqa: F811
-    rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
+    rc, out, err = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
                       "--key", "k", "--window", "tumbling:1s", "--agg", "count",
                       "--punctuation", "bounded:300ms", "--spark", "--shards", "2", "--verify")
     rep = json.loads(out[0])
     assert rc == 0 and len(out) == 1 and rep["matched"] == rep["windows"] > 0
+    assert any("path files" in line for line in err), err  # Parquet: tasks read with pyarrow
     # a delay bound below the real disorder: tuples are late, windows differ -> exit 1
     rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
                       "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms",

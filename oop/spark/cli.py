@@ -4,7 +4,9 @@ Called by the ``oop replay`` parser (:mod:`oop.replay.cli`) when ``--spark``
 is given. Spark reads the input (Parquet file/folder or CSV); the rows are
 replayed in arrival order (``--arrival COL`` or file order) into the window
 aggregation -- on the driver (:func:`oop.spark.replay`), or with ``--shards
-N`` sharded over Spark tasks (:mod:`oop.spark.plans`). ``--verify`` runs the
+N`` sharded over Spark tasks (:mod:`oop.spark.plans`; Parquet input takes the
+file path, where each task reads its own fragments with pyarrow; CSV input
+and ``--punctuation ideal`` take the ``mapInArrow`` path). ``--verify`` runs the
 same query as Spark SQL and prints ONE JSON line to stdout::
 
     {"windows": n, "matched": n, "mismatched": n, "missing": n, "extra": n, "late": n}
@@ -74,7 +76,7 @@ def run_replay(args: argparse.Namespace) -> int:
     """Run ``oop replay --spark``; returns the exit code (see the module docstring)."""
     from oop.replay.specs import parse_aggs, parse_window
     from oop.spark.plans import sharded_window
-    from oop.spark.replay import check_time, parse_punctuation_arg, replay_stream
+    from oop.spark.replay import IDEAL, check_time, parse_punctuation_arg, replay_stream
     from oop.spark.session import get_spark, spark_errors
     from oop.spark.verify import compare_windows, spark_windows
 
@@ -105,10 +107,16 @@ def run_replay(args: argparse.Namespace) -> int:
     method = getattr(args, "method", "auto") or "auto"
     with spark_errors(f"replay of {args.input!r}"):
         if args.shards:
-            out = sharded_window(df, time=args.time, unit=unit, kind=kind, aggs=aggs, by=keys,
+            # Parquet input: the file path (each Spark task reads its own fragments with
+            # pyarrow, only partial windows cross into Spark); CSV and the ideal: mapInArrow
+            files = (Path(args.input).suffix.lower() not in (".csv", ".tsv")
+                     and not (isinstance(punct, str) and punct == IDEAL))
+            out = sharded_window(args.input if files else df, time=args.time, unit=unit, kind=kind, aggs=aggs, by=keys,
                                  shards=int(args.shards), punctuation=punct, arrival=args.arrival,
                                  late=late, batch_size=batch_size, method=method)
             table, late_total, tuples_in = out.table, out.late_total, out.tuples_in
+            print(f"oop replay --spark: sharded over {args.shards} shards, path {out.path}",
+                  file=sys.stderr)
         else:
             src = replay_stream(df, time=args.time, unit=unit, arrival=args.arrival,
                                 punctuation=punct, late=late, batch_size=batch_size,
