@@ -129,8 +129,7 @@ def drive(kind: Any, method: str, batches: list[pa.RecordBatch], puncts: list[in
     return {"wall": wall, "rows_out": rows_out, "p50": float(np.percentile(a, 50)),
             "p99": float(np.percentile(a, 99)), "max": float(a.max()), "peak_items": peak_items,
             "peak_bytes": peak_bytes, "checksum": checksum, "method": getattr(op, "plan_info", {}).get("method", method),
-            "layout": getattr(op, "plan_info", {}).get("layout", "?"),
-            "switches": list(getattr(op, "plan_info", {}).get("layout_switches", []))}
+            "layout": getattr(op, "plan_info", {}).get("layout", "?")}
 
 
 def numpy_tumbling(ts: np.ndarray, key: np.ndarray, v: np.ndarray, size: int) -> int:

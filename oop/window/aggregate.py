@@ -23,13 +23,9 @@ State: partial aggregates per ``(unit, group code)`` (codes from
 operator on the first batch (``layout="auto"``; reported in
 ``plan_info["layout"]``): the dense ring of :class:`~oop.window.store.Ring`
 (units x codes) where keys are dense, or the hash table of live cells of
-:class:`~oop.window.hashstore.HashCells` where the live cells are a small
-fraction of the dense ring's (>= 1024 keys; WID: < 5 %, Paned-WID: < 8.3 %,
-as one hash cell costs more per tuple under WID's ``range/slide`` updates;
-Paned-WID: sum-type aggregates on sliding windows only). The choice is
-re-checked at every punctuation against the live cells actually held and
-switched once the estimate proves wrong (``plan_info["layout_switches"]``);
-plus a multiset store per holistic aggregate column.
+:class:`~oop.window.hashstore.HashCells` where a window (Paned-WID: a pane)
+holds < 5% of >= 1024 keys (Paned-WID: sum-type aggregates on sliding
+windows only); plus a multiset store per holistic aggregate column.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 
@@ -85,12 +81,6 @@ _METHODS = ("auto", "wid", "paned")
 
 
 _SELECT_FNS = ("min", "max", "first", "last")
-# relative cost of one live hash cell vs one dense (unit, code) cell (see _hash_cost)
-_HASH_CELL_COST = {"wid": 20.0, "paned": 12.0}
-# re-check of the layout at each punctuation (_relayout): off until its end-to-end test
-# (tests/test_window_paned_layout.py, phased stream) is made to finish -- it hung once
-_RELAYOUT = False
-_LAYOUT_NAMES = {"dense": "dense ring x codes", "hash": "hash (unit, code) cells"}
 
 
 def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
@@ -286,7 +276,7 @@ class WindowAggregate(Operator):
 
     def _set_method(self, method: str, info: dict[str, Any]) -> None:
         self.method = method
-        self.plan_info.update(info, method=method, layout=_LAYOUT_NAMES["dense"])
+        self.plan_info.update(info, method=method, layout="dense ring x codes")
         if method == "paned":
             from oop.window.paned import PaneCombiner
 
@@ -295,42 +285,21 @@ class WindowAggregate(Operator):
         else:
             self.units = None
 
-    def _can_hash(self) -> bool:
-        """Whether the hash layout can hold this operator's state (see :meth:`_choose_layout`)."""
-        paned_ok = (self.units is None or (
-            not self.units.landmark
-            and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
-        return paned_ok and self.late is not LatePolicy.UPDATE
-
-    def _hash_cost(self) -> float:
-        """Cost of one live hash cell relative to one dense (unit, code) cell, per method.
-
-        The dense layout pays for every (open unit x code space) cell at each
-        punctuation (emission sweeps, purge) and in memory; the hash layout for
-        live cells only, but each costs a probe per tuple update and a sort
-        at emission. WID probes ``range/slide`` cells per tuple (the rows are
-        expanded), Paned-WID one, hence the two constants (``_HASH_CELL_COST``:
-        hash wins below a density of ``1/cost``; measured with
-        ``experiments/bench_window.py --sparse``).
-        """
-        return _HASH_CELL_COST["paned" if self.units is not None else "wid"]
-
     def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
         """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
 
-        Auto rule (per method), from the first batch: hash when there are
-        >= 1024 keys and the live (unit, code) cells are a fraction below
-        ``1/cost`` of the dense cells ``units x code space`` (cost from
-        :meth:`_hash_cost`: WID 5 %, Paned-WID 8.3 %). The estimate is
-        re-checked at every punctuation against the state actually held
-        (:meth:`_relayout`, O(1)), since the code space keeps growing on a
-        sparse key set. Not with late='update' (revisions read per-window
-        rows); for Paned-WID only on sliding/tumbling windows with sum-type
-        aggregates (count, sum, mean, var, std, holistic ones: the hash
-        emission walks each pane's live cells; min/max/first/last and landmark
-        windows read dense pane rows).
+        Auto rule, from the first batch: hash when there are >= 1024 keys and a
+        window/pane holds on average < 5% of them (the dense layout would be
+        > 95% empty cells; for Paned-WID: a pane holds < 5% of them). Not with
+        late='update' (revisions read per-window rows); for Paned-WID only on
+        sliding/tumbling windows with sum-type aggregates (count, sum, mean,
+        var, std, holistic ones: the hash emission walks each pane's live
+        cells; min/max/first/last and landmark windows read dense pane rows).
         """
-        can_hash = self._can_hash()
+        paned_ok = (self.units is None or (
+            not self.units.landmark
+            and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
+        can_hash = paned_ok and self.late is not LatePolicy.UPDATE
         if self.layout_config == "hash":
             if not can_hash:
                 raise ConfigError(f"{self.name}: layout='hash' needs a late policy other than "
@@ -351,43 +320,10 @@ class WindowAggregate(Operator):
                 pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
                 n_units = np.unique(u).shape[0]
             density = pairs / (n_units * self.enc.n_codes)
-            layout = "hash" if density * self._hash_cost() < 1.0 else "dense"
+            layout = "hash" if density < 0.05 else "dense"
             self.plan_info["key_density"] = float(density)
-        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
+        self.plan_info["layout"] = "hash (unit, code) cells" if layout == "hash" else "dense ring x codes"
         return layout
-
-    def _relayout(self) -> None:
-        """``layout="auto"``: re-check the layout against the state held, switch if it is wrong.
-
-        Density = live cells / (open units x codes seen), O(1) (both layouts
-        count their live cells). Dense -> hash below ``0.7/cost``, hash ->
-        dense above ``1.5/cost`` (hysteresis either side of the first-batch
-        threshold ``1/cost``, so the layout does not flap). A switch moves
-        the live cells once (O(ring cells), :meth:`HashCells.from_ring` /
-        :meth:`HashCells.to_ring`) and is recorded in
-        ``plan_info["layout_switches"]`` as (low watermark, layout, density).
-        """
-        ring = self.ring
-        if (self.layout_config != "auto" or ring is None or self.enc.n_codes < 1024
-                or ring.fixed or not self._can_hash()):
-            return
-        open_units = ring.top - ring.base
-        if open_units <= 0:
-            return
-        density = ring.live / (open_units * self.enc.n_codes)
-        cost = self._hash_cost()
-        is_hash = isinstance(ring, HashCells)
-        if not is_hash and density * cost < 0.7:
-            self.ring = HashCells.from_ring(ring, self.enc.n_codes)
-            layout = "hash"
-        elif is_hash and density * cost > 1.5:
-            self.ring = ring.to_ring(self.enc.n_codes)
-            layout = "dense"
-        else:
-            return
-        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
-        self.plan_info.setdefault("layout_switches", []).append(
-            (int(self.lwm), layout, round(float(density), 4)))
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max() - times.min() + 1) if times.size else 1.0
@@ -517,8 +453,6 @@ class WindowAggregate(Operator):
                     out.append(batch)
             self.emitted = max(first_open, self.emitted if self.emitted is not None else first_open)
             self._purge()
-            if _RELAYOUT:
-                self._relayout()
         if emit_punct:
             frontier = self.emitted
             if self.late is LatePolicy.UPDATE and not self.kind.row_based:

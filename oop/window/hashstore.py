@@ -124,48 +124,6 @@ class HashCells(Ring):
         self.table = np.full(size, -1, np.int64)
         _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
 
-    @classmethod
-    def from_ring(cls, ring: Ring, n: int) -> "HashCells":
-        """The live cells of a dense :class:`Ring` (first ``n`` codes) as hash cells. O(ring cells), once.
-
-        Used when ``layout="auto"`` finds the dense ring mostly empty as the
-        stream proceeds (:meth:`~oop.window.aggregate.WindowAggregate._relayout`).
-        """
-        live = max(ring.live, 1)
-        h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * live))
-        h.shift, h.nn_active = dict(ring.shift), set(ring.nn_active)
-        h.n_used = ring.n_used
-        u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
-        rr = u & ring.mask
-        wi, codes = K.scan_rows(ring.arr[("rows", None)], ring.C, rr, min(n, ring.C))
-        units = u[wi]
-        h._grow(units.shape[0])
-        slots = np.empty(units.shape[0], np.int64)
-        h.n_cells = _probe(units, codes, h.table, h.cell_u, h.cell_c, 0, True, slots)
-        j = rr[wi] * ring.C + codes
-        for key, a in ring.arr.items():
-            h.arr[key][slots] = a[j]
-        for key, a in ring.tarr.items():
-            h.tarr[key][slots] = a[j]
-        h.top, h.live = ring.top, int(units.shape[0])
-        return h
-
-    def to_ring(self, n_codes: int) -> Ring:
-        """The live cells as a dense :class:`Ring` over ``n_codes`` codes (the reverse of :meth:`from_ring`)."""
-        r = Ring(self.lanes, base=self.base, rows=(self.top - self.base) * 2 + 2,
-                 codes=max(n_codes, 64))
-        r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
-        r.top, r.n_used = self.top, n_codes
-        k = self.n_cells
-        sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))
-        j = (self.cell_u[sel] & r.mask) * r.C + self.cell_c[sel]
-        for key, a in self.arr.items():
-            r.arr[key][j] = a[sel]
-        for key, a in self.tarr.items():
-            r.tarr[key][j] = a[sel]
-        r.live = int(sel.shape[0])
-        return r
-
     def lower_base(self, low: int) -> None:
         self.base = min(self.base, low)
 
