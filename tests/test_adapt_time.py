@@ -102,3 +102,12 @@ def test_time_must_be_a_progressing_attribute():
     with pytest.raises(ConfigError, match="time='val' is not a progressing attribute"):
         _stage(L, R, (0, 0)).adaptive_window(Tumbling(10), [agg.count()], by="key",
                                              time="val").run()
+
+
+def test_stream_without_progressing_attribute_is_refused():
+    from oop.adapt import AdaptWID
+    from oop.operators.base import StreamInfo
+
+    info = StreamInfo("plain", pa.schema([("key", pa.int64()), ("val", pa.int64())]))
+    with pytest.raises(ConfigError, match="'plain' has no progressing attribute to window on"):
+        AdaptWID(Tumbling(10), [agg.count()], by="key").infer_output([info])

@@ -50,7 +50,7 @@ from oop.adapt.logic import AdaptConfig, AdaptLogic
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.progress.frontier import MinFrontier
 from oop.stream.elements import Element, Punctuation
 from oop.stream.timecol import check_time_column, time_values
@@ -117,7 +117,7 @@ class AdaptWID(Operator):
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         first = inputs[0]
-        attr = self._resolve_time(first)
+        attr = resolve_window_time(self.name, self.time_config, first)
         for i, info in enumerate(inputs[1:], start=1):
             same = (info.time == first.time if self.time_config is None
                     else attr in info.times and info.unit(attr) == first.unit(attr))
@@ -159,22 +159,6 @@ class AdaptWID(Operator):
         return StreamInfo(self.name, schema, times={"window_end": self._unit,
                                                     "window_start": self._unit},
                           time="window_end")
-
-    def _resolve_time(self, info: StreamInfo) -> str:
-        """The progressing attribute windows are built on: ``time=`` or the primary one."""
-        if self.time_config is None:
-            if info.time is None:
-                raise ConfigError(
-                    f"{self.name}: stream {info.name!r} has no progressing attribute to window on"
-                )
-            return info.time
-        if self.time_config not in info.times:
-            raise ConfigError(
-                f"{self.name}: time={self.time_config!r} is not a progressing attribute of stream "
-                f"{info.name!r}; its progressing attributes are {sorted(info.times)} (derive one "
-                "with Stream.derive_time, or leave time=None for the primary one)"
-            )
-        return self.time_config
 
     @staticmethod
     def _agg_type(a: Agg, schema: pa.Schema) -> pa.DataType:

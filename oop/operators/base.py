@@ -32,12 +32,13 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from oop.errors import SchemaMismatchError, UnknownColumnError
+from oop.errors import ConfigError, SchemaMismatchError, UnknownColumnError
 from oop.metrics import OperatorMetrics, StateSize
 from oop.stream.elements import Element
 from oop.stream.late import LatePolicy
 
-__all__ = ["Operator", "StreamInfo", "require_columns", "require_union_compatible"]
+__all__ = ["Operator", "StreamInfo", "require_columns", "require_union_compatible",
+           "resolve_window_time"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,40 @@ def require_columns(info: StreamInfo, columns: Sequence[str], operator: str) -> 
             f"{operator}: stream {info.name!r} has no column(s) {missing}; "
             f"its columns are {info.schema.names}"
         )
+
+
+def resolve_window_time(op_name: str, time_config: str | None, info: StreamInfo) -> str:
+    """The progressing attribute a window operator builds its windows on.
+
+    ``time_config`` is the operator's ``time=`` argument: ``None`` takes the
+    stream's primary progressing attribute (``info.time``), a name must be
+    one of ``info.times`` (windows need punctuation on their attribute to
+    close, 004 §5.1.1). Raises :class:`ConfigError` naming the operator, the
+    stream, its progressing attributes and the fix. O(1).
+
+    >>> info = StreamInfo("s", pa.schema([("ts", pa.int64()), ("x", pa.int64())]),
+    ...                   {"ts": "ms"}, "ts")
+    >>> resolve_window_time("agg", None, info)
+    'ts'
+    >>> resolve_window_time("agg", "x", info)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    oop.errors.ConfigError: agg: time='x' is not a progressing attribute of stream 's'; ...
+    """
+    if time_config is None:
+        if info.time is None:
+            raise ConfigError(
+                f"{op_name}: stream {info.name!r} has no progressing attribute to window on "
+                "(declare one with a source's time= or Stream.derive_time)"
+            )
+        return info.time
+    if time_config not in info.times:
+        raise ConfigError(
+            f"{op_name}: time={time_config!r} is not a progressing attribute of stream "
+            f"{info.name!r}; its progressing attributes are {sorted(info.times)} (derive one "
+            "with Stream.derive_time, or leave time=None for the primary one)"
+        )
+    return time_config
 
 
 def require_union_compatible(inputs: Sequence[StreamInfo], operator: str,
