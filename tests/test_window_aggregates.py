@@ -185,6 +185,25 @@ def test_key_encoder_leaves_the_direct_path_when_keys_turn_negative():
     assert other.encode(pa.record_batch({"k": [10, -1, 99]})).tolist() == [4, 2, 5]
 
 
+@pytest.mark.parametrize("snapshot_first", [False, True])
+def test_key_encoder_with_more_than_1024_direct_keys(snapshot_first):
+    """The direct (LUT) path leaves the code table unfilled; growing it, leaving the
+    path and snapshot/restore must still work past its initial 1024 rows."""
+    enc = KeyEncoder(["k"])
+    assert enc.encode(pa.record_batch({"k": np.arange(3000)})).tolist() == list(range(3000))
+    if snapshot_first:
+        other = KeyEncoder(["k"])
+        other.restore(enc.snapshot())
+        other._check()
+        enc = other
+    assert enc.encode(pa.record_batch({"k": [-5, 7, 2999]})).tolist() == [3000, 7, 2999]
+    enc._check()
+    again = KeyEncoder(["k"])
+    again.restore(enc.snapshot())
+    assert again.encode(pa.record_batch({"k": [2999, -5, -6]})).tolist() == [2999, 3000, 3001]
+    assert again.keys(np.array([3001, 0]))[0].to_pylist() == [-6, 0]
+
+
 # ---- holistic helpers -------------------------------------------------------------------
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(-5, 5)), min_size=1, max_size=40),
        st.floats(0, 1))

@@ -82,6 +82,12 @@ _METHODS = ("auto", "wid", "paned")
 
 _SELECT_FNS = ("min", "max", "first", "last")
 
+#: layout="auto": hash cells need this many keys, and switch at these densities
+#: (live cells / (open units x keys)); the gap between the two avoids flapping
+_HASH_MIN_KEYS = 1024
+_TO_HASH, _TO_DENSE = 0.05, 0.20
+_LAYOUT_NAMES = {"hash": "hash (unit, code) cells", "dense": "dense ring x codes"}
+
 
 def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
                   groups_per_pane: float) -> tuple[str, dict[str, float]]:
@@ -285,28 +291,37 @@ class WindowAggregate(Operator):
         else:
             self.units = None
 
-    def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
-        """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
+    def _can_hash(self) -> bool:
+        """Whether the hash layout can hold this operator's state.
 
-        Auto rule, from the first batch: hash when there are >= 1024 keys and a
-        window/pane holds on average < 5% of them (the dense layout would be
-        > 95% empty cells; for Paned-WID: a pane holds < 5% of them). Not with
-        late='update' (revisions read per-window rows); for Paned-WID only on
-        sliding/tumbling windows with sum-type aggregates (count, sum, mean,
-        var, std, holistic ones: the hash emission walks each pane's live
-        cells; min/max/first/last and landmark windows read dense pane rows).
+        Not with late='update' (revisions read per-window rows); for
+        Paned-WID only on sliding/tumbling windows with sum-type aggregates
+        (count, sum, mean, var, std, and holistic ones: the hash emission walks
+        each pane's live cells; min/max/first/last and landmark windows read
+        dense pane rows).
         """
         paned_ok = (self.units is None or (
             not self.units.landmark
             and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
-        can_hash = paned_ok and self.late is not LatePolicy.UPDATE
+        return paned_ok and self.late is not LatePolicy.UPDATE
+
+    def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
+        """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
+
+        Auto rule, on the first batch: hash when there are >= 1024 keys and a
+        window (Paned-WID: a pane) holds on average < 5 % of them (the dense
+        layout would be > 95 % empty cells). The first batch only shows the
+        keys seen so far, so :meth:`_relayout` re-checks after every
+        punctuation. Only where :meth:`_can_hash`.
+        """
+        can_hash = self._can_hash()
         if self.layout_config == "hash":
             if not can_hash:
                 raise ConfigError(f"{self.name}: layout='hash' needs a late policy other than "
                                   "'update', and with panes a sliding window and no "
                                   "min/max/first/last aggregate")
             layout = "hash"
-        elif self.layout_config == "dense" or not can_hash or self.enc.n_codes < 1024:
+        elif self.layout_config == "dense" or not can_hash or self.enc.n_codes < _HASH_MIN_KEYS:
             layout = "dense"
         else:
             u = units - units.min()
@@ -320,10 +335,42 @@ class WindowAggregate(Operator):
                 pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
                 n_units = np.unique(u).shape[0]
             density = pairs / (n_units * self.enc.n_codes)
-            layout = "hash" if density < 0.05 else "dense"
+            layout = "hash" if density < _TO_HASH else "dense"
             self.plan_info["key_density"] = float(density)
-        self.plan_info["layout"] = "hash (unit, code) cells" if layout == "hash" else "dense ring x codes"
+        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
         return layout
+
+    def _relayout(self) -> None:
+        """Re-check ``layout="auto"`` after a punctuation, and move the state if it went stale.
+
+        Keys keep arriving after the first batch (a stream over 1M ids shows
+        ~60K of them in its first 64K rows), so the first batch's choice can
+        be wrong later. Density = live cells / (open units x keys seen), O(1)
+        from the store's exact live count. Dense -> hash below 5 %
+        (:meth:`HashCells.from_ring`); hash -> dense above 20 %
+        (:meth:`HashCells.to_ring`); the gap keeps a stream near one
+        threshold from switching back and forth. A switch costs one pass over
+        the open state; it is counted in ``plan_info["layout_switches"]``.
+        """
+        ring = self.ring
+        if self.layout_config != "auto" or ring is None or not self._can_hash():
+            return
+        n = self.enc.n_codes
+        units = ring.top - ring.base
+        if n < _HASH_MIN_KEYS or units <= 0:
+            return
+        density = ring.live / (units * n)
+        if isinstance(ring, HashCells):
+            if density <= _TO_DENSE:
+                return
+            self.ring, layout = ring.to_ring(n), "dense"
+        else:
+            if density >= _TO_HASH:
+                return
+            self.ring, layout = HashCells.from_ring(ring, n), "hash"
+        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
+        self.plan_info["key_density"] = float(density)
+        self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max() - times.min() + 1) if times.size else 1.0
@@ -453,6 +500,7 @@ class WindowAggregate(Operator):
                     out.append(batch)
             self.emitted = max(first_open, self.emitted if self.emitted is not None else first_open)
             self._purge()
+            self._relayout()
         if emit_punct:
             frontier = self.emitted
             if self.late is LatePolicy.UPDATE and not self.kind.row_based:

@@ -80,6 +80,15 @@ def _rebuild(table, cell_u, cell_c, n_cells):
         table[h] = k
 
 
+def _table_size(cap: int) -> int:
+    """Slots of the probe table for ``cap`` cells: a power of two >= 2 x cap (load <= 1/2).
+
+    A power of two is required: probing wraps with ``& (size - 1)``, and any
+    other size leaves slots unreachable, so a probe could loop forever.
+    """
+    return 1 << max(1, (2 * max(cap, 1) - 1).bit_length())
+
+
 class HashCells(Ring):
     """Live (unit, code) cells in a hash table; the Ring interface the WID operator uses."""
 
@@ -89,7 +98,7 @@ class HashCells(Ring):
         self.n_cells = 0
         self.cell_u = np.empty(cap, np.int64)
         self.cell_c = np.empty(cap, np.int64)
-        self.table = np.full(2 * cap, -1, np.int64)
+        self.table = np.full(_table_size(cap), -1, np.int64)
         for li in self.lanes:
             self.arr[li.key] = np.full(cap, li.identity(), li.dtype)
             if li.key in self.tarr:
@@ -120,9 +129,53 @@ class HashCells(Ring):
                 t[: self.n_cells] = self.tarr[li.key][: self.n_cells]
                 self.tarr[li.key] = t
         self.cap = cap
-        size = 1 << int(np.ceil(np.log2(2 * cap)))
-        self.table = np.full(size, -1, np.int64)
+        self.table = np.full(_table_size(cap), -1, np.int64)
         _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
+
+    @classmethod
+    def from_ring(cls, ring: Ring, n: int) -> "HashCells":
+        """The live cells of a dense :class:`Ring` (its first ``n`` codes) as hash cells.
+
+        Same lane values at every live ``(unit, code)``; ``base``, ``top``,
+        the variance shifts and the active non-null lanes carry over. Used
+        when ``layout="auto"`` finds the ring mostly empty as keys keep
+        arriving (:meth:`~oop.window.aggregate.WindowAggregate._relayout`).
+        Cost: one compiled scan of the ring's open rows, O(rows x n + live).
+        """
+        h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * ring.live))
+        h.shift, h.nn_active, h.n_used = dict(ring.shift), set(ring.nn_active), ring.n_used
+        u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
+        rr = u & ring.mask
+        wi, codes = K.scan_rows(ring.arr[("rows", None)], ring.C, rr, min(n, ring.C))
+        units = u[wi]
+        slots = np.empty(units.shape[0], np.int64)
+        h.n_cells = _probe(units, codes, h.table, h.cell_u, h.cell_c, 0, True, slots)
+        j = rr[wi] * ring.C + codes
+        for key, a in ring.arr.items():
+            h.arr[key][slots] = a[j]
+        for key, a in ring.tarr.items():
+            h.tarr[key][slots] = a[j]
+        h.top, h.live = ring.top, int(units.shape[0])
+        return h
+
+    def to_ring(self, n_codes: int) -> Ring:
+        """The live cells as a dense :class:`Ring` over ``n_codes`` codes (the reverse of :meth:`from_ring`).
+
+        Cost: O(live cells + (top - base) x n_codes) for the new lanes.
+        """
+        r = Ring(self.lanes, base=self.base, rows=(self.top - self.base) * 2 + 2,
+                 codes=max(n_codes, 64))
+        r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
+        r.top, r.n_used = self.top, n_codes
+        k = self.n_cells
+        sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))
+        j = (self.cell_u[sel] & r.mask) * r.C + self.cell_c[sel]
+        for key, a in self.arr.items():
+            r.arr[key][j] = a[sel]
+        for key, a in self.tarr.items():
+            r.tarr[key][j] = a[sel]
+        r.live = int(sel.shape[0])
+        return r
 
     def lower_base(self, low: int) -> None:
         self.base = min(self.base, low)

@@ -255,7 +255,8 @@ class KeyEncoder:
         if n_total > self._codekeys.shape[0]:
             cap = max(n_total, 2 * self._codekeys.shape[0])
             ck = np.empty((cap, self._codekeys.shape[1]), np.int64)
-            ck[: self.n_codes] = self._codekeys[: self.n_codes]
+            m = min(self.n_codes, self._codekeys.shape[0])  # the direct path leaves it unfilled
+            ck[:m] = self._codekeys[:m]
             self._codekeys = ck
         if 2 * n_total > self._slots.shape[0]:
             cap = 1 << int(np.ceil(np.log2(max(4 * n_total, 16))))
@@ -314,12 +315,14 @@ class KeyEncoder:
 
     def restore(self, s: dict[str, Any]) -> None:
         self.n_codes = s["n"]
+        ck = s["codekeys"]  # the direct path (int keys through the LUT) does not fill it
         self._codekeys = np.empty((max(1024, self.n_codes), len(self.columns) + 1), np.int64)
-        self._codekeys[: self.n_codes] = s["codekeys"]
+        self._codekeys[: ck.shape[0]] = ck
         self._slots = np.full(2048, _EMPTY, np.int64)
-        self._reserve(max(self.n_codes, 1))
-        self._slots[:] = _EMPTY
-        _rehash(self._codekeys, self.n_codes, self._slots)
+        if s["lut"] is None:
+            self._reserve(max(self.n_codes, 1))
+            self._slots[:] = _EMPTY
+            _rehash(self._codekeys, self.n_codes, self._slots)
         self._dicts = [dict(d) for d in s["dicts"]]
         self._lut = None if s["lut"] is None else s["lut"].copy()
         self._direct = s["direct"]
