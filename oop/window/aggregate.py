@@ -62,7 +62,7 @@ import pyarrow.compute as pc
 
 from oop.errors import ConfigError
 from oop.metrics import StateSize
-from oop.operators.base import Operator, StreamInfo, require_columns
+from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
@@ -203,7 +203,7 @@ class WindowAggregate(Operator):
         info = inputs[0]
         cols = [a.column for a in self.aggs if a.column]
         require_columns(info, [*self.by, *cols], self.name)
-        attr = self._resolve_time(info)
+        attr = resolve_window_time(self.name, self.time_config, info)
         check_time_column(info.schema, attr, info.name)
         check_agg_types(self.aggs, info.schema, self.name)
         self.unit = info.unit(attr)
@@ -252,20 +252,6 @@ class WindowAggregate(Operator):
             fields.append(pa.field("is_revision", pa.bool_()))
         self.out_schema = pa.schema(fields)
         return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
-
-    def _resolve_time(self, info: StreamInfo) -> str:
-        """The progressing attribute windows are built on: ``time=`` or the stream's primary one."""
-        if self.time_config is None:
-            if info.time is None:
-                raise ConfigError(f"{self.name}: stream {info.name!r} has no progressing attribute")
-            return info.time
-        if self.time_config not in info.times:
-            raise ConfigError(
-                f"{self.name}: time={self.time_config!r} is not a progressing attribute of stream "
-                f"{info.name!r}; its progressing attributes are {sorted(info.times)} (derive one "
-                "with Stream.derive_time, or leave time=None for the primary one)"
-            )
-        return self.time_config
 
     def _out_type(self, a: Agg) -> pa.DataType:
         f = a.fn
