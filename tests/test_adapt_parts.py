@@ -58,18 +58,32 @@ def test_eq_values_by_hand():
 
 
 # ---- buffer -----------------------------------------------------------------------
-@given(st.integers(1, 5), st.lists(st.lists(st.integers(0, 12), max_size=10), max_size=6),
-       st.lists(st.integers(0, 12), max_size=4))
-def test_buffer_bins_take_groups_equals_reference(n_bins, batches, take):
-    b = LazyBuffer(n_bins, {"gid": np.dtype(np.int64), "ts": np.dtype(np.int64)})
+def _buffer(n_bins: int, gid_dtype: type) -> LazyBuffer:
+    """An empty lazy buffer of (gid, ts) rows."""
+    return LazyBuffer(n_bins, {"gid": np.dtype(gid_dtype), "ts": np.dtype(np.int64)})
+
+
+def _fill(b: LazyBuffer, batches: list[list[int]], t: int = 0,
+          check: bool = False) -> tuple[list[tuple[int, int]], int]:
+    """Append each list of group codes to ``b`` as one batch (``ts``: arrival position from
+    ``t``; ``b._check()`` after each append when ``check``). Returns the appended rows as
+    (gid, ts) pairs and the next ``ts``."""
     ref: list[tuple[int, int]] = []
-    t = 0
     for gs in batches:
         ts = np.arange(t, t + len(gs))
         t += len(gs)
-        b.append({"gid": np.asarray(gs, np.int64), "ts": ts})
+        b.append({"gid": np.asarray(gs, b.dtypes["gid"]), "ts": ts})
         ref += list(zip(gs, ts.tolist()))
-        b._check()
+        if check:
+            b._check()
+    return ref, t
+
+
+@given(st.integers(1, 5), st.lists(st.lists(st.integers(0, 12), max_size=10), max_size=6),
+       st.lists(st.integers(0, 12), max_size=4))
+def test_buffer_bins_take_groups_equals_reference(n_bins, batches, take):
+    b = _buffer(n_bins, np.int64)
+    ref, _ = _fill(b, batches, check=True)
     untouched = {k: list(b.bins[k]) for k in range(n_bins)
                  if k not in {g % n_bins for g in take}}
     out = b.take_groups(np.asarray(take, np.int64))
@@ -87,14 +101,8 @@ def test_buffer_bins_take_groups_equals_reference(n_bins, batches, take):
        st.integers(0, 30))
 def test_buffer_one_pass_purge_equals_reference(n_bins, batches, cut):
     """all_rows + keep_rows (the punctuation's one pass over B) == filtering the rows."""
-    b = LazyBuffer(n_bins, {"gid": np.dtype(np.int32), "ts": np.dtype(np.int64)})
-    ref: list[tuple[int, int]] = []
-    t = 0
-    for gs in batches:
-        ts = np.arange(t, t + len(gs))
-        t += len(gs)
-        b.append({"gid": np.asarray(gs, np.int32), "ts": ts})
-        ref += list(zip(gs, ts.tolist()))
+    b = _buffer(n_bins, np.int32)
+    ref, _ = _fill(b, batches)
     whole = b.all_rows()
     b._check()
     assert sorted(zip(whole["gid"].tolist(), whole["ts"].tolist())) == sorted(ref)
@@ -296,14 +304,8 @@ def test_segment_tupcnt_kernel_equals_reference(rows, data):
 def test_buffer_rebuild_then_switch_equals_reference(n_bins, batches, cut, take, more):
     """scan_rows + rebuild (a punctuation; rows packed in bin order), more appends, then a
     switch's take_groups and another pass == filtering a plain list of rows."""
-    b = LazyBuffer(n_bins, {"gid": np.dtype(np.int32), "ts": np.dtype(np.int64)})
-    ref: list[tuple[int, int]] = []
-    t = 0
-    for gs in batches:
-        ts = np.arange(t, t + len(gs))
-        t += len(gs)
-        b.append({"gid": np.asarray(gs, np.int32), "ts": ts})
-        ref += list(zip(gs, ts.tolist()))
+    b = _buffer(n_bins, np.int32)
+    ref, t = _fill(b, batches)
     whole = b.scan_rows()
     keep = [i for i in range(len(whole["gid"])) if whole["ts"][i] >= cut]
     order = sorted(keep, key=lambda i: (int(whole["gid"][i]) % n_bins, i))
@@ -312,10 +314,7 @@ def test_buffer_rebuild_then_switch_equals_reference(n_bins, batches, cut, take,
     b.rebuild(whole, np.asarray(order, np.int64), cuts.astype(np.int64))
     b._check()
     ref = [r for r in ref if r[1] >= cut]
-    ts = np.arange(t, t + len(more))
-    b.append({"gid": np.asarray(more, np.int32), "ts": ts})
-    ref += list(zip(more, ts.tolist()))
-    b._check()
+    ref += _fill(b, [more], t, check=True)[0]
     out = b.take_groups(np.asarray(take, np.int64))
     b._check()
     got = sorted(zip(out["gid"].tolist(), out["ts"].tolist()))

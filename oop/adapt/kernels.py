@@ -156,10 +156,7 @@ def bin_order_reference(gids: np.ndarray, n_bins: int) -> tuple[np.ndarray, np.n
     bins: list[list[int]] = [[] for _ in range(n_bins)]
     for i, g in enumerate(gids.tolist()):
         bins[g % n_bins].append(i)
-    cuts = [0]
-    for b in bins:
-        cuts.append(cuts[-1] + len(b))
-    return np.asarray([i for b in bins for i in b], np.int64), np.asarray(cuts, np.int64)
+    return _bins_reference(bins)
 
 
 @njit(cache=True)
@@ -440,6 +437,138 @@ def _fdiv(d, s, inv):  # type: ignore[no-untyped-def]
     return q
 
 
+# ---- bookkeeping shared by the kernels below (inlined; each kernel's reference stays
+# ---- self-contained, built from the Python helpers further down) -------------------------
+@njit(cache=True, inline="always")
+def _wid_span(t, origin, range_, slide, per, inv):  # type: ignore[no-untyped-def]
+    """The Bucket of one tuple at time ``t``: window ids ``[lo, hi)`` with ``lo = floor((t -
+    origin) / slide)``, ``hi = floor((t - origin + range) / slide)`` (004 Eq. 5.2). ``per``
+    = ``range // slide`` when RANGE is a multiple of SLIDE (then ``hi = lo + per``, one
+    division), else -1; ``inv = 1.0 / slide`` (:func:`_fdiv`)."""
+    d = t - origin
+    a = _fdiv(d, slide, inv)
+    b = a + per if per > 0 else _fdiv(d + range_, slide, inv)
+    return a, b
+
+
+@njit(cache=True, inline="always")
+def _source_offsets(hwm, skew_on):  # type: ignore[no-untyped-def]
+    """Cond. 6.9's per-source offsets (``SourceOffsets.offsets()``): ``max(hwm) - hwm[K]``
+    for every source seen (``hwm[K]`` > int64 min), 0 for the others; all 0 unless
+    ``skew_on``. O(sources)."""
+    S = hwm.shape[0]
+    off = np.zeros(S, np.float64)
+    top = np.int64(-9223372036854775807 - 1)
+    for j in range(S):
+        if hwm[j] > top:
+            top = hwm[j]
+    if skew_on:
+        for j in range(S):
+            if hwm[j] != np.int64(-9223372036854775807 - 1):
+                off[j] = top - hwm[j]
+    return off
+
+
+@njit(cache=True, inline="always")
+def _volume_skew(wv, g, vmask, range_f, off):  # type: ignore[no-untyped-def]
+    """Group ``g``'s winVol summed over the sources and Cond. 6.9's skew term ``sum_K
+    winVol[g, K] / range_f * off[K]`` (``theta = base + skew``). O(sources)."""
+    vol = 0
+    skew = 0.0
+    for k in range(wv.shape[1]):
+        c = wv[g, k] & vmask
+        vol += c
+        skew += c / range_f * off[k]
+    return vol, skew
+
+
+@njit(cache=True, inline="always")
+def _is_alive(wv, g, vmask):  # type: ignore[no-untyped-def]
+    """Whether group ``g`` has a tuple in some source's winVol (else it is not in ``H``)."""
+    for k in range(wv.shape[1]):
+        if wv[g, k] & vmask != 0:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _first_seen(scratch, g, out, n):  # type: ignore[no-untyped-def]
+    """Distinct groups in first-occurrence order: the first time group ``g`` is seen
+    (``scratch[g] < 0``) it gets position ``n`` (``scratch[g] = n``, ``out[n] = g``).
+    Returns the new count of distinct groups."""
+    if scratch[g] < 0:
+        scratch[g] = n
+        out[n] = g
+        return n + 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _clear(scratch, groups, n):  # type: ignore[no-untyped-def]
+    """Leave ``scratch`` all -1 again after :func:`_first_seen` noted ``groups[:n]``."""
+    for j in range(n):
+        scratch[groups[j]] = -1
+
+
+@njit(cache=True, inline="always")
+def _expired_groups(gid, keep, scratch):  # type: ignore[no-untyped-def]
+    """The distinct groups of the rows with ``keep[i]`` False, in first-occurrence order;
+    ``scratch`` (int64 over group codes, all -1) is left all -1. O(n)."""
+    gone = np.empty(gid.shape[0], np.int64)
+    n = 0
+    for i in range(gid.shape[0]):
+        if not keep[i]:
+            n = _first_seen(scratch, gid[i], gone, n)
+    _clear(scratch, gone, n)
+    return gone[:n].copy()
+
+
+@njit(cache=True, inline="always")
+def _bin_of(g, n_bins, pow2):  # type: ignore[no-untyped-def]
+    """Bin ``g % n_bins`` of group code ``g`` (a mask when ``pow2``: ``n_bins`` a power of
+    two, where ``g & (n_bins - 1) == g % n_bins`` for every int, negative ones too)."""
+    return g & (n_bins - 1) if pow2 else g % n_bins
+
+
+@njit(cache=True, inline="always")
+def _bin_sort_kept(gid, keep, n_bins):  # type: ignore[no-untyped-def]
+    """Stable counting sort of the rows with ``keep[i]`` by bin ``gid % n_bins``: returns
+    ``(order, cuts)`` (``cuts``: ``n_bins + 1`` bin starts in ``order``). O(n + bins)."""
+    pow2 = n_bins & (n_bins - 1) == 0
+    cuts = np.zeros(n_bins + 1, np.int64)
+    for i in range(gid.shape[0]):
+        if keep[i]:
+            cuts[_bin_of(gid[i], n_bins, pow2) + 1] += 1
+    for b in range(n_bins):
+        cuts[b + 1] += cuts[b]
+    order = np.empty(cuts[n_bins], np.int64)
+    pos = cuts[:n_bins].copy()
+    for i in range(gid.shape[0]):
+        if keep[i]:
+            b = _bin_of(gid[i], n_bins, pow2)
+            order[pos[b]] = i
+            pos[b] += 1
+    return order, cuts
+
+
+def _bins_reference(bins: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows listed per bin -> ``(rows in bin order, bin cuts)`` (the references' sort)."""
+    cuts = np.cumsum([0] + [len(b) for b in bins]).astype(np.int64)
+    return np.asarray([i for b in bins for i in b], np.int64), cuts
+
+
+def _source_offsets_reference(hwm: np.ndarray, skew_on: bool) -> list[int]:
+    """Reference of :func:`_source_offsets`: newest seen high-watermark minus each seen one."""
+    i64min = int(np.iinfo(np.int64).min)
+    seen = [int(h) for h in hwm if int(h) != i64min]
+    return [(max(seen) - int(h)) if (skew_on and int(h) != i64min) else 0 for h in hwm]
+
+
+def _theta_reference(counts: list[int], off: list[int], base: float, range_f: float) -> float:
+    """Cond. 6.9's ``theta = base + sum_K counts[K] / range_f * off[K]``."""
+    return base + sum(c / range_f * float(o) for c, o in zip(counts, off))
+
+
 # ---- AdaptWID's fused per-batch pass (oop.adapt.logic) ------------------------------------
 #: row classes written by :func:`route_batch`
 ROW_LATE, ROW_LAZY, ROW_EAGER = 0, 1, 2
@@ -469,7 +598,6 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     (int64 over group codes, all -1) is left all -1. O(n x sources).
     """
     n = gids.shape[0]
-    S = wv.shape[1]
     ug = np.empty(n if monitor else 0, np.int64)
     loc = np.empty(n if monitor else 0, np.int32)  # row -> its group's index in ug
     nu = 0
@@ -484,9 +612,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     per = rng // sl if rng % sl == 0 else -1  # windows per tuple when RANGE is k x SLIDE
     inv = 1.0 / sl
     for i in range(n):
-        d = ts[i] - org
-        lo[i] = _fdiv(d, sl, inv)
-        hi[i] = lo[i] + per if per > 0 else _fdiv(d + rng, sl, inv)  # one division if exact
+        lo[i], hi[i] = _wid_span(ts[i], org, rng, sl, per, inv)
         if lo[i] < first_open:
             lo[i] = first_open
         if lo[i] >= hi[i]:
@@ -506,28 +632,14 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             u = scratch[g]
             if u < 0:
                 u = nu
-                scratch[g] = nu
-                ug[nu] = g
-                nu += 1
-                alive = False
-                for j in range(S):
-                    if wv[g, j] & vmask != 0:
-                        alive = True
-                if not alive:
+                nu = _first_seen(scratch, g, ug, nu)
+                if not _is_alive(wv, g, vmask):
                     n_born += 1
                     if wv[g, 0] & mbit != 0:
                         n_born_e += 1
             loc[i] = u
             wv[g, k] += 1
-    off = np.zeros(S, np.float64)  # SourceOffsets.offsets(): top - hwm, 0 if unseen
-    top = np.int64(-9223372036854775807 - 1)
-    for j in range(S):
-        if hwm[j] > top:
-            top = hwm[j]
-    if skew_on:
-        for j in range(S):
-            if hwm[j] != np.int64(-9223372036854775807 - 1):
-                off[j] = top - hwm[j]
+    off = _source_offsets(hwm, skew_on)
     sw = np.empty(nu, np.int64)
     eflag = np.empty(nu, np.bool_)  # the touched groups' flags after the switches
     n_sw = 0
@@ -538,12 +650,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
             eflag[u] = True
             continue
         eflag[u] = False
-        vol = 0
-        skew = 0.0
-        for j in range(S):
-            c = wv[g, j] & vmask
-            vol += c
-            skew += c / range_f * off[j]
+        vol, skew = _volume_skew(wv, g, vmask, range_f, off)
         if vol > up * (base + skew):
             wv[g, 0] |= mbit
             eflag[u] = True
@@ -619,16 +726,13 @@ def route_batch_reference(gids: np.ndarray, src: np.ndarray, ts: np.ndarray,
                     born += 1
                     born_e += int(int(wv[g, 0]) & mbit != 0)
             wv[g, k] += 1
-    i64min = int(np.iinfo(np.int64).min)
-    seen = [int(h) for h in hwm if int(h) != i64min]
-    off = [(max(seen) - int(h)) if (skew_on and int(h) != i64min) else 0 for h in hwm]
+    off = _source_offsets_reference(hwm, skew_on)
     sw = []
     for g in touched:
         if int(wv[g, 0]) & mbit:
             continue
         counts = [int(x) & vmask for x in wv[g]]
-        theta = base + sum(c / range_f * float(o) for c, o in zip(counts, off))
-        if sum(counts) > up * theta:
+        if sum(counts) > up * _theta_reference(counts, off, base, range_f):
             wv[g, 0] |= mbit
             sw.append(g)
     for i in range(n):
@@ -740,9 +844,7 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
     inv = 1.0 / slide
     for i in range(n):
-        d = ts[i] - origin
-        a = _fdiv(d, slide, inv)
-        b = a + per if per > 0 else _fdiv(d + range_, slide, inv)
+        a, b = _wid_span(ts[i], origin, range_, slide, per, inv)
         lo[i] = a
         hi[i] = b
         e = b if b < fo else fo
@@ -759,8 +861,6 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     ws = np.empty(total, np.int64)
     is_last = np.empty(total, np.bool_)
     keep = np.empty(n, np.bool_)
-    gone = np.empty(n, np.int64)
-    n_gone = 0
     k = 0
     for i in range(n):
         if pairs:
@@ -771,30 +871,10 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
                 k += 1
         keep[i] = hi[i] > fo
         if not keep[i] and monitor:
-            g = gid[i]
-            wv[g, src[i]] -= 1
-            if scratch[g] < 0:
-                scratch[g] = 0
-                gone[n_gone] = g
-                n_gone += 1
-    for j in range(n_gone):
-        scratch[gone[j]] = -1
-    cuts = np.zeros(n_bins + 1, np.int64)
-    pow2 = n_bins & (n_bins - 1) == 0  # bin = gid & (n_bins - 1): no division
-    bm = n_bins - 1
-    for i in range(n):
-        if keep[i]:
-            cuts[(gid[i] & bm if pow2 else gid[i] % n_bins) + 1] += 1
-    for b in range(n_bins):
-        cuts[b + 1] += cuts[b]
-    order = np.empty(cuts[n_bins], np.int64)
-    pos = cuts[:n_bins].copy()
-    for i in range(n):
-        if keep[i]:
-            b = gid[i] & bm if pow2 else gid[i] % n_bins
-            order[pos[b]] = i
-            pos[b] += 1
-    return rows, ws, is_last, order, cuts, gone[:n_gone].copy(), clo, chi, sel
+            wv[gid[i], src[i]] -= 1
+    gone = _expired_groups(gid, keep, scratch) if monitor else np.empty(0, np.int64)
+    order, cuts = _bin_sort_kept(gid, keep, n_bins)
+    return rows, ws, is_last, order, cuts, gone, clo, chi, sel
 
 
 def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
@@ -818,10 +898,9 @@ def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range
             wv[int(gid[i]), int(src[i])] -= 1
             if int(gid[i]) not in gone:
                 gone.append(int(gid[i]))
-    cuts = np.cumsum([0] + [len(b) for b in bins])
+    order, cuts = _bins_reference(bins)
     return (np.asarray(rows, np.int64), np.asarray(ws, np.int64), np.asarray(last, bool),
-            np.asarray([i for b in bins for i in b], np.int64), cuts.astype(np.int64),
-            np.asarray(gone, np.int64), np.asarray(clo, np.int64), np.asarray(chi, np.int64),
+            order, cuts, np.asarray(gone, np.int64), np.asarray(clo, np.int64), np.asarray(chi, np.int64),
             np.asarray([2 if b > a else 0 for a, b in zip(clo, chi)], np.int8))
 
 
@@ -831,7 +910,6 @@ def count_dead(wv, cand, gone, scratch, vmask, mbit, reset):  # type: ignore[no-
     ``H``. Returns ``(dead, of them flagged eager)``; with ``reset`` their flag is cleared
     (the group starts lazy again). ``scratch`` as in :func:`route_batch`. O(groups x sources).
     """
-    S = wv.shape[1]
     seen = np.empty(cand.shape[0] + gone.shape[0], np.int64)
     ns = 0
     n_dead = 0
@@ -840,21 +918,14 @@ def count_dead(wv, cand, gone, scratch, vmask, mbit, reset):  # type: ignore[no-
         g = cand[j] if j < cand.shape[0] else gone[j - cand.shape[0]]
         if scratch[g] >= 0:
             continue
-        scratch[g] = 0
-        seen[ns] = g
-        ns += 1
-        alive = False
-        for k in range(S):
-            if wv[g, k] & vmask != 0:
-                alive = True
-        if not alive:
+        ns = _first_seen(scratch, g, seen, ns)
+        if not _is_alive(wv, g, vmask):
             n_dead += 1
             if wv[g, 0] & mbit != 0:
                 n_dead_e += 1
                 if reset:
                     wv[g, 0] &= ~mbit
-    for j in range(ns):
-        scratch[seen[j]] = -1
+    _clear(scratch, seen, ns)
     return n_dead, n_dead_e
 
 
@@ -886,23 +957,12 @@ def take_scan(gid, groups, n_bins):  # type: ignore[no-untyped-def]
             hit[i] = True
             n_hit += 1
     taken = np.empty(n_hit, np.int64)
-    cuts = np.zeros(n_bins + 1, np.int64)
     t = 0
     for i in range(n):
         if hit[i]:
             taken[t] = i
             t += 1
-        else:
-            cuts[gid[i] % n_bins + 1] += 1
-    for b in range(n_bins):
-        cuts[b + 1] += cuts[b]
-    order = np.empty(n - n_hit, np.int64)
-    pos = cuts[:n_bins].copy()
-    for i in range(n):
-        if not hit[i]:
-            b = gid[i] % n_bins
-            order[pos[b]] = i
-            pos[b] += 1
+    order, cuts = _bin_sort_kept(gid, ~hit, n_bins)
     return taken, order, cuts
 
 
@@ -915,9 +975,8 @@ def take_scan_reference(gid: np.ndarray, groups: np.ndarray,
     for i, g in enumerate(gid.tolist()):
         if g not in want:
             bins[g % n_bins].append(i)
-    cuts = np.cumsum([0] + [len(b) for b in bins]).astype(np.int64)
-    return (np.asarray(taken, np.int64), np.asarray([i for b in bins for i in b], np.int64),
-            cuts)
+    order, cuts = _bins_reference(bins)
+    return np.asarray(taken, np.int64), order, cuts
 
 
 @njit(cache=True)
@@ -927,28 +986,14 @@ def switch_down(wv, cand, pre, use_pre, base, range_f, skew_on, hwm, down, vmask
     is ``< down * theta`` loses its flag ``mbit``. ``theta`` is Cond. 6.9 as in
     :func:`route_batch` (winVol now in the skew term, offsets from ``hwm``). Returns the
     switched groups. O(groups x sources)."""
-    S = wv.shape[1]
-    off = np.zeros(S, np.float64)
-    top = np.int64(-9223372036854775807 - 1)
-    for j in range(S):
-        if hwm[j] > top:
-            top = hwm[j]
-    if skew_on:
-        for j in range(S):
-            if hwm[j] != np.int64(-9223372036854775807 - 1):
-                off[j] = top - hwm[j]
+    off = _source_offsets(hwm, skew_on)
     sw = np.empty(cand.shape[0], np.int64)
     n_sw = 0
     for j in range(cand.shape[0]):
         g = cand[j]
         if wv[g, 0] & mbit == 0:
             continue
-        vol = 0
-        skew = 0.0
-        for k in range(S):
-            c = wv[g, k] & vmask
-            vol += c
-            skew += c / range_f * off[k]
+        vol, skew = _volume_skew(wv, g, vmask, range_f, off)
         v = pre[j] if use_pre else vol
         if v < down * (base + skew):
             wv[g, 0] &= ~mbit
@@ -961,17 +1006,14 @@ def switch_down_reference(wv: np.ndarray, cand: np.ndarray, pre: np.ndarray, use
                           base: float, range_f: float, skew_on: bool, hwm: np.ndarray,
                           down: float, vmask: int, mbit: int) -> np.ndarray:
     """Tuple-at-a-time reference of :func:`switch_down` (``wv`` in place)."""
-    i64min = int(np.iinfo(np.int64).min)
-    seen = [int(h) for h in hwm if int(h) != i64min]
-    off = [(max(seen) - int(h)) if (skew_on and int(h) != i64min) else 0 for h in hwm]
+    off = _source_offsets_reference(hwm, skew_on)
     out = []
     for j, g in enumerate(cand.tolist()):
         if not int(wv[g, 0]) & mbit:
             continue
         counts = [int(x) & vmask for x in wv[g]]
-        theta = base + sum(c / range_f * float(o) for c, o in zip(counts, off))
         v = int(pre[j]) if use_pre else sum(counts)
-        if v < down * theta:
+        if v < down * _theta_reference(counts, off, base, range_f):
             wv[g, 0] &= ~mbit
             out.append(g)
     return np.asarray(out, np.int64)
@@ -989,11 +1031,7 @@ def transient_slots(gid, sel, scratch, sort):  # type: ignore[no-untyped-def]
     nu = 0
     for i in range(n):
         if sel[i] != 0:
-            g = gid[i]
-            if scratch[g] < 0:
-                scratch[g] = nu
-                ug[nu] = g
-                nu += 1
+            nu = _first_seen(scratch, gid[i], ug, nu)
     ug = ug[:nu]
     order = np.argsort(ug) if sort else np.arange(nu)
     rank = np.empty(nu, np.int64)
@@ -1002,8 +1040,7 @@ def transient_slots(gid, sel, scratch, sort):  # type: ignore[no-untyped-def]
     slot = np.empty(n, np.int64)
     for i in range(n):
         slot[i] = rank[scratch[gid[i]]] if sel[i] != 0 else -1
-    for j in range(nu):
-        scratch[ug[j]] = -1
+    _clear(scratch, ug, nu)
     return slot, ug[order]
 
 
@@ -1071,16 +1108,12 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     chi = np.empty(n, np.int64)
     slot = np.empty(n, np.int64)
     ug = np.empty(n, np.int64)
-    gone = np.empty(n, np.int64)
     keep = np.empty(n, np.bool_)
     nu = 0
-    n_gone = 0
     per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
     inv = 1.0 / slide
     for i in range(n):
-        d = ts[i] - origin
-        a = _fdiv(d, slide, inv)
-        b = a + per if per > 0 else _fdiv(d + range_, slide, inv)
+        a, b = _wid_span(ts[i], origin, range_, slide, per, inv)
         e = b if b < fo else fo
         if a < old:
             a = old
@@ -1088,28 +1121,16 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
         chi[i] = e
         g = gid[i]
         if e > a:  # a closing window: a transient slot (scratch holds it while scanning)
-            if scratch[g] < 0:
-                scratch[g] = nu
-                ug[nu] = g
-                nu += 1
+            nu = _first_seen(scratch, g, ug, nu)
             slot[i] = scratch[g]
         else:
             slot[i] = -1
         keep[i] = b > fo
         if not keep[i] and monitor:
             wv[g, src[i]] -= 1
-    for j in range(nu):
-        scratch[ug[j]] = -1
-    if monitor:  # the expired rows' distinct groups (scratch reused after the slots)
-        for i in range(n):
-            if not keep[i]:
-                g = gid[i]
-                if scratch[g] < 0:
-                    scratch[g] = 0
-                    gone[n_gone] = g
-                    n_gone += 1
-        for j in range(n_gone):
-            scratch[gone[j]] = -1
+    _clear(scratch, ug, nu)
+    # the expired rows' distinct groups (scratch reused after the slots)
+    gone = _expired_groups(gid, keep, scratch) if monitor else np.empty(0, np.int64)
     pres = np.zeros((mask + 1, nu), np.int64)
     for i in range(n):
         s = slot[i]
@@ -1119,7 +1140,6 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     # kept rows in bin order: binned rows stay in place within their bin (a filter), the
     # staged ones follow their bin's binned rows (a counting sort of the staged rows only)
     pow2 = n_bins & (n_bins - 1) == 0  # bin = gid & (n_bins - 1): no division
-    bm = n_bins - 1
     nb = pc[n_bins]
     cnt = np.zeros(2 * n_bins, np.int64)  # kept binned rows / kept staged rows, per bin
     for b in range(n_bins):
@@ -1130,7 +1150,7 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
         cnt[b] = c
     for i in range(nb, n):
         if keep[i]:
-            cnt[n_bins + (gid[i] & bm if pow2 else gid[i] % n_bins)] += 1
+            cnt[n_bins + _bin_of(gid[i], n_bins, pow2)] += 1
     cuts = np.zeros(n_bins + 1, np.int64)
     for b in range(n_bins):
         cuts[b + 1] = cuts[b] + cnt[b] + cnt[n_bins + b]
@@ -1152,15 +1172,14 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
         pos[b] = p
     for i in range(nb, n):
         if keep[i]:
-            b = gid[i] & bm if pow2 else gid[i] % n_bins
+            b = _bin_of(gid[i], n_bins, pow2)
             p = pos[b]
             order[p] = i
             kg[p] = gid[i]
             kt[p] = ts[i]
             ks[p] = src[i]
             pos[b] = p + 1
-    return (order, cuts, gone[:n_gone].copy(), slot, ug[:nu].copy(), clo, chi, pres, kg, kt,
-            ks)
+    return order, cuts, gone, slot, ug[:nu].copy(), clo, chi, pres, kg, kt, ks
 
 
 def close_fold_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
@@ -1209,11 +1228,7 @@ def settle_close(wv, pg, ptc, gone, scratch, use_pre, base, range_f, skew_on, hw
     cand = np.empty(m, np.int64)
     nc = 0
     for i in range(m):
-        g = pg[i]
-        if scratch[g] < 0:
-            scratch[g] = nc
-            cand[nc] = g
-            nc += 1
+        nc = _first_seen(scratch, pg[i], cand, nc)
     pre = np.empty(nc, np.int64)
     for j in range(nc):
         g = cand[j]
@@ -1228,8 +1243,7 @@ def settle_close(wv, pg, ptc, gone, scratch, use_pre, base, range_f, skew_on, hw
             c = ptc[i, k]
             wv[g, k] -= c  # low bits only: never below 0
             total += c
-    for j in range(nc):
-        scratch[cand[j]] = -1
+    _clear(scratch, cand, nc)
     sw = switch_down(wv, cand[:nc], pre, use_pre, base, range_f, skew_on, hwm, down, vmask,
                      mbit)
     n_dead, n_dead_e = count_dead(wv, cand[:nc], gone, scratch, vmask, mbit, reset)
