@@ -129,7 +129,8 @@ def drive(kind: Any, method: str, batches: list[pa.RecordBatch], puncts: list[in
     return {"wall": wall, "rows_out": rows_out, "p50": float(np.percentile(a, 50)),
             "p99": float(np.percentile(a, 99)), "max": float(a.max()), "peak_items": peak_items,
             "peak_bytes": peak_bytes, "checksum": checksum, "method": getattr(op, "plan_info", {}).get("method", method),
-            "layout": getattr(op, "plan_info", {}).get("layout", "?")}
+            "layout": getattr(op, "plan_info", {}).get("layout", "?"),
+            "switches": int(getattr(op, "plan_info", {}).get("layout_switches", 0))}
 
 
 def numpy_tumbling(ts: np.ndarray, key: np.ndarray, v: np.ndarray, size: int) -> int:
@@ -204,7 +205,9 @@ def extra(n: int, repeat: int) -> bool:
             ("sparse 1M keys Paned auto", "paned", "auto", None, True),
             ("sparse 1M keys Paned hash", "paned", "hash", None, True),
             ("sparse 1M keys Paned dense", "paned", "dense", None, True),
-            ("sparse 1M keys WID auto", "wid", "auto", None, True)]
+            ("sparse 1M keys WID auto", "wid", "auto", None, True),
+            ("sparse 1M keys WID hash", "wid", "hash", None, True),
+            ("sparse 1M keys WID dense", "wid", "dense", None, True)]
     best: dict[str, dict[str, Any]] = {}
     for label, method, layout, aggs, sparse in cfgs:  # warm-up (numba caches)
         b, p, sch = (sp_batches, sp_puncts, sp_table.schema) if sparse else (batches, puncts, table.schema)
@@ -219,7 +222,9 @@ def extra(n: int, repeat: int) -> bool:
     for label, r in best.items():
         rows_in = n_sp if label.startswith("sparse") else n
         print(f"{label:34s} {rows_in / r['wall'] / 1e6:10.2f} {r['p99']:7.3f} {r['peak_bytes'] / 1e6:8.1f} "
-              f"{r['rows_out']:10,d}  {r['method']} / {r['layout']}")
+              f"{r['rows_out']:10,d}  {r['method']} / {r['layout']}"
+              + (f" ({r['switches']} switch{'es' if r['switches'] > 1 else ''} from the first"
+                 " batch's choice)" if r["switches"] else ""))
     mp, mw = best["median sliding 10s/1s Paned"], best["median sliding 10s/1s WID"]
     print(f"median sliding Paned-WID vs plain WID: {mw['wall'] / mp['wall']:.2f}x; auto picked "
           f"{best['median sliding 10s/1s auto']['method']}; median checksums agree: "

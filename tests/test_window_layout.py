@@ -67,8 +67,8 @@ def phased(rng: np.random.Generator, a_keys: int = 1100, b_panes: int = 30, b_ke
 
 
 def run(table: pa.Table, method: str, layout: str, batch: int, punct_every: int = 1,
-        check: bool = True) -> tuple[pa.Table, dict]:
-    op = window_operator(Sliding(RANGE, SLIDE), [agg.count(), agg.sum("v")], by="key",
+        check: bool = True, r: int = RANGE) -> tuple[pa.Table, dict]:
+    op = window_operator(Sliding(r, SLIDE), [agg.count(), agg.sum("v")], by="key",
                          method=method, layout=layout)
     op.open([StreamInfo("s", SCHEMA, {"ts": "ms"}, "ts")])
     ts = table.column("ts").to_numpy()
@@ -90,17 +90,17 @@ def run(table: pa.Table, method: str, layout: str, batch: int, punct_every: int 
     return res, op.plan_info
 
 
-def oracle(table: pa.Table) -> pd.DataFrame:
-    """From scratch: every tuple into its RANGE/SLIDE windows, then one group-by."""
+def oracle(table: pa.Table, r: int = RANGE) -> pd.DataFrame:
+    """From scratch: every tuple into its r/SLIDE windows, then one group-by."""
     df = table.to_pandas()
     parts = []
-    for off in range(RANGE // SLIDE):
+    for off in range(r // SLIDE):
         w = df["ts"] // SLIDE + off  # window ending at (w + 1) * SLIDE
         parts.append(df.assign(w=w))
     d = pd.concat(parts)
     g = d.groupby(["key", "w"]).agg(count=("v", "size"), sum_v=("v", "sum")).reset_index()
     g["window_end"] = (g["w"] + 1) * SLIDE
-    g["window_start"] = g["window_end"] - RANGE
+    g["window_start"] = g["window_end"] - r
     return canon(g)
 
 
@@ -181,20 +181,27 @@ def _switches(info: dict) -> int:
     return int(info.get("layout_switches", 0))
 
 
-@pytest.mark.parametrize("method", ["wid", "paned"])
-def test_phased_stream_switches_and_matches_oracle(method):
-    # WID windows hold 4 panes of fresh keys: its density falls below 5 % only once
-    # ~25K keys were seen; the last phase then brings it above 20 % for both methods
-    table = phased(np.random.default_rng(3), b_panes=100, c_panes=8, c_keys=8000)
-    exp = oracle(table)
-    got, info = run(table, method, "auto", batch=1000)
+@pytest.mark.parametrize("method, r", [("paned", RANGE), ("wid", SLIDE)])
+def test_phased_stream_switches_and_matches_oracle(method, r):
+    """Paned-WID (sliding 4 s / 1 s) and tumbling WID (1 s): dense -> hash -> dense."""
+    table = phased(np.random.default_rng(3), b_panes=40, c_panes=8, c_keys=8000)
+    exp = oracle(table, r)
+    got, info = run(table, method, "auto", batch=1000, r=r)
     assert_equal(got, exp)
     assert _switches(info) >= 2, info  # dense -> hash, then back to dense
     assert info["layout"] == "dense ring x codes"
     for layout in ("dense", "hash"):
-        forced, finfo = run(table, method, layout, batch=1000, check=False)
+        forced, finfo = run(table, method, layout, batch=1000, check=False, r=r)
         assert_equal(forced, exp)
         assert _switches(finfo) == 0
+
+
+def test_sliding_wid_stays_dense_under_auto():
+    """Sliding WID updates range/slide cells per tuple: auto keeps the dense ring (measured faster)."""
+    table = phased(np.random.default_rng(3), b_panes=100, c_panes=0)
+    got, info = run(table, "wid", "auto", batch=1000)
+    assert_equal(got, oracle(table))
+    assert _switches(info) == 0 and info["layout"] == "dense ring x codes"
 
 
 def test_sparse_only_stays_hash_after_switch():
@@ -224,16 +231,18 @@ def test_paned_max_stays_dense():
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), a_keys=st.integers(1024, 1400), b_panes=st.integers(2, 14),
        b_keys=st.integers(5, 120), c_panes=st.integers(0, 4), batch=st.integers(50, 900),
-       punct_every=st.integers(1, 3), method=st.sampled_from(["wid", "paned"]))
+       punct_every=st.integers(1, 3), method=st.sampled_from(["wid", "paned", "tumbling"]))
 def test_auto_equals_oracle_whatever_the_switch_points(seed, a_keys, b_panes, b_keys, c_panes,
                                                       batch, punct_every, method):
     rng = np.random.default_rng(seed)
     table = phased(rng, a_keys=a_keys, b_panes=b_panes, b_keys=b_keys, c_panes=c_panes,
                    c_keys=min(a_keys, 1100))
-    got, _ = run(table, method, "auto", batch=batch, punct_every=punct_every)
-    assert_equal(got, oracle(table))
-    # accounting: every tuple is counted in exactly RANGE/SLIDE windows
-    assert int(pc_sum(got.column("count"))) == table.num_rows * (RANGE // SLIDE)
+    r = SLIDE if method == "tumbling" else RANGE
+    got, _ = run(table, "wid" if method == "tumbling" else method, "auto", batch=batch,
+                 punct_every=punct_every, r=r)
+    assert_equal(got, oracle(table, r))
+    # accounting: every tuple is counted in exactly r/SLIDE windows
+    assert int(pc_sum(got.column("count"))) == table.num_rows * (r // SLIDE)
 
 
 def pc_sum(col) -> int:

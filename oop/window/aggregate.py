@@ -291,6 +291,19 @@ class WindowAggregate(Operator):
             and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
         return paned_ok and self.late is not LatePolicy.UPDATE
 
+    def _auto_may_hash(self) -> bool:
+        """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
+
+        Panes and tumbling windows. Sliding WID updates ``range/slide`` cells
+        per tuple, and the hash layout then holds that many more live cells,
+        each probed and compacted at every punctuation: measured slower than
+        the dense ring (1M sparse keys, 10 s / 1 s: 0.33 vs 0.71 M tuples/s,
+        ``experiments/bench_window.py``), so auto keeps it dense (``layout="hash"``
+        still forces it, at about half the memory).
+        """
+        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
+        return single and self._can_hash()
+
     def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
         """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
 
@@ -298,7 +311,7 @@ class WindowAggregate(Operator):
         window (Paned-WID: a pane) holds on average < 5 % of them (the dense
         layout would be > 95 % empty cells). The first batch only shows the
         keys seen so far, so :meth:`_relayout` re-checks after every
-        punctuation. Only where :meth:`_can_hash`.
+        punctuation. Auto picks hash only where :meth:`_auto_may_hash`.
         """
         can_hash = self._can_hash()
         if self.layout_config == "hash":
@@ -307,7 +320,8 @@ class WindowAggregate(Operator):
                                   "'update', and with panes a sliding window and no "
                                   "min/max/first/last aggregate")
             layout = "hash"
-        elif self.layout_config == "dense" or not can_hash or self.enc.n_codes < _HASH_MIN_KEYS:
+        elif (self.layout_config == "dense" or not self._auto_may_hash()
+              or self.enc.n_codes < _HASH_MIN_KEYS):
             layout = "dense"
         else:
             u = units - units.min()
@@ -339,7 +353,7 @@ class WindowAggregate(Operator):
         the open state; it is counted in ``plan_info["layout_switches"]``.
         """
         ring = self.ring
-        if self.layout_config != "auto" or ring is None or not self._can_hash():
+        if self.layout_config != "auto" or ring is None or not self._auto_may_hash():
             return
         n = self.enc.n_codes
         units = ring.top - ring.base
