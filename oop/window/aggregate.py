@@ -20,12 +20,16 @@ partial aggregates are kept:
 
 State: partial aggregates per ``(unit, group code)`` (codes from
 :class:`~oop.window.keys.KeyEncoder`), in one of two layouts chosen per
-operator on the first batch (``layout="auto"``; reported in
-``plan_info["layout"]``): the dense ring of :class:`~oop.window.store.Ring`
-(units x codes) where keys are dense, or the hash table of live cells of
-:class:`~oop.window.hashstore.HashCells` where a window (Paned-WID: a pane)
-holds < 5% of >= 1024 keys (Paned-WID: sum-type aggregates on sliding
-windows only); plus a multiset store per holistic aggregate column.
+operator (``layout="auto"``; reported in ``plan_info["layout"]``): the dense
+ring of :class:`~oop.window.store.Ring` (units x codes) where keys are dense,
+or the hash table of live cells of :class:`~oop.window.hashstore.HashCells`
+where a window (Paned-WID: a pane) holds < 5 % of >= 1024 keys. Auto picks
+hash only where each tuple updates one unit (panes, tumbling windows) and,
+for Paned-WID, for sum-type aggregates on sliding windows. The choice is made
+on the first batch and re-checked after every punctuation (keys keep
+arriving): dense -> hash below 5 %, hash -> dense above 20 %
+(``plan_info["layout_switches"]``); plus a multiset store per holistic
+aggregate column.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 
