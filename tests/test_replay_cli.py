@@ -71,6 +71,9 @@ def test_replay_matches_oracle(flows, tmp_path, window, kind, strategy):
         assert field in m
     assert m["tuples_in"] == table.num_rows and m["late"] == 0
     assert m["windows_out"] == got.num_rows
+    if strategy == "oop":  # which method and layout the window operator picked
+        assert m["plan"]["method"] == ("wid" if isinstance(kind, Tumbling) else "paned")
+        assert m["plan"]["layout"] in ("dense ring x codes", "hash (unit, code) cells")
 
 
 def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):

@@ -148,7 +148,13 @@ def build_stream(table: pa.Table, args: argparse.Namespace) -> Any:
     return WindowQuery([src], kind, aggs, by=tuple(args.key)).plan(strategy)
 
 
-def _summary(res: Any, wall: float) -> dict[str, Any]:
+def _plan_of(stream: Any) -> dict[str, Any]:
+    """What the window operator chose (method, layout, layout switches, cost-model terms), if any."""
+    info = getattr(getattr(getattr(stream, "node", None), "op", None), "plan_info", None)
+    return dict(info) if isinstance(info, dict) else {}
+
+
+def _summary(res: Any, wall: float, plan: dict[str, Any] | None = None) -> dict[str, Any]:
     ops = res.metrics
     peak_items = sum(m.peak_state_items for m in ops.values())
     peak_bytes = sum(m.peak_state_bytes for m in ops.values())
@@ -166,6 +172,7 @@ def _summary(res: Any, wall: float) -> dict[str, Any]:
         "wall_s": wall,
         "tuples_per_s": tuples_in / wall if wall > 0 else None,
         **lat,
+        "plan": plan or {},
         "operators": res.metrics_dict(),
     }
 
@@ -196,7 +203,7 @@ def run_replay(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     wall = _time.perf_counter() - t0
-    summary = _summary(res, wall)
+    summary = _summary(res, wall, _plan_of(stream))
     if args.out:
         res.to_parquet(args.out)
         print(f"oop replay: {summary['windows_out']} rows -> {args.out}", file=sys.stderr)
@@ -214,4 +221,10 @@ def run_replay(args: argparse.Namespace) -> int:
         f"{summary['windows_out']} windows, peak state {summary['peak_state_bytes']} B",
         file=sys.stderr,
     )
+    plan = summary["plan"]
+    if plan.get("method"):
+        switches = plan.get("layout_switches", 0)
+        print(f"oop replay: window method {plan['method']}, layout {plan.get('layout', '?')}"
+              + (f" ({switches} layout switch{'es' if switches > 1 else ''})" if switches else ""),
+              file=sys.stderr)
     return 0
