@@ -213,6 +213,38 @@ def segment_tupcnt_reference(starts: np.ndarray, src: np.ndarray, is_last: np.nd
 # rows with slot[i] < 0 are skipped (the batch's lazy and late rows: no gather needed).
 
 
+@njit(cache=True, inline="always")
+def _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo, hi, k, mask):  # type: ignore[no-untyped-def]
+    """One row of source ``k`` with windows ``[lo, hi)`` into slot ``s``: what
+    :func:`dense_fold_rows` does per row. Returns cells of ``rows`` that became non-empty."""
+    new = 0
+    if hi - 1 > last_w[s]:
+        last_w[s] = hi - 1
+    if has_tc:
+        tc[(hi - 1) & mask, s, k] += 1
+    if has_rows:
+        for w in range(lo, hi):
+            r = w & mask
+            if pres[r, s] == 0:
+                new += 1
+            pres[r, s] += 1
+    return new
+
+
+@njit(cache=True, inline="always")
+def _take_slot(slot_of, gid_of, last_w, free, n_free, g, w_min):  # type: ignore[no-untyped-def]
+    """Group ``g``'s slot, popping one from the free stack (``free[:n_free]``) if it has none
+    (its ``last_w`` starts at ``w_min``). Returns ``(slot, new n_free)``."""
+    s = slot_of[g]
+    if s < 0:
+        n_free -= 1
+        s = free[n_free]
+        slot_of[g] = s
+        gid_of[s] = g
+        last_w[s] = w_min
+    return s, n_free
+
+
 @njit(cache=True)
 def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask):  # type: ignore[no-untyped-def]
     """Presence ``rows += 1`` (if held), ``tupcnt[., ., src] += 1`` in the row's last window
@@ -222,16 +254,7 @@ def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask)
         s = slot[i]
         if s < 0:  # not folded (a lazy or late row)
             continue
-        if hi[i] - 1 > last_w[s]:
-            last_w[s] = hi[i] - 1
-        if has_tc:
-            tc[(hi[i] - 1) & mask, s, src[i]] += 1
-        if has_rows:
-            for w in range(lo[i], hi[i]):
-                r = w & mask
-                if pres[r, s] == 0:
-                    new += 1
-                pres[r, s] += 1
+        new += _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo[i], hi[i], src[i], mask)
     return new
 
 
@@ -397,15 +420,7 @@ def dense_assign_slots(slot_of, gid_of, last_w, gids, free, n_free, out, w_min):
     groups without one, in first-occurrence order. Returns the new ``n_free`` (the caller
     made sure enough slots are free)."""
     for i in range(gids.shape[0]):
-        g = gids[i]
-        s = slot_of[g]
-        if s < 0:
-            n_free -= 1
-            s = free[n_free]
-            slot_of[g] = s
-            gid_of[s] = g
-            last_w[s] = w_min
-        out[i] = s
+        out[i], n_free = _take_slot(slot_of, gid_of, last_w, free, n_free, gids[i], w_min)
     return n_free
 
 
@@ -776,25 +791,9 @@ def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_fre
         if cls[i] != want:
             out[i] = -1
             continue
-        g = gids[i]
-        s = slot_of[g]
-        if s < 0:
-            n_free -= 1
-            s = free[n_free]
-            slot_of[g] = s
-            gid_of[s] = g
-            last_w[s] = w_min
+        s, n_free = _take_slot(slot_of, gid_of, last_w, free, n_free, gids[i], w_min)
         out[i] = s
-        if hi[i] - 1 > last_w[s]:
-            last_w[s] = hi[i] - 1
-        if has_tc:
-            tc[(hi[i] - 1) & mask, s, src[i]] += 1
-        if has_rows:
-            for w in range(lo[i], hi[i]):
-                r = w & mask
-                if pres[r, s] == 0:
-                    new += 1
-                pres[r, s] += 1
+        new += _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo[i], hi[i], src[i], mask)
     return n_free, new
 
 

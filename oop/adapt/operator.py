@@ -213,10 +213,17 @@ class AdaptWID(Operator):
             return self.flush()
         return [] if v is None else self._close(v)
 
+    def _closing(self, v: int) -> list[tuple[int, Block]]:
+        """The ``(wid, block)`` pairs a punctuation ``v`` on ``window_end`` completes (a
+        subclass closes something else first: :class:`~oop.adapt.panes.PanedAdaptWID`)."""
+        assert self.logic is not None
+        return self.logic.on_punctuation(v)
+
     def _close(self, v: int) -> list[Element]:
+        """The windows ``v`` completes as one batch, then the punctuation forwarded."""
         assert self.logic is not None and self.output is not None
         out: list[Element] = []
-        batch = self._emit(self.logic.on_punctuation(v))
+        batch = self._emit(self._closing(v))
         if batch is not None:
             out.append(batch)
         out.append(Punctuation("window_end", v))

@@ -36,7 +36,7 @@ from oop.adapt.store import Block, merge_blocks
 from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.operators.base import StreamInfo
-from oop.stream.elements import INT64_MIN, Element, Punctuation
+from oop.stream.elements import INT64_MIN, Element
 from oop.window.kinds import Sliding, Tumbling
 
 __all__ = ["PanedAdaptWID"]
@@ -64,14 +64,6 @@ class PanedAdaptWID(AdaptWID):
         return info
 
     # ---- punctuation: close panes, then windows ------------------------------------
-    def _close(self, v: int) -> list[Element]:
-        out: list[Element] = []
-        batch = self._emit(self._windows(v))
-        if batch is not None:
-            out.append(batch)
-        out.append(Punctuation("window_end", v))
-        return out
-
     def flush(self) -> list[Element]:
         assert self.logic is not None
         closed = self.logic.flush()
@@ -99,7 +91,8 @@ class PanedAdaptWID(AdaptWID):
             self.pane_bytes += blk.nbytes
         self.peak_pane_bytes = max(self.peak_pane_bytes, self.pane_bytes)
 
-    def _windows(self, v: int) -> list[tuple[int, Block]]:
+    def _closing(self, v: int) -> list[tuple[int, Block]]:
+        """Close the panes ``v`` completes (kept), then the windows made of closed panes."""
         assert self.logic is not None
         self._keep(self.logic.on_punctuation(v))
         return self._windows_upto(int(self.window_kind.first_open(v)))
