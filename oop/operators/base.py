@@ -35,7 +35,7 @@ import pyarrow as pa
 from oop.errors import ConfigError, SchemaMismatchError, UnknownColumnError
 from oop.metrics import OperatorMetrics, StateSize
 from oop.stream.elements import Element
-from oop.stream.late import LatePolicy
+from oop.stream.late import LatePolicy, split_late
 
 __all__ = ["Operator", "StreamInfo", "require_columns", "require_union_compatible",
            "resolve_window_time"]
@@ -229,6 +229,21 @@ class Operator(ABC):
         if policy is LatePolicy.SIDE_OUTPUT:
             self.side_outputs.setdefault("late", []).append(late)
         self.metrics.count_late(counted_as or policy.value, late.num_rows)
+
+    def drop_late_rows(self, batch: pa.RecordBatch, times: Any, bound: int,
+                       late: LatePolicy | None, time: str) -> tuple[pa.RecordBatch, Any]:
+        """Split off the rows with ``times < bound`` and route them by ``late``.
+
+        ``late=None`` (no policy configured on the operator) drops them and
+        counts them as ``late_dropped``; otherwise :class:`LatePolicy` applies
+        (``raise`` raises naming the stream and the column). Returns the
+        on-time rows and their times (numpy int64). O(rows), vectorized.
+        """
+        policy = late or LatePolicy.DROP
+        on_time, rows, times = split_late(batch, times, bound, policy, self.inputs[0].name, time)
+        if rows is not None:
+            self.route_late(rows, policy, "late_dropped" if late is None else None)
+        return on_time, times
 
     # ---- state -------------------------------------------------------
     def state_size(self) -> StateSize:

@@ -68,7 +68,7 @@ from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
-from oop.stream.late import LatePolicy, split_late
+from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.bucket import BucketLogic
@@ -401,12 +401,7 @@ class WindowAggregate(Operator):
                 batch, times = batch.filter(pa.array(keep)), times[keep]
             revise = times < self.lwm if self.lwm > INT64_MIN else None
         elif self.lwm > INT64_MIN:
-            policy = self.late or LatePolicy.DROP
-            on_time, late, times = split_late(batch, times, self.lwm, policy, self.inputs[0].name,
-                                              self.time)
-            if late is not None:
-                self.route_late(late, policy, "late_dropped" if self.late is None else None)
-            batch = on_time
+            batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
         if isinstance(self.kind, Landmark):
             before = times < self.kind.o
             if before.any():

@@ -41,7 +41,7 @@ import pyarrow as pa
 from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.stream.elements import INT64_MIN, Element, Punctuation
-from oop.stream.late import LatePolicy, split_late
+from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
@@ -264,12 +264,7 @@ class SlideByTupleAggregate(WindowAggregate):
             return []
         times = time_values(batch, self.time, self.inputs[0].name)
         if self.lwm > INT64_MIN:
-            policy = self.late or LatePolicy.DROP
-            on_time, late, times = split_late(batch, times, self.lwm, policy, self.inputs[0].name,
-                                              self.time)
-            if late is not None:
-                self.route_late(late, policy, "late_dropped" if self.late is None else None)
-            batch = on_time
+            batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
         n = batch.num_rows
         if n == 0:
             return []
