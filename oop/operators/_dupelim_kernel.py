@@ -18,24 +18,16 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from oop.hashing import mix64
+
 __all__ = ["hash_rows", "insert_new", "purge_below", "new_slots"]
-
-
-@njit(cache=True)
-def _mix(h: np.uint64) -> np.uint64:
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xC4CEB9FE1A85EC53)
-    h ^= h >> np.uint64(33)
-    return h
 
 
 @njit(cache=True)
 def _row_hash(keys: np.ndarray, i: int) -> np.uint64:
     h = np.uint64(0x9E3779B97F4A7C15)
     for c in range(keys.shape[1]):
-        h = _mix(h ^ np.uint64(keys[i, c]) + np.uint64(c))
+        h = mix64(h ^ np.uint64(keys[i, c]) + np.uint64(c))
     return h
 
 

@@ -37,27 +37,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from oop.hashing import mix64
+
 __all__ = ["KeyEncoder"]
 
 _DIRECT_LIMIT = 1 << 22
 _EMPTY = -1
 
 
-@nb.njit(cache=True, inline="always")
-def _mix(h: np.uint64) -> np.uint64:
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xFF51AFD7ED558CCD)
-    h ^= h >> np.uint64(33)
-    h *= np.uint64(0xC4CEB9FE1A85EC53)
-    h ^= h >> np.uint64(33)
-    return h
-
-
 @nb.njit(cache=True)
 def _hash_rows(comp: np.ndarray, i: int) -> np.uint64:
     h = np.uint64(0x9E3779B97F4A7C15)
     for j in range(comp.shape[0]):
-        h = _mix(h ^ np.uint64(comp[j, i]) + np.uint64(j))
+        h = mix64(h ^ np.uint64(comp[j, i]) + np.uint64(j))
     return h
 
 
