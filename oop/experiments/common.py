@@ -39,7 +39,7 @@ from oop.experiments.base import RunContext
 __all__ = ["pick", "timed", "time_runs", "rank_trend", "growth", "wins_everywhere", "line_plot",
            "plt", "state_peak", "panel_plot", "col", "lookup", "sorted_rows", "mean_latency_ms",
            "OopIop", "oop_iop_window", "memory_row", "meld_vs_merge", "union_memory_checks",
-           "memory_plot"]
+           "memory_plot", "band_packets", "count_by_srcip", "latency_memory_row", "union_sweep"]
 
 T = TypeVar("T")
 
@@ -127,6 +127,34 @@ def oop_iop_window(src: Callable[[], Any], kind: Any, aggs: Any, by: Sequence[st
     return OopIop(o, i, sorted_rows(o.table, compare) == sorted_rows(i.table, compare))
 
 
+def band_packets(ctx: RunContext, *, n: int, rate: int, groups: int,
+                 delay: int) -> tuple[Any, int]:
+    """``n`` packets at ``rate``/s over ``groups`` source IPs, band-disordered (delay <=
+    ``delay`` ms), as an Arrow table with its greatest ``ts`` (for :func:`mean_latency_ms`)."""
+    from oop.datasets import Band, Disordered, Packets
+
+    table = Disordered(Packets(n=n, rate=rate, groups=groups, seed=ctx.seed), Band(delay=delay),
+                       seed=ctx.seed).table()
+    return table, int(table["ts"].to_numpy().max())
+
+
+def count_by_srcip(src: Callable[[], Any], kind: Any) -> OopIop:
+    """:func:`oop_iop_window` of ``count(*) GROUP BY srcIP`` over ``kind``'s windows,
+    compared on (srcIP, window_end, count)."""
+    from oop.window import aggregates as agg
+
+    return oop_iop_window(src, kind, agg.count(), ["srcIP"], ("srcIP", "window_end", "count"))
+
+
+def latency_memory_row(r: OopIop, max_ts: int) -> dict[str, Any]:
+    """Mean latency (:func:`mean_latency_ms`) and peak bytes of both plans of ``r``, and
+    whether their results agree, as row fields."""
+    return {"oop_latency_ms": mean_latency_ms(r.oop, max_ts),
+            "iop_latency_ms": mean_latency_ms(r.iop, max_ts),
+            "oop_peak_bytes": r.oop.peak_bytes, "iop_peak_bytes": r.iop.peak_bytes,
+            "same_results": r.same}
+
+
 def memory_row(oop_run: Any, iop_run: Any) -> dict[str, Any]:
     """Peak state (bytes, items) and wall time of an OOP and an IOP traced run, as row fields."""
     return {"oop_peak_bytes": oop_run.peak_bytes, "iop_peak_bytes": iop_run.peak_bytes,
@@ -146,6 +174,23 @@ def meld_vs_merge(ms: Any, kind: Any, aggs: Any,
     i = run_traced(plans.oop_window(plans.merge(ms.streams()), kind, aggs, by=by,
                                     name="inorder_agg"))
     return o, i
+
+
+def union_sweep(ctx: RunContext, values: Sequence[int], x_key: str,
+                source: Callable[[int], Any], kind: Any, aggs: Any, *,
+                by: Sequence[str] | None = None, compare: Sequence[str], size_key: str,
+                desc: str) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`meld_vs_merge` over ``source(v)`` (a ``MultiSource``) for each ``v`` of
+    ``values``: rows ``{x_key: v, **memory_row, size_key: OOP output rows, same_results}``
+    (results compared by :func:`sorted_rows` on ``compare``) and whether all agreed;
+    ``desc`` labels the progress bar."""
+    rows = []
+    for v in ctx.progress(values, desc=desc):
+        o, i = meld_vs_merge(source(v), kind, aggs, by=by)
+        same = sorted_rows(o.table, compare) == sorted_rows(i.table, compare)
+        rows.append({x_key: v, **memory_row(o, i), size_key: o.table.num_rows,
+                     "same_results": same})
+    return rows, all(col(rows, "same_results"))
 
 
 def memory_plot(ctx: RunContext, filename: str, x: Sequence[float],

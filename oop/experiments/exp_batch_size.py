@@ -23,15 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import (col, mean_latency_ms, oop_iop_window, panel_plot, pick,
-                                    rank_trend)
+from oop.experiments.common import (band_packets, col, count_by_srcip, latency_memory_row,
+                                    panel_plot, pick, rank_trend)
 
 
 def run(ctx: RunContext) -> Outcome:
     import oop
-    from oop.window import aggregates as agg
     from oop.window.kinds import Tumbling
 
     rate = pick(ctx, tiny=5000, quick=20_000, full=50_000)
@@ -39,10 +37,7 @@ def run(ctx: RunContext) -> Outcome:
     sizes = pick(ctx, tiny=[64, 512, 4096], quick=[64, 256, 1024, 4096, 16384, 65536],
                  full=[64, 256, 1024, 4096, 16384, 65536])
     disorder, window = 200, 1000
-    ds = Disordered(Packets(n=n, rate=rate, groups=100, seed=ctx.seed), Band(delay=disorder),
-                    seed=ctx.seed)
-    table = ds.table()
-    max_ts = int(table["ts"].to_numpy().max())
+    table, max_ts = band_packets(ctx, n=n, rate=rate, groups=100, delay=disorder)
     kind = Tumbling(window)
 
     def src(b: int) -> Any:
@@ -50,20 +45,14 @@ def run(ctx: RunContext) -> Outcome:
                               punctuation=oop.BoundedDelay(disorder))
 
     warm = table.slice(0, 5000)  # warm-up: compile the kernels outside the measurement
-    oop_iop_window(lambda: oop.from_arrow(warm, time="ts", unit="ms", batch_size=512,
-                                          punctuation=oop.BoundedDelay(disorder)),
-                   kind, agg.count(), ["srcIP"], ("srcIP", "window_end", "count"))
+    count_by_srcip(lambda: oop.from_arrow(warm, time="ts", unit="ms", batch_size=512,
+                                          punctuation=oop.BoundedDelay(disorder)), kind)
     rows = []
     for b in ctx.progress(sizes, desc="batch size"):
-        r = oop_iop_window(lambda: src(b), kind, agg.count(), ["srcIP"],
-                           ("srcIP", "window_end", "count"))
+        r = count_by_srcip(lambda: src(b), kind)
         rows.append({"batch_rows": b,
                      "oop_tuples_per_s": round(n / r.oop.wall_s),
-                     "iop_tuples_per_s": round(n / r.iop.wall_s),
-                     "oop_latency_ms": mean_latency_ms(r.oop, max_ts),
-                     "iop_latency_ms": mean_latency_ms(r.iop, max_ts),
-                     "oop_peak_bytes": r.oop.peak_bytes, "iop_peak_bytes": r.iop.peak_bytes,
-                     "same_results": r.same})
+                     "iop_tuples_per_s": round(n / r.iop.wall_s), **latency_memory_row(r, max_ts)})
     agree = all(col(rows, "same_results"))
     x = col(rows, "batch_rows")
     ot, it = col(rows, "oop_tuples_per_s"), col(rows, "iop_tuples_per_s")

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
 from oop.experiments.common import panel_plot, pick, rank_trend
-from oop.experiments.exp_fig8_9 import tumbling_join_plans
-from oop.experiments.harness import run_traced
+from oop.experiments.exp_fig8_9 import join_row, trace_both
 
 __all__ = ["EXPERIMENT"]
 
@@ -51,19 +50,10 @@ def run(ctx: RunContext) -> Outcome:
         links = (Link("M1", rate, groups=groups), Link("M2", rate, groups=groups),
                  Link("C", 0.5, skew=d, groups=groups, heartbeat=True))
         ms = MultiSource(links, duration=duration, tick=100, seed=ctx.seed)
-        res = {}
-        for kind in ("oop", "iop"):
-            m1, m2, c = ms.streams()
-            tr = run_traced(tumbling_join_plans([m1], [m2, c], window, kind))
-            join = tr.result.metrics["join"]
-            res[kind] = (int(tr.peak_items), int(tr.peak_bytes), tr.table.num_rows,
-                         int(join.peak_state_items), tr.wall_s)
+        tr = trace_both(ms, lambda s: (s[:1], s[1:]), window)
+        join = {k: int(t.result.metrics["join"].peak_state_items) for k, t in tr.items()}
         rows.append({"delay_s": d / 1000,
-                     "oop_peak_items": res["oop"][0], "iop_peak_items": res["iop"][0],
-                     "oop_peak_bytes": res["oop"][1], "iop_peak_bytes": res["iop"][1],
-                     "oop_join_items": res["oop"][3], "iop_join_items": res["iop"][3],
-                     "oop_results": res["oop"][2], "iop_results": res["iop"][2],
-                     "oop_wall_s": round(res["oop"][4], 4), "iop_wall_s": round(res["iop"][4], 4)})
+                     **join_row(tr, oop_join_items=join["oop"], iop_join_items=join["iop"])})
     x = [r["delay_s"] for r in rows]
     col = lambda k: [r[k] for r in rows]
     so, si = _slope(x, col("oop_peak_items")), _slope(x, col("iop_peak_items"))

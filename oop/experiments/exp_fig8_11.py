@@ -25,21 +25,9 @@ window counts.
 
 from __future__ import annotations
 
-from typing import Any
-
-
 from oop.datasets import Link, MultiSource
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import (meld_vs_merge, memory_plot, memory_row, pick,
-                                    union_memory_checks)
-
-
-def _counts(table: Any) -> dict[int, int]:
-    if table.num_rows == 0:
-        return {}
-    ends = table.column("window_end").to_numpy()
-    cnt = table.column("count").to_numpy()
-    return {int(e): int(c) for e, c in zip(ends, cnt)}
+from oop.experiments.common import memory_plot, pick, union_memory_checks, union_sweep
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -52,19 +40,13 @@ def run(ctx: RunContext) -> Outcome:
     delays = pick(ctx, tiny=[0, 1000, 2000], quick=[0, 2500, 5000, 7500, 10_000],
                   full=[0, 2000, 4000, 6000, 8000, 10_000])
     tick = 100
-    kind = Sliding(range=range_, slide=slide)
-    rows = []
-    agree = True
-    for d in ctx.progress(delays, desc="fig8-11 delay"):
-        ms = MultiSource(
+    rows, agree = union_sweep(
+        ctx, delays, "delay_ms",
+        lambda d: MultiSource(
             (Link("M1", rate), Link("M2", rate), Link("C", 0.2, skew=d, heartbeat=True)),
-            duration=duration, tick=tick, seed=ctx.seed,
-        )
-        oop_run, iop_run = meld_vs_merge(ms, kind, agg.count())
-        same = _counts(oop_run.table) == _counts(iop_run.table)
-        agree &= same
-        rows.append({"delay_ms": d, **memory_row(oop_run, iop_run),
-                     "windows": oop_run.table.num_rows, "same_results": same})
+            duration=duration, tick=tick, seed=ctx.seed),
+        Sliding(range=range_, slide=slide), agg.count(), compare=("window_end", "count"),
+        size_key="windows", desc="fig8-11 delay")
     x = [r["delay_ms"] / 1000 for r in rows]
     plot = memory_plot(ctx, "memory_vs_delay.png", x, rows,
                        {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID)"},

@@ -21,17 +21,9 @@ items (tuples held + live partial aggregates).
 
 from __future__ import annotations
 
-from typing import Any
-
 from oop.datasets import Link, MultiSource
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import (meld_vs_merge, memory_plot, memory_row, pick,
-                                    union_memory_checks)
-
-
-def _result_set(table: Any) -> set[tuple]:
-    cols = [table.column(c).to_pylist() for c in ("window_end", "srcIP", "destIP", "count")]
-    return set(zip(*cols))
+from oop.experiments.common import memory_plot, pick, union_memory_checks, union_sweep
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -44,18 +36,14 @@ def run(ctx: RunContext) -> Outcome:
     src_groups, dests = pick(ctx, tiny=(16, 16), quick=(128, 64), full=(256, 256))
     skews = pick(ctx, tiny=[0, 1000, 2000], quick=[0, 2000, 4000, 6000, 8000],
                  full=[0, 4000, 8000, 12_000, 16_000, 20_000])
-    kind = Tumbling(window)
-    rows = []
-    agree = True
-    for sk in ctx.progress(skews, desc="fig8-8 skew"):
-        ms = MultiSource((Link("M1", rate, groups=src_groups, dests=dests),
-                          Link("M2", rate, skew=sk, groups=src_groups, dests=dests)),
-                         duration=duration, tick=100, seed=ctx.seed)
-        o, i = meld_vs_merge(ms, kind, agg.count(), by=["srcIP", "destIP"])
-        same = _result_set(o.table) == _result_set(i.table)
-        agree &= same
-        rows.append({"skew_ms": sk, **memory_row(o, i), "result_rows": o.table.num_rows,
-                     "same_results": same})
+    rows, agree = union_sweep(
+        ctx, skews, "skew_ms",
+        lambda sk: MultiSource((Link("M1", rate, groups=src_groups, dests=dests),
+                                Link("M2", rate, skew=sk, groups=src_groups, dests=dests)),
+                               duration=duration, tick=100, seed=ctx.seed),
+        Tumbling(window), agg.count(), by=["srcIP", "destIP"],
+        compare=("window_end", "srcIP", "destIP", "count"), size_key="result_rows",
+        desc="fig8-8 skew")
     x = [r["skew_ms"] / 1000 for r in rows]
     plot = memory_plot(ctx, "memory_vs_skew.png", x, rows,
                        {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID count)"},

@@ -24,13 +24,13 @@ order of magnitude at every skew).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
 from oop.experiments.common import panel_plot, pick, rank_trend
 from oop.experiments.harness import run_traced
 
-__all__ = ["EXPERIMENT", "tumbling_join_plans"]
+__all__ = ["EXPERIMENT", "tumbling_join_plans", "trace_both", "join_row"]
 
 
 def tumbling_join_plans(left: list[Any], right: list[Any], window: int, kind: str) -> Any:
@@ -49,8 +49,25 @@ def tumbling_join_plans(left: list[Any], right: list[Any], window: int, kind: st
     return lu.via(OPIBJoin(cfg), ru)
 
 
-def _peak(tr: Any) -> tuple[int, int]:
-    return int(tr.peak_items), int(tr.peak_bytes)
+def trace_both(ms: Any, split: Callable[[list[Any]], tuple[list[Any], list[Any]]],
+               window: int) -> dict[str, Any]:
+    """Trace both :func:`tumbling_join_plans` (``"oop"``, ``"iop"``), each over fresh streams
+    of ``ms`` (a ``MultiSource``) that ``split`` divides into the left and right links."""
+    out = {}
+    for kind in ("oop", "iop"):
+        left, right = split(ms.streams())
+        out[kind] = run_traced(tumbling_join_plans(left, right, window, kind))
+    return out
+
+
+def join_row(tr: dict[str, Any], **extra: int) -> dict[str, Any]:
+    """Row fields of :func:`trace_both`'s runs: peak items and bytes, ``extra``, result
+    counts and wall seconds of both plans."""
+    o, i = tr["oop"], tr["iop"]
+    return {"oop_peak_items": int(o.peak_items), "iop_peak_items": int(i.peak_items),
+            "oop_peak_bytes": int(o.peak_bytes), "iop_peak_bytes": int(i.peak_bytes), **extra,
+            "oop_results": o.table.num_rows, "iop_results": i.table.num_rows,
+            "oop_wall_s": round(o.wall_s, 4), "iop_wall_s": round(i.wall_s, 4)}
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -67,19 +84,10 @@ def run(ctx: RunContext) -> Outcome:
         links = (Link("A", rate, groups=groups), Link("B", rate, skew=sk, groups=groups),
                  Link("C", rate, groups=groups), Link("D", rate, skew=sk, groups=groups))
         ms = MultiSource(links, duration=duration, tick=100, seed=ctx.seed)
-        res = {}
-        for kind in ("oop", "iop"):
-            a, b, c, d = ms.streams()
-            tr = run_traced(tumbling_join_plans([a, b], [c, d], window, kind))
-            m = tr.result.metrics
-            merge_items = sum(int(m[n].peak_state_items) for n in ("merge_l", "merge_r") if n in m)
-            res[kind] = (_peak(tr), tr.table.num_rows, merge_items, tr.wall_s)
-        rows.append({"skew_s": sk / 1000,
-                     "oop_peak_items": res["oop"][0][0], "iop_peak_items": res["iop"][0][0],
-                     "oop_peak_bytes": res["oop"][0][1], "iop_peak_bytes": res["iop"][0][1],
-                     "iop_merge_peak_items": res["iop"][2],
-                     "oop_results": res["oop"][1], "iop_results": res["iop"][1],
-                     "oop_wall_s": round(res["oop"][3], 4), "iop_wall_s": round(res["iop"][3], 4)})
+        tr = trace_both(ms, lambda s: (s[:2], s[2:]), window)
+        m = tr["iop"].result.metrics
+        merge_items = sum(int(m[n].peak_state_items) for n in ("merge_l", "merge_r") if n in m)
+        rows.append({"skew_s": sk / 1000, **join_row(tr, iop_merge_peak_items=merge_items)})
     x = [r["skew_s"] for r in rows]
     col = lambda k: [r[k] for r in rows]
     ratio = [o / i if i else float("inf") for o, i in zip(col("oop_peak_items"), col("iop_peak_items"))]

@@ -25,16 +25,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from oop.datasets import Band, Disordered, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import (col, growth, mean_latency_ms, oop_iop_window, panel_plot, pick,
-                                    rank_trend)
+from oop.experiments.common import (band_packets, col, count_by_srcip, growth, latency_memory_row,
+                                    panel_plot, pick, rank_trend)
 
 
 def run(ctx: RunContext) -> Outcome:
     import oop
     from oop.punctuation.granularity import Granular
-    from oop.window import aggregates as agg
     from oop.window.kinds import Sliding
 
     rate = pick(ctx, tiny=2000, quick=5000, full=10_000)
@@ -44,9 +42,7 @@ def run(ctx: RunContext) -> Outcome:
     batch = pick(ctx, tiny=64, quick=128, full=128)
     disorder = 200
     kind = Sliding(range=5000, slide=1000)
-    table = Disordered(Packets(n=n, rate=rate, groups=50, seed=ctx.seed), Band(delay=disorder),
-                       seed=ctx.seed).table()
-    max_ts = int(table["ts"].to_numpy().max())
+    table, max_ts = band_packets(ctx, n=n, rate=rate, groups=50, delay=disorder)
 
     def src(g: int) -> Any:
         return oop.from_arrow(table, time="ts", unit="ms", batch_size=batch, name="packets",
@@ -54,15 +50,11 @@ def run(ctx: RunContext) -> Outcome:
 
     rows = []
     for g in ctx.progress(grains, desc="granularity"):
-        r = oop_iop_window(lambda: src(g), kind, agg.count(), ["srcIP"],
-                           ("srcIP", "window_end", "count"))
+        r = count_by_srcip(lambda: src(g), kind)
         rows.append({"grain_ms": g,
                      "punctuations": r.oop.result.metrics["packets"].punctuations_out,
                      "oop_wall_s": round(r.oop.wall_s, 4), "iop_wall_s": round(r.iop.wall_s, 4),
-                     "oop_latency_ms": mean_latency_ms(r.oop, max_ts),
-                     "iop_latency_ms": mean_latency_ms(r.iop, max_ts),
-                     "oop_peak_bytes": r.oop.peak_bytes, "iop_peak_bytes": r.iop.peak_bytes,
-                     "same_results": r.same})
+                     **latency_memory_row(r, max_ts)})
     agree = all(col(rows, "same_results"))
     x = col(rows, "grain_ms")
     pc, ol, il = col(rows, "punctuations"), col(rows, "oop_latency_ms"), col(rows, "iop_latency_ms")
