@@ -603,21 +603,29 @@ def _shard_task(plan: Callable[..., Stream], specs: Sequence[InputSpec], out_sch
                 assert isinstance(src.generator, _CarriedLogic)
                 sd.gen = src.generator
             em = _Emitter(phys, out_schema, shard)
-            for _ in ex.steps():
-                items, box.items = box.items, []
-                for el in items:
-                    if isinstance(el, pa.RecordBatch):
-                        if el.num_rows:
-                            yield em.data(el, shard)
-                    elif out_time is not None:
-                        yield em.punct(el.value, shard)
-            if out_time is not None:
-                yield em.punct(INT64_MAX, shard)
+            yield from _drain(ex, box, em, out_time, shard)
             late = sum(s.late for s in sides) + sum(
                 n.op.metrics.late_total for n in ex.nodes)
             yield em.stats(sum(s.tuples_in for s in sides), late, shard)
 
     return task
+
+
+def _drain(ex: Executor, box: _Outbox, em: _Emitter, out_time: str | None,
+           pid: int) -> Iterator[pa.RecordBatch]:
+    """Run ``ex`` to its end, turning what reaches ``box`` into physical rows of producer
+    ``pid``: non-empty batches as data rows; with an output time, its punctuations and a
+    final ``P(+inf)`` as punctuation rows (without one, punctuations are not forwarded)."""
+    for _ in ex.steps():
+        items, box.items = box.items, []
+        for el in items:
+            if isinstance(el, pa.RecordBatch):
+                if el.num_rows:
+                    yield em.data(el, pid)
+            elif out_time is not None:
+                yield em.punct(el.value, pid)
+    if out_time is not None:
+        yield em.punct(INT64_MAX, pid)
 
 
 def _source_task(schema: pa.Schema, time: str, unit: str, punctuation: GeneratorConfig,
@@ -674,16 +682,7 @@ def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, schema: pa.Schema, time
     box = _Outbox()
     ex = Executor([Node(box, [out.node])])
     em = _Emitter(phys, out_schema, pid)
-    for _ in ex.steps():
-        items, box.items = box.items, []
-        for el in items:
-            if isinstance(el, pa.RecordBatch):
-                if el.num_rows:
-                    yield em.data(el, pid)
-            elif out_time is not None:
-                yield em.punct(el.value, pid)
-    if out_time is not None:
-        yield em.punct(INT64_MAX, pid)
+    yield from _drain(ex, box, em, out_time, pid)
     yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
 
 
