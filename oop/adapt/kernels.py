@@ -213,38 +213,6 @@ def segment_tupcnt_reference(starts: np.ndarray, src: np.ndarray, is_last: np.nd
 # rows with slot[i] < 0 are skipped (the batch's lazy and late rows: no gather needed).
 
 
-@njit(cache=True, inline="always")
-def _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo, hi, k, mask):  # type: ignore[no-untyped-def]
-    """One row of source ``k`` with windows ``[lo, hi)`` into slot ``s``: what
-    :func:`dense_fold_rows` does per row. Returns cells of ``rows`` that became non-empty."""
-    new = 0
-    if hi - 1 > last_w[s]:
-        last_w[s] = hi - 1
-    if has_tc:
-        tc[(hi - 1) & mask, s, k] += 1
-    if has_rows:
-        for w in range(lo, hi):
-            r = w & mask
-            if pres[r, s] == 0:
-                new += 1
-            pres[r, s] += 1
-    return new
-
-
-@njit(cache=True, inline="always")
-def _take_slot(slot_of, gid_of, last_w, free, n_free, g, w_min):  # type: ignore[no-untyped-def]
-    """Group ``g``'s slot, popping one from the free stack (``free[:n_free]``) if it has none
-    (its ``last_w`` starts at ``w_min``). Returns ``(slot, new n_free)``."""
-    s = slot_of[g]
-    if s < 0:
-        n_free -= 1
-        s = free[n_free]
-        slot_of[g] = s
-        gid_of[s] = g
-        last_w[s] = w_min
-    return s, n_free
-
-
 @njit(cache=True)
 def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask):  # type: ignore[no-untyped-def]
     """Presence ``rows += 1`` (if held), ``tupcnt[., ., src] += 1`` in the row's last window
@@ -254,7 +222,16 @@ def dense_fold_rows(pres, has_rows, tc, has_tc, last_w, slot, lo, hi, src, mask)
         s = slot[i]
         if s < 0:  # not folded (a lazy or late row)
             continue
-        new += _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo[i], hi[i], src[i], mask)
+        if hi[i] - 1 > last_w[s]:
+            last_w[s] = hi[i] - 1
+        if has_tc:
+            tc[(hi[i] - 1) & mask, s, src[i]] += 1
+        if has_rows:
+            for w in range(lo[i], hi[i]):
+                r = w & mask
+                if pres[r, s] == 0:
+                    new += 1
+                pres[r, s] += 1
     return new
 
 
@@ -266,6 +243,13 @@ def dense_last_w(last_w, slot, hi):  # type: ignore[no-untyped-def]
         s = slot[i]
         if s >= 0 and hi[i] - 1 > last_w[s]:
             last_w[s] = hi[i] - 1
+
+
+@njit(cache=True, inline="always")
+def _fold_slot(valid, slot, i):  # type: ignore[no-untyped-def]
+    """Row ``i``'s slot if it folds into a value lane: a valid value and a slot (not a
+    lazy or late row); else -1."""
+    return slot[i] if valid[i] else -1
 
 
 @njit(cache=True)
@@ -287,10 +271,8 @@ def dense_fold_count(cnt, slot, lo, hi, mask, is_pres):  # type: ignore[no-untyp
 @njit(cache=True)
 def dense_fold_sum(nn, sm, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
     for i in range(lo.shape[0]):
-        if not valid[i]:
-            continue
-        s = slot[i]
-        if s < 0:  # not folded (a lazy or late row)
+        s = _fold_slot(valid, slot, i)
+        if s < 0:
             continue
         for w in range(lo[i], hi[i]):
             r = w & mask
@@ -301,10 +283,8 @@ def dense_fold_sum(nn, sm, slot, lo, hi, x, valid, mask):  # type: ignore[no-unt
 @njit(cache=True)
 def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ignore[no-untyped-def]
     for i in range(lo.shape[0]):
-        if not valid[i]:
-            continue
-        s = slot[i]
-        if s < 0:  # not folded (a lazy or late row)
+        s = _fold_slot(valid, slot, i)
+        if s < 0:
             continue
         v = x[i]
         for w in range(lo[i], hi[i]):
@@ -318,10 +298,8 @@ def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ign
 def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
     """Welford's update of ``(n, mean, M2)`` (equal to Chan's merge up to float rounding)."""
     for i in range(lo.shape[0]):
-        if not valid[i]:
-            continue
-        s = slot[i]
-        if s < 0:  # not folded (a lazy or late row)
+        s = _fold_slot(valid, slot, i)
+        if s < 0:
             continue
         v = x[i]
         for w in range(lo[i], hi[i]):
@@ -336,10 +314,8 @@ def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[n
 def dense_fold_firstlast(nn, t, val, slot, lo, hi, x, valid, ts, mask, is_first):  # type: ignore[no-untyped-def]
     """Earliest (latest) valid tuple by (time, value) -- the tie rule of BlockAgg.reduce."""
     for i in range(lo.shape[0]):
-        if not valid[i]:
-            continue
-        s = slot[i]
-        if s < 0:  # not folded (a lazy or late row)
+        s = _fold_slot(valid, slot, i)
+        if s < 0:
             continue
         v = x[i]
         tt = ts[i]
@@ -420,7 +396,15 @@ def dense_assign_slots(slot_of, gid_of, last_w, gids, free, n_free, out, w_min):
     groups without one, in first-occurrence order. Returns the new ``n_free`` (the caller
     made sure enough slots are free)."""
     for i in range(gids.shape[0]):
-        out[i], n_free = _take_slot(slot_of, gid_of, last_w, free, n_free, gids[i], w_min)
+        g = gids[i]
+        s = slot_of[g]
+        if s < 0:
+            n_free -= 1
+            s = free[n_free]
+            slot_of[g] = s
+            gid_of[s] = g
+            last_w[s] = w_min
+        out[i] = s
     return n_free
 
 
@@ -791,9 +775,25 @@ def dense_assign_slots_sel(slot_of, gid_of, last_w, gids, cls, want, free, n_fre
         if cls[i] != want:
             out[i] = -1
             continue
-        s, n_free = _take_slot(slot_of, gid_of, last_w, free, n_free, gids[i], w_min)
+        g = gids[i]
+        s = slot_of[g]
+        if s < 0:
+            n_free -= 1
+            s = free[n_free]
+            slot_of[g] = s
+            gid_of[s] = g
+            last_w[s] = w_min
         out[i] = s
-        new += _fold_row(pres, has_rows, tc, has_tc, last_w, s, lo[i], hi[i], src[i], mask)
+        if hi[i] - 1 > last_w[s]:
+            last_w[s] = hi[i] - 1
+        if has_tc:
+            tc[(hi[i] - 1) & mask, s, src[i]] += 1
+        if has_rows:
+            for w in range(lo[i], hi[i]):
+                r = w & mask
+                if pres[r, s] == 0:
+                    new += 1
+                pres[r, s] += 1
     return n_free, new
 
 
@@ -860,6 +860,8 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     ws = np.empty(total, np.int64)
     is_last = np.empty(total, np.bool_)
     keep = np.empty(n, np.bool_)
+    gone = np.empty(n, np.int64)
+    n_gone = 0
     k = 0
     for i in range(n):
         if pairs:
@@ -870,10 +872,12 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
                 k += 1
         keep[i] = hi[i] > fo
         if not keep[i] and monitor:
-            wv[gid[i], src[i]] -= 1
-    gone = _expired_groups(gid, keep, scratch) if monitor else np.empty(0, np.int64)
+            g = gid[i]
+            wv[g, src[i]] -= 1
+            n_gone = _first_seen(scratch, g, gone, n_gone)
+    _clear(scratch, gone, n_gone)
     order, cuts = _bin_sort_kept(gid, keep, n_bins)
-    return rows, ws, is_last, order, cuts, gone, clo, chi, sel
+    return rows, ws, is_last, order, cuts, gone[:n_gone].copy(), clo, chi, sel
 
 
 def close_scan_reference(gid: np.ndarray, src: np.ndarray, ts: np.ndarray, range_: int,
