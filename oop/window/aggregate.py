@@ -611,12 +611,11 @@ class WindowAggregate(Operator):
         """Key value of every code when Paned-WID's fused emission can write the key column.
 
         Only for one int64 key column without nulls, a dense ring, and no
-        select lanes or holistic aggregates (those need the codes). Rebuilt
-        (O(codes), through :meth:`KeyEncoder.keys`) only when new keys appeared.
+        holistic aggregates (those need the codes). Rebuilt (O(codes), through
+        :meth:`KeyEncoder.keys`) only when new keys appeared.
         """
         if (len(self.by) != 1 or not pa.types.is_int64(self.schema_in.field(self.by[0]).type)
-                or isinstance(self.ring, HashCells) or any(a.holistic for a in self.aggs)
-                or any(li.lane.op in _SELECT_FNS for li in self.lanes)):
+                or isinstance(self.ring, HashCells) or any(a.holistic for a in self.aggs)):
             return None
         n = self.enc.n_codes
         if getattr(self, "_lut_n", None) != n:

@@ -16,10 +16,16 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   (004 Eq. 6.2: ``2 G slide/g`` per window instead of ``G P``). Floating
   sums drift under add/subtract, so the running state is recomputed from
   the panes every ``P`` windows (amortized O(G) per window, error bounded).
-  Selective lanes (min, max, first, last) are answered for all windows of
-  a punctuation by the prefix/suffix block kernel
-  :func:`~oop.window.kernels.paned_select` (O(1) per window and group
-  after two O(G) passes per pane, independent of ``P``); holistic
+  Selective lanes (min, max, first, last) are answered by prefix/suffix
+  blocks of ``P`` panes aligned to pane ids (van Herk / Gil-Werman: a
+  window is ``suf[plo] (+) pre[plo + P - 1]``), whose state persists across
+  punctuations: each pane is folded into the prefixes once (when its first
+  window is emitted: it is closed then) and into the suffixes once (when
+  its block is), so O(1) per window and group plus two O(G) folds per pane
+  over the whole stream, independent of ``P`` and of how many windows a
+  punctuation closes (:func:`~oop.window.paned_kernels.paned_emit_sel`,
+  fused with the sums, the output rows and the reset of the leaving
+  panes); holistic
   aggregates (median, quantiles, distinct, heavy hitters, UDAFs) keep one
   (pane, code, value, count) table sorted by pane, so a window is the merge
   of its ``P`` sorted pane runs (:meth:`~oop.window.store.Multiset.select`:
@@ -28,9 +34,9 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
-  (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.paned_kernels.paned_emit`
-  then ``paned_select``); landmark windows and update mode go window by
-  window (:meth:`PaneCombiner.window_cells`).
+  (:meth:`PaneCombiner.emit_block`: :func:`~oop.window.paned_kernels.paned_emit`,
+  or ``paned_emit_sel`` when there are select lanes); landmark windows and
+  update mode go window by window (:meth:`PaneCombiner.window_cells`).
 * Fast path (sum-type lanes only, one pane in and one out per window):
   the step, the reset of the leaving pane and the output rows (codes,
   counts, sums; window bounds filled per window) are one pass over the
@@ -70,6 +76,7 @@ _SUM_OPS = {"rows", "nn", "sum", "sumsq"}
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 _NO_LUT = np.zeros(0, np.int64)
+_FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
 
 
 class PaneCombiner:
@@ -93,6 +100,11 @@ class PaneCombiner:
         self.run_w: int | None = None  # window the running state holds
         self.run_hi = 0  # landmark: panes < run_hi are folded in
         self.since = 0  # windows since the last full recompute
+        # select lanes' prefix/suffix block state (paned_emit_sel), valid after window _s_w
+        self._s: dict[str, Any] | None = None
+        self._s_w: int | None = None
+        self._s_n = 0
+        self._s_pre_hi = self._s_suf_b = _FRESH
 
     # ---- geometry ----------------------------------------------------------
     def pane_range(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -183,17 +195,17 @@ class PaneCombiner:
         counts) go through :func:`~oop.window.paned_kernels.paned_emit`
         (differential, 004 Eq. 6.2; one fused pass that also finds the live
         ``(window, code)`` cells, writes their window bounds and, when there
-        are no select lanes, resets the leaving panes); each
-        min/max/first/last lane is then answered at those cells by
-        :func:`~oop.window.kernels.paned_select` (prefix/suffix blocks over the
-        pane span: O(panes x codes) per punctuation, O(1) per cell, whatever
-        ``P``). Holistic aggregates have no lanes: the caller combines their
+        are no select lanes, resets the leaving panes); with min/max/first/last
+        lanes everything goes through :func:`~oop.window.paned_kernels.paned_emit_sel`
+        instead (the sums as above, each select lane from prefix/suffix blocks
+        kept across punctuations -- see :meth:`_sel_state` -- and the reset of
+        the leaving panes in every lane). Holistic aggregates have no lanes: the caller combines their
         pane tables per window. Returns None for landmark windows (the running
         fold of :meth:`window_cells` handles them). Shares the sum-type running
         state with :meth:`window_cells`. Returns (codes, lanes, (window_start,
         window_end)) of the cells, ordered by (window, code). ``key_lut`` (int64
-        key value per code; only without select lanes and holistic
-        aggregates): the first array holds the key values instead of codes.
+        key value per code; only without holistic aggregates): the first
+        array holds the key values instead of codes.
         """
         real = [li for li in self.lanes if ring._alias(li.key) == li.key]
         if self.landmark or not wids:
@@ -242,6 +254,9 @@ class PaneCombiner:
                 if li.key not in lanes:
                     lanes[li.key] = lanes[("rows", None)]
             return codes, lanes, (start, end)
+        if sel:
+            assert n <= ring.C, (n, ring.C)
+            return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, key_lut)
         codes, start, end, iv, fv, self.since, dead = PK.paned_emit(
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
@@ -255,21 +270,99 @@ class PaneCombiner:
             ring.top = max(ring.top, ring.base)
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
-        if sel:
-            w = np.arange(w0, w0 + nw, dtype=np.int64)
-            plo = ((w + 1) * k.s - k.r) // self.g
-            wi = (end - k.o) // k.s - 1 - w0
-        empty_t = np.zeros(0, np.int64)
-        for li in sel:
-            op = li.lane.op
-            tv = ring.tarr[li.key] if op in ("first", "last") else empty_t
-            tident = _I64MAX if op == "first" else _I64MIN
-            vals, times = K.paned_select(ring.arr[li.key], tv, K.SELECT_OPS[op],
-                                         li.dtype(li.identity()), tident, ring.C, ring.mask,
-                                         ring.base, ring.top, n, self.P, plo, wi, codes)
-            lanes[li.key] = vals
-            if op in ("first", "last"):
-                lanes[("t:" + op, li.key[1])] = times
+        for li in self.lanes:
+            if li.key not in lanes:
+                lanes[li.key] = lanes[("rows", None)]
+        return codes, lanes, (start, end)
+
+    def _sel_state(self, sel: list[LaneInfo], n: int, C2: int, w0: int) -> tuple[int, int]:
+        """The persistent block state of the select lanes, (re)allocated or extended to ``n`` codes.
+
+        Returns (pre_hi, suf_b) to pass to :func:`~oop.window.paned_kernels.paned_emit_sel`:
+        the saved ones when the state continues from window ``w0 - 1``, else "start afresh".
+        New codes (``>= self._s_n``) had no tuple in the closed panes the state holds: their
+        columns are set to the identities.
+        """
+        keys = [li.key for li in sel]
+        P = self.P
+        fresh = (self._s is None or self._s["keys"] != keys or self._s["C2"] < n
+                 or self._s_w != w0 - 1)
+        if self._s is None or self._s["keys"] != keys or self._s["C2"] < n:
+            si = [li for li in sel if li.dtype == np.int64]
+            sf = [li for li in sel if li.dtype == np.float64]
+            has_t = any(li.lane.op in ("first", "last") for li in sel)
+            nt = P * C2 if has_t else 0
+            self._s = {"keys": keys, "C2": C2,
+                       "prei": np.empty((max(len(si), 1), P * C2), np.int64),
+                       "sufi": np.empty((max(len(si), 1), P * C2), np.int64),
+                       "pref": np.empty((max(len(sf), 1), P * C2), np.float64),
+                       "suff": np.empty((max(len(sf), 1), P * C2), np.float64),
+                       "pret": np.empty((len(sel), nt), np.int64),
+                       "suft": np.empty((len(sel), nt), np.int64)}
+            self._s_n = 0
+        if fresh:
+            self._s_n = n  # every column is recomputed from the ring
+            return _FRESH, _FRESH
+        if n > self._s_n:  # codes seen since: identities in the closed panes
+            st, a, b = self._s, self._s_n, n
+            C2 = st["C2"]
+            si = [li for li in sel if li.dtype == np.int64]
+            sf = [li for li in sel if li.dtype == np.float64]
+            for q, li in enumerate(si):
+                for nm in ("prei", "sufi"):
+                    st[nm][q].reshape(P, C2)[:, a:b] = li.identity()
+            for q, li in enumerate(sf):
+                for nm in ("pref", "suff"):
+                    st[nm][q].reshape(P, C2)[:, a:b] = li.identity()
+            if st["pret"].shape[1]:
+                for q, li in enumerate(si + sf):
+                    t = _I64MAX if li.lane.op == "first" else _I64MIN
+                    for nm in ("pret", "suft"):
+                        st[nm][q].reshape(P, C2)[:, a:b] = t
+            self._s_n = n
+        return self._s_pre_hi, self._s_suf_b
+
+    def _emit_sel(self, ring: Ring, sel: list[LaneInfo], ik: list, fk: list, n: int, w0: int,
+                  nw: int, prev: tuple[int, int], inc0: bool, key_lut: np.ndarray | None
+                  ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`emit_block` with select lanes: one :func:`~oop.window.paned_kernels.paned_emit_sel`
+        call (sums, select blocks, output rows and the reset of the leaving panes)."""
+        k: Sliding = self.kind  # type: ignore[assignment]
+        si = [li for li in sel if li.dtype == np.int64]
+        sf = [li for li in sel if li.dtype == np.float64]
+        sel = si + sf
+        pre_hi, suf_b = self._sel_state(sel, n, ring.C, w0)
+        st = self._s
+        assert st is not None
+        df, di = (np.zeros(1, np.float64),), (np.zeros(1, np.int64),)
+        ops = np.array([K.SELECT_OPS[li.lane.op] for li in sel], np.int64)
+        tid = np.array([_I64MAX if li.lane.op == "first" else _I64MIN for li in sel], np.int64)
+        stl = tuple(ring.tarr[li.key] if li.lane.op in ("first", "last") else _NO_LUT for li in sel)
+        (codes, start, end, iv, fv, svi, svf, sto, self.since, dead, self._s_pre_hi,
+         self._s_suf_b) = PK.paned_emit_sel(
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
+            tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
+            tuple(ring.arr[li.key] for li in si) or di, len(si),
+            tuple(ring.arr[li.key] for li in sf) or df, len(sf), stl, ops,
+            np.array([li.identity() for li in si] or [0], np.int64),
+            np.array([li.identity() for li in sf] or [0.0], np.float64), tid,
+            st["prei"], st["sufi"], st["pref"], st["suff"], st["pret"], st["suft"], st["C2"],
+            pre_hi, suf_b, ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g,
+            k.o, prev[0], prev[1], inc0, self.since, self.P,
+            key_lut if key_lut is not None else _NO_LUT)
+        self.run_w = self._s_w = w0 + nw - 1
+        ring.live -= dead
+        ring.base = max(ring.base, self.window_panes(self.run_w)[0])
+        ring.top = max(ring.top, ring.base)
+        lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
+        lanes.update({x: fv[q] for q, x in enumerate(fk)})
+        for q, li in enumerate(si):
+            lanes[li.key] = svi[q]
+        for q, li in enumerate(sf):
+            lanes[li.key] = svf[q]
+        for q, li in enumerate(sel):
+            if li.lane.op in ("first", "last"):
+                lanes[("t:" + li.lane.op, li.key[1])] = sto[q]
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
@@ -350,7 +443,9 @@ class PaneCombiner:
         return codes, lanes
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.running.values()) + sum(a.nbytes for a in self.running_t.values())
+        sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
+        return (sum(a.nbytes for a in self.running.values())
+                + sum(a.nbytes for a in self.running_t.values()) + sb)
 
     def snapshot(self) -> dict[str, Any]:
         return {"running": {k: v.copy() for k, v in self.running.items()},
@@ -361,6 +456,7 @@ class PaneCombiner:
         self.running = {k: v.copy() for k, v in s["running"].items()}
         self.running_t = {k: v.copy() for k, v in s["running_t"].items()}
         self.run_w, self.run_hi, self.since = s["run_w"], s["run_hi"], s["since"]
+        self._s_w = None  # the select block state is rebuilt from the ring's panes
 
 
 class PanedWID(WindowAggregate):

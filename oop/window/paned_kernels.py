@@ -19,6 +19,13 @@ Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
   ``window_start``, ``window_end``, every lane). Leaving panes are reset in
   the same pass when asked (``zero``), so purging them costs no extra sweep.
   Cost: O(windows x codes x lanes) sequential, O(1) per output row.
+* WLQ with select lanes (min, max, first, last): :func:`paned_emit_sel` --
+  the same, plus prefix/suffix blocks of ``P`` panes aligned to pane ids
+  whose state survives the punctuation (each closed pane is folded twice
+  over the whole stream, instead of the ``nw + P - 1`` panes of a
+  punctuation's span twice per punctuation as in
+  :func:`~oop.window.kernels.paned_select`), and the reset of the leaving
+  panes in every lane (the purge has nothing left to sweep).
 
 The references (``*_ref``) do the same with Python loops over dicts; tests
 assert kernel == reference on random inputs (``tests/test_window_paned_kernels.py``).
@@ -31,7 +38,8 @@ from typing import Any, Sequence
 import numba as nb
 import numpy as np
 
-__all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash"]
+__all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
+           "paned_emit_sel", "paned_emit_sel_ref"]
 
 
 @nb.njit(cache=True, inline="always")
@@ -412,3 +420,304 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
                 outf[q, m + t] = frun[q][c]
         m += na
     return codes[:m], start[:m], end[:m], outi[:, :m], outf[:, :m], since
+
+
+# ---- select lanes (min, max, first, last): persistent prefix/suffix blocks ----------------
+@nb.njit(cache=True, inline="always")
+def _better(op, t1, v1, t2, v2):
+    """True when partial (t1, v1) replaces (t2, v2): op 0 min, 1 max, 2 first, 3 last
+    (first: smallest time, ties smallest value; last: largest time, ties largest value)."""
+    if op == 0:
+        return v1 < v2
+    if op == 1:
+        return v1 > v2
+    if op == 2:
+        return t1 < t2 or (t1 == t2 and v1 < v2)
+    return t1 > t2 or (t1 == t2 and v1 > v2)
+
+
+@nb.njit(cache=True, inline="always")
+def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
+    """dst[q0 + c] = pane cell (ring row ``rr``; identities when not ``live``) combined with
+    dst[src + c] (``src`` < 0: no partner), for every code. min/max loops are branch-free."""
+    if op < 2:
+        if not live:
+            if src < 0:
+                dst[q0:q0 + n] = ident
+            else:
+                dst[q0:q0 + n] = dst[src:src + n]
+        elif src < 0:
+            dst[q0:q0 + n] = lane[rr:rr + n]
+        elif op == 0:
+            for c in range(n):
+                dst[q0 + c] = min(lane[rr + c], dst[src + c])
+        else:
+            for c in range(n):
+                dst[q0 + c] = max(lane[rr + c], dst[src + c])
+        return
+    for c in range(n):
+        if live:
+            v = lane[rr + c]
+            t = tl[rr + c]
+        else:
+            v = ident
+            t = tident
+        if src >= 0:
+            pv = dst[src + c]
+            pt = dstt[src + c]
+            if not _better(op, t, v, pt, pv):
+                v = pv
+                t = pt
+        dst[q0 + c] = v
+        dstt[q0 + c] = t
+
+
+@nb.njit(cache=True, inline="always")
+def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
+    """Select value (and time) of the cells ``m0 .. m - 1`` (codes ``idx``): ``suf[sa + c]``,
+    combined with ``pre[pb + c]`` when the window straddles two blocks."""
+    if op < 2:
+        if not two:
+            for t in range(m0, m):
+                out[t] = suf[sa + idx[t]]
+        elif op == 0:
+            for t in range(m0, m):
+                c = idx[t]
+                out[t] = min(suf[sa + c], pre[pb + c])
+        else:
+            for t in range(m0, m):
+                c = idx[t]
+                out[t] = max(suf[sa + c], pre[pb + c])
+        return
+    for t in range(m0, m):
+        c = idx[t]
+        v = suf[sa + c]
+        tt = suft[sa + c]
+        if two:
+            v2 = pre[pb + c]
+            t2 = pret[pb + c]
+            if _better(op, t2, v2, tt, v):
+                v = v2
+                tt = t2
+        out[t] = v
+        outt[t] = tt
+
+
+@nb.njit(cache=True)
+def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
+                   sil, n_si, sfl, n_sf, stl, ops, idi, idf, tid,
+                   prei, sufi, pref, suff, pret, suft, C2, pre_hi, suf_b,
+                   C, mask, base, top, n, w0, nw, s, r, g, o, prev_plo, prev_phi, inc0, since, P,
+                   lut):
+    """:func:`paned_emit` with select lanes (min, max, first, last); resets the leaving panes.
+
+    Sum-type lanes (``ilanes``/``flanes``, lane 0 = row count) move
+    differentially as in :func:`paned_emit` (004 Eq. 6.2). Select lanes --
+    ``n_si`` int64 lanes ``sil`` then ``n_sf`` float64 lanes ``sfl``; select
+    lane ``q`` (ints first) has op ``ops[q]`` (0 min, 1 max, 2 first, 3 last),
+    identity ``idi[q]`` / ``idf[q - n_si]`` and, for first/last, the time lane
+    ``stl[q]`` with identity ``tid[q]`` -- are answered by prefix/suffix blocks
+    (van Herk / Gil-Werman) over blocks of ``P`` panes aligned to pane ids
+    (block ``b`` = panes ``[bP, (b+1)P)``): window ``[plo, plo + P)`` is
+    ``suf[plo]`` when ``plo`` starts a block, else ``suf[plo] (+) pre[plo+P-1]``.
+
+    The block state persists across calls (arrays ``(lanes, P x C2)`` indexed
+    by a pane's offset in its block, one block each): ``pre`` holds the
+    prefixes of the block of pane ``pre_hi - 1`` up to ``pre_hi``, ``suf`` the
+    suffixes of block ``suf_b``. A pane is folded into ``pre`` once, when the
+    first window holding it is emitted (it is closed then: later tuples of
+    it are late), and into ``suf`` once, when the first window starting in
+    its block is emitted (the whole block is closed then). So every pane costs
+    two O(codes) folds over the whole stream, not two per punctuation over
+    the ``nw + P - 1`` panes of its span. The caller passes ``pre_hi`` and
+    ``suf_b`` as very small numbers to start afresh (the ring's panes from
+    ``plo(w0)`` up are all it reads then).
+
+    Per window, sequential lane-by-lane passes over the codes (each a tight,
+    vectorizable loop): the sums step, the branch-free compaction of the live
+    codes with their output rows, each select lane's answer at those cells,
+    and the reset of the leaving panes in every lane. Every pane below
+    ``plo`` of the last window ends reset (the first window resets ``[base,
+    plo)``), so the caller moves the ring's base there.
+
+    Returns (codes (or ``lut[code]``), window_start, window_end, int sum
+    lanes (n_i x m), float sum lanes (n_f x m), int select values
+    (n_si x m), float select values (n_sf x m), select times (lanes x m; rows
+    of min/max lanes unset), since, live cells reset, pre_hi, suf_b).
+    Cost: O(windows x codes x lanes) sequential + two O(codes) folds per pane.
+    """
+    cap = nw * n
+    nsel = n_si + n_sf
+    keys = lut.shape[0] > 0
+    codes = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    end = np.empty(cap, np.int64)
+    iv = np.empty((n_i, cap), np.int64)
+    fv = np.empty((max(n_f, 1), cap), np.float64)
+    svi = np.empty((max(n_si, 1), cap), np.int64)
+    svf = np.empty((max(n_sf, 1), cap), np.float64)
+    has_t = False
+    for q in range(nsel):
+        has_t = has_t or ops[q] >= 2
+    sto = np.empty((nsel, cap if has_t else 0), np.int64)
+    m = 0
+    dead = 0
+    p_lo, p_hi = prev_plo, prev_phi
+    for k in range(nw):
+        w = w0 + k
+        e = (w + 1) * s
+        plo = (e - r) // g
+        phi = e // g
+        # -- sum-type lanes: differential step (004 Eq. 6.2) or recompute every P windows
+        if (inc0 or k > 0) and since < P:
+            a_lo, a_hi = max(p_hi, base), min(phi, top)
+            d_lo, d_hi = max(p_lo, base), min(plo, top)
+            if a_hi - a_lo == 1 and d_hi - d_lo == 1:
+                ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+                for q in range(n_i):
+                    _step(irun[q], ilanes[q], ra, rd, n)
+                for q in range(n_f):
+                    _step(frun[q], flanes[q], ra, rd, n)
+            else:
+                for p in range(a_lo, a_hi):
+                    rr = (p & mask) * C
+                    for q in range(n_i):
+                        _add(irun[q], ilanes[q], rr, n)
+                    for q in range(n_f):
+                        _add(frun[q], flanes[q], rr, n)
+                for p in range(d_lo, d_hi):
+                    rr = (p & mask) * C
+                    for q in range(n_i):
+                        _sub(irun[q], ilanes[q], rr, n)
+                    for q in range(n_f):
+                        _sub(frun[q], flanes[q], rr, n)
+            since += 1
+        else:
+            for q in range(n_i):
+                irun[q][:n] = 0
+            for q in range(n_f):
+                frun[q][:n] = 0.0
+            for p in range(max(plo, base), min(phi, top)):
+                rr = (p & mask) * C
+                for q in range(n_i):
+                    _add(irun[q], ilanes[q], rr, n)
+                for q in range(n_f):
+                    _add(frun[q], flanes[q], rr, n)
+            since = 0
+        # -- select blocks: prefixes up to phi - 1, suffixes of plo's block (closed panes only)
+        bs = (plo // P) * P
+        bh = ((phi - 1) // P) * P
+        if pre_hi < bh:
+            pre_hi = bh
+        for j in range(pre_hi, phi):
+            off = j - (j // P) * P
+            live = base <= j and j < top
+            rr = (j & mask) * C
+            src = (off - 1) * C2 if off > 0 else -1
+            for q in range(n_si):
+                _fold(sil[q], stl[q], ops[q], idi[q], tid[q], prei[q], pret[q], off * C2, src,
+                      live, rr, n)
+            for q in range(n_sf):
+                x = n_si + q
+                _fold(sfl[q], stl[x], ops[x], idf[q], tid[x], pref[q], pret[x], off * C2, src,
+                      live, rr, n)
+        pre_hi = max(pre_hi, phi)
+        if suf_b != plo // P:
+            suf_b = plo // P
+            for j in range(bs + P - 1, plo - 1, -1):
+                off = j - bs
+                live = base <= j and j < top
+                rr = (j & mask) * C
+                src = (off + 1) * C2 if off < P - 1 else -1
+                for q in range(n_si):
+                    _fold(sil[q], stl[q], ops[q], idi[q], tid[q], sufi[q], suft[q], off * C2,
+                          src, live, rr, n)
+                for q in range(n_sf):
+                    x = n_si + q
+                    _fold(sfl[q], stl[x], ops[x], idf[q], tid[x], suff[q], suft[x], off * C2,
+                          src, live, rr, n)
+        # -- output: branch-free compaction of the live codes, then one pass per lane
+        m0 = m
+        cnt = irun[0]
+        for c in range(n):
+            codes[m] = c
+            m += cnt[c] > 0
+        we = o + e
+        start[m0:m] = we - r
+        end[m0:m] = we
+        for q in range(n_i):
+            _gather(iv[q], irun[q], codes, m0, m)
+        for q in range(n_f):
+            _gather(fv[q], frun[q], codes, m0, m)
+        sa = (plo - bs) * C2  # suffix row of plo
+        pb = (phi - 1 - bh) * C2  # prefix row of phi - 1
+        two = plo != bs  # the window straddles two blocks
+        for q in range(n_si):
+            _answer(svi[q], sto[q], ops[q], sufi[q], suft[q], prei[q], pret[q], sa, pb, two,
+                    codes, m0, m)
+        for q in range(n_sf):
+            x = n_si + q
+            _answer(svf[q], sto[x], ops[x], suff[q], suft[x], pref[q], pret[x], sa, pb, two,
+                    codes, m0, m)
+        if keys:
+            for t in range(m0, m):
+                codes[t] = lut[codes[t]]
+        # -- reset the panes below plo (the first window: everything below it)
+        for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
+            rr = (p & mask) * C
+            dead += _nonzero(ilanes[0], rr, n)
+            for q in range(n_i):
+                ilanes[q][rr:rr + n] = 0
+            for q in range(n_f):
+                flanes[q][rr:rr + n] = 0.0
+            for q in range(n_si):
+                sil[q][rr:rr + n] = idi[q]
+                if ops[q] >= 2:
+                    stl[q][rr:rr + n] = tid[q]
+            for q in range(n_sf):
+                sfl[q][rr:rr + n] = idf[q]
+                if ops[n_si + q] >= 2:
+                    stl[n_si + q][rr:rr + n] = tid[n_si + q]
+        p_lo, p_hi = plo, phi
+    mt = m if has_t else 0
+    return (codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], svi[:, :m], svf[:, :m],
+            sto[:, :mt], since, dead, pre_hi, suf_b)
+
+
+def paned_emit_sel_ref(cells: dict[tuple[int, int], tuple], ops: Sequence[str], w0: int, nw: int,
+                       s: int, r: int, g: int, o: int) -> list[tuple]:
+    """Reference of :func:`paned_emit_sel`: each window folded from its panes, cell by cell.
+
+    ``cells[(pane, code)] = (rows, [sum-type lane values], [select partials])``;
+    a select partial is the value (min/max), a ``(time, value)`` pair
+    (first/last), or None (no non-null value in that cell). Returns
+    ``(code, window_start, window_end, rows, sums, partials)`` for every window
+    ``w0 .. w0 + nw - 1`` and code with rows > 0, ordered by (window, code);
+    a partial is None when every pane of the window lacks it.
+    """
+    out: list[tuple] = []
+    for w in range(w0, w0 + nw):
+        e = (w + 1) * s
+        plo, phi = (e - r) // g, e // g
+        acc: dict[int, list] = {}
+        for (p, c), (rows, sums, sels) in cells.items():
+            if not plo <= p < phi:
+                continue
+            cur = acc.setdefault(c, [0, [0] * len(sums), [None] * len(ops)])
+            cur[0] += rows
+            for q, v in enumerate(sums):
+                cur[1][q] += v
+            for q, x in enumerate(sels):
+                if x is None:
+                    continue
+                y = cur[2][q]
+                if y is None:
+                    cur[2][q] = x
+                elif ops[q] in ("min", "first"):
+                    cur[2][q] = min(y, x)
+                else:
+                    cur[2][q] = max(y, x)
+        for c in sorted(acc):
+            if acc[c][0] > 0:
+                out.append((c, o + e - r, o + e, acc[c][0], acc[c][1], acc[c][2]))
+    return out
