@@ -503,6 +503,39 @@ def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
         outt[t] = tt
 
 
+@nb.njit(cache=True, inline="always")
+def _fused_minmax_step(rows, rrun, lane, is_max, ident, pre, pcur, pprev, suf, sa, two, ra, rd,
+                       n, lut, codes, orow, oval, m):
+    """One window of :func:`paned_emit_sel` in one pass over the codes, for the common shape:
+    count + one min/max lane, one pane entering (``ra``, pane ``phi - 1``) and one leaving
+    (``rd``). Per code: step the count, fold the entering pane into the prefix row ``pcur``
+    (``pprev`` < 0: it starts a block), answer ``suf[sa] (+) pre`` (``two``), reset the
+    leaving cell in both lanes, write the output row (kept when the count is > 0).
+    Returns (m, live cells reset)."""
+    dead = 0
+    keys = lut.shape[0] > 0
+    for c in range(n):
+        xd = rows[rd + c]
+        cr = rrun[c] + (rows[ra + c] - xd)
+        rrun[c] = cr
+        dead += xd != 0
+        rows[rd + c] = 0
+        x = lane[ra + c]
+        if pprev >= 0:
+            y = pre[pprev + c]
+            x = max(x, y) if is_max else min(x, y)
+        pre[pcur + c] = x
+        a = suf[sa + c]
+        if two:
+            a = max(a, x) if is_max else min(a, x)
+        lane[rd + c] = ident
+        codes[m] = lut[c] if keys else c
+        orow[m] = cr
+        oval[m] = a
+        m += cr > 0
+    return m, dead
+
+
 @nb.njit(cache=True)
 def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                    sil, n_si, sfl, n_sf, stl, ops, idi, idf, tid,
@@ -563,21 +596,37 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
     m = 0
     dead = 0
     p_lo, p_hi = prev_plo, prev_phi
+    # count + one min/max lane: windows of one pane in / one out go through one fused pass
+    one_sel = n_i == 1 and n_f == 0 and nsel == 1 and ops[0] < 2
     for k in range(nw):
         w = w0 + k
         e = (w + 1) * s
         plo = (e - r) // g
         phi = e // g
+        bs = (plo // P) * P  # block of plo (suffixes) and of phi - 1 (prefixes)
+        bh = ((phi - 1) // P) * P
+        if pre_hi < bh:
+            pre_hi = bh
+        rlo = base if k == 0 else max(p_lo, base)  # panes to reset: [rlo, rhi)
+        rhi = min(plo, top)
         # -- sum-type lanes: differential step (004 Eq. 6.2) or recompute every P windows
+        ra = -1
+        rd = -1
+        fused = False
         if (inc0 or k > 0) and since < P:
             a_lo, a_hi = max(p_hi, base), min(phi, top)
             d_lo, d_hi = max(p_lo, base), min(plo, top)
             if a_hi - a_lo == 1 and d_hi - d_lo == 1:
                 ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
-                for q in range(n_i):
-                    _step(irun[q], ilanes[q], ra, rd, n)
-                for q in range(n_f):
-                    _step(frun[q], flanes[q], ra, rd, n)
+                # count + one min/max lane, the entering pane is phi - 1 and the next prefix,
+                # the leaving pane all there is to reset: one pass (_fused_minmax_step)
+                fused = (one_sel and a_lo == phi - 1 and pre_hi == phi - 1 and rhi - rlo == 1
+                         and d_lo == rlo)
+                if not fused:
+                    for q in range(n_i):
+                        _step(irun[q], ilanes[q], ra, rd, n)
+                    for q in range(n_f):
+                        _step(frun[q], flanes[q], ra, rd, n)
             else:
                 for p in range(a_lo, a_hi):
                     rr = (p & mask) * C
@@ -605,11 +654,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                     _add(frun[q], flanes[q], rr, n)
             since = 0
         # -- select blocks: prefixes up to phi - 1, suffixes of plo's block (closed panes only)
-        bs = (plo // P) * P
-        bh = ((phi - 1) // P) * P
-        if pre_hi < bh:
-            pre_hi = bh
-        for j in range(pre_hi, phi):
+        for j in range(pre_hi, phi - 1 if fused else phi):
             off = j - (j // P) * P
             live = base <= j and j < top
             rr = (j & mask) * C
@@ -636,22 +681,39 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                     x = n_si + q
                     _fold(sfl[q], stl[x], ops[x], idf[q], tid[x], suff[q], suft[x], off * C2,
                           src, live, rr, n)
+        sa = (plo - bs) * C2  # suffix row of plo
+        pb = (phi - 1 - bh) * C2  # prefix row of phi - 1
+        two = plo != bs  # the window straddles two blocks
+        we = o + e
+        if fused:
+            m0 = m
+            off = phi - 1 - bh
+            pprev = (off - 1) * C2 if off > 0 else -1
+            if n_si:
+                m, dd = _fused_minmax_step(ilanes[0], irun[0], sil[0], ops[0] == 1, idi[0],
+                                           prei[0], off * C2, pprev, sufi[0], sa, two, ra, rd,
+                                           n, lut, codes, iv[0], svi[0], m)
+            else:
+                m, dd = _fused_minmax_step(ilanes[0], irun[0], sfl[0], ops[0] == 1, idf[0],
+                                           pref[0], off * C2, pprev, suff[0], sa, two, ra, rd,
+                                           n, lut, codes, iv[0], svf[0], m)
+            dead += dd
+            start[m0:m] = we - r
+            end[m0:m] = we
+            p_lo, p_hi = plo, phi
+            continue
         # -- output: branch-free compaction of the live codes, then one pass per lane
         m0 = m
         cnt = irun[0]
         for c in range(n):
             codes[m] = c
             m += cnt[c] > 0
-        we = o + e
         start[m0:m] = we - r
         end[m0:m] = we
         for q in range(n_i):
             _gather(iv[q], irun[q], codes, m0, m)
         for q in range(n_f):
             _gather(fv[q], frun[q], codes, m0, m)
-        sa = (plo - bs) * C2  # suffix row of plo
-        pb = (phi - 1 - bh) * C2  # prefix row of phi - 1
-        two = plo != bs  # the window straddles two blocks
         for q in range(n_si):
             _answer(svi[q], sto[q], ops[q], sufi[q], suft[q], prei[q], pret[q], sa, pb, two,
                     codes, m0, m)
@@ -663,7 +725,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
             for t in range(m0, m):
                 codes[t] = lut[codes[t]]
         # -- reset the panes below plo (the first window: everything below it)
-        for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
+        for p in range(rlo, rhi):
             rr = (p & mask) * C
             dead += _nonzero(ilanes[0], rr, n)
             for q in range(n_i):
