@@ -259,6 +259,11 @@ def _sel_better(op, t1, v1, t2, v2):
 def paned_select(vals, tvals, op, ident, tident, C, mask, base, top, n, P, plo, wi, codes):
     """Paned-WID window-level query for a min/max/first/last lane, every window of a punctuation.
 
+    (The operator now answers select lanes with
+    :func:`~oop.window.paned_kernels.paned_emit_sel`, whose blocks persist
+    across punctuations; this one-shot form stays as a standalone kernel with
+    its reference test.)
+
     Windows ``k`` have the ``P`` panes ``[plo[k], plo[k] + P)`` (``plo``
     increasing); panes outside the live ring ``[base, top)`` are empty
     (``ident``/``tident``). Answers the cells ``(wi[m], codes[m])`` (row of

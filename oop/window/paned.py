@@ -292,11 +292,12 @@ class PaneCombiner:
             sf = [li for li in sel if li.dtype == np.float64]
             has_t = any(li.lane.op in ("first", "last") for li in sel)
             nt = P * C2 if has_t else 0
+            ni, nf = P * C2 if si else 0, P * C2 if sf else 0  # (1, 0) dummies: no memory
             self._s = {"keys": keys, "C2": C2,
-                       "prei": np.empty((max(len(si), 1), P * C2), np.int64),
-                       "sufi": np.empty((max(len(si), 1), P * C2), np.int64),
-                       "pref": np.empty((max(len(sf), 1), P * C2), np.float64),
-                       "suff": np.empty((max(len(sf), 1), P * C2), np.float64),
+                       "prei": np.empty((max(len(si), 1), ni), np.int64),
+                       "sufi": np.empty((max(len(si), 1), ni), np.int64),
+                       "pref": np.empty((max(len(sf), 1), nf), np.float64),
+                       "suff": np.empty((max(len(sf), 1), nf), np.float64),
                        "pret": np.empty((len(sel), nt), np.int64),
                        "suft": np.empty((len(sel), nt), np.int64)}
             self._s_n = 0
