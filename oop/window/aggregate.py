@@ -698,6 +698,10 @@ class WindowAggregate(Operator):
         store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
         ms = self.holistic[(store, a.column)]  # type: ignore[index]
         typ = self.out_schema.field(a.name).type
+        if self.units is not None and a.fn in ("median", "quantile"):  # all windows, one call
+            res = self.units.quantiles(ms, parts, 0.5 if a.fn == "median" else float(a.q))  # type: ignore[arg-type]
+            if res is not None:
+                return _masked(res[0], ~res[1], typ)
         chunks = []
         for w, codes, _ in parts:
             ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)

@@ -443,6 +443,31 @@ class PaneCombiner:
             lanes[("t:" + k[0], k[1])] = v[codes]
         return codes, lanes
 
+    def quantiles(self, ms: Any, parts: Sequence[tuple], q: float
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
+        """q-quantile (median: 0.5) of every cell of ``parts`` ``[(wid, codes, _), ...]`` in one
+        compiled call (:func:`~oop.window.paned_kernels.paned_quantiles`) over the
+        :class:`~oop.window.store.Multiset` ``ms`` of pane tables. Returns (values, present), or
+        None when some window's codes do not ascend (the caller then goes window by window)."""
+        ms.compact()
+        cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
+        cb = np.zeros(len(parts) + 1, np.int64)
+        cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
+        up = np.ones(cells.shape[0], bool)
+        up[1:] = cells[1:] > cells[:-1]
+        up[cb[:-1][cb[:-1] < cells.shape[0]]] = True
+        if not up.all():  # the cursors need ascending codes per window
+            return None
+        wp = [self.window_panes(int(w)) for w, _, _ in parts]
+        plo = np.array([a for a, _ in wp], np.int64)
+        phi = np.array([b for _, b in wp], np.int64)
+        pa0 = int(plo.min()) if len(wp) else 0
+        pa1 = int(phi.max()) if len(wp) else 0
+        offs = np.searchsorted(ms.unit, np.arange(pa0, pa1 + 1, dtype=np.int64)).astype(np.int64)
+        vals, present = PK.paned_quantiles(ms.code, ms.value.astype(np.float64, copy=False),
+                                           ms.count, pa0, offs, plo, phi, cb, cells, float(q))
+        return vals, present.astype(bool)
+
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
         return (sum(a.nbytes for a in self.running.values())

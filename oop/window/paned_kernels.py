@@ -33,13 +33,14 @@ assert kernel == reference on random inputs (``tests/test_window_paned_kernels.p
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import numba as nb
 import numpy as np
 
 __all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
-           "paned_emit_sel", "paned_emit_sel_ref"]
+           "paned_emit_sel", "paned_emit_sel_ref", "paned_quantiles", "paned_quantiles_ref"]
 
 
 @nb.njit(cache=True, inline="always")
@@ -782,4 +783,119 @@ def paned_emit_sel_ref(cells: dict[tuple[int, int], tuple], ops: Sequence[str], 
         for c in sorted(acc):
             if acc[c][0] > 0:
                 out.append((c, o + e - r, o + e, acc[c][0], acc[c][1], acc[c][2]))
+    return out
+
+
+# ---- holistic quantiles (median, quantile): every window of a punctuation in one call -------
+@nb.njit(cache=True)
+def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
+    """q-quantile of every cell ``(window k, cells[cb[k]:cb[k+1]])`` from the pane tables.
+
+    ``code``/``value``/``count``: a :class:`~oop.window.store.Multiset` table
+    sorted by (unit, code, value); the rows of pane ``p`` are
+    ``offs[p - pa0]:offs[p - pa0 + 1]`` (panes outside the span are empty).
+    Window ``k`` is panes ``[plo[k], phi[k])``; its cells' codes ascend.
+    Per window, one cursor per pane walks its (code-sorted) rows as the codes
+    ascend -- O(rows of the window) to find every cell's P value runs -- and
+    the ranks ``floor(q (n-1))`` and the next one are found by a P-way merge
+    walk over the runs that stops there (no merged table is built). Same
+    formula as :func:`~oop.window.store.quantiles_from_counts` (linear
+    interpolation; NaN sorts last). Returns (values, present) per cell;
+    ``present`` is 0 where the cell has no value (all null).
+    Cost: O(window rows + cells x P x merge steps) per window, one call per
+    punctuation instead of a Python step and log2(P) merge rounds per window.
+    """
+    m = cells.shape[0]
+    out = np.zeros(m, np.float64)
+    present = np.zeros(m, np.uint8)
+    npane = offs.shape[0] - 1
+    maxp = 0
+    for k in range(plo.shape[0]):
+        maxp = max(maxp, phi[k] - plo[k])
+    cur = np.empty(maxp, np.int64)
+    end = np.empty(maxp, np.int64)
+    seg = np.empty(maxp, np.int64)
+    pos = np.empty(maxp, np.int64)
+    for k in range(plo.shape[0]):
+        P = phi[k] - plo[k]
+        for j in range(P):
+            p = plo[k] + j - pa0
+            if 0 <= p < npane:
+                cur[j] = offs[p]
+                end[j] = offs[p + 1]
+            else:
+                cur[j] = 0
+                end[j] = 0
+        for t in range(cb[k], cb[k + 1]):
+            c = cells[t]
+            n = 0
+            na = 0  # the panes holding code c: runs [pos, seg) of the merge walk
+            for j in range(P):
+                x = cur[j]
+                while x < end[j] and code[x] < c:
+                    x += 1
+                y = x
+                while y < end[j] and code[y] == c:
+                    n += count[y]
+                    y += 1
+                cur[j] = y
+                if y > x:
+                    pos[na] = x
+                    seg[na] = y
+                    na += 1
+            if n == 0:
+                continue
+            r = q * (n - 1)
+            lo_r = np.int64(np.floor(r))
+            frac = r - lo_r
+            hi_r = min(lo_r + 1, n - 1)
+            cum = 0
+            lo_v = 0.0
+            hi_v = 0.0
+            found_lo = False
+            while True:  # merge walk over the live runs up to rank hi_r
+                b = 0
+                vb = value[pos[0]]
+                for j in range(1, na):
+                    vj = value[pos[j]]
+                    if vj < vb or (vb != vb and vj == vj):  # NaN last
+                        b = j
+                        vb = vj
+                cum += count[pos[b]]
+                pos[b] += 1
+                if not found_lo and cum > lo_r:
+                    lo_v = vb
+                    found_lo = True
+                if cum > hi_r:
+                    hi_v = vb
+                    break
+                if pos[b] == seg[b]:  # run exhausted: drop it
+                    na -= 1
+                    pos[b] = pos[na]
+                    seg[b] = seg[na]
+            out[t] = lo_v + (hi_v - lo_v) * frac
+            present[t] = 1
+    return out, present
+
+
+def paned_quantiles_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int, Sequence[int]]],
+                        q: float) -> list:
+    """Reference of :func:`paned_quantiles`: rows ``(unit, code, value, count)``; per window
+    ``(plo, phi, codes)`` each cell's values expanded by count, sorted (NaN last), and the
+    interpolated q-quantile; None for a cell without values."""
+    out: list = []
+    for plo, phi, codes in windows:
+        for c in codes:
+            vals: list = []
+            for u, cc, v, n in rows:
+                if plo <= u < phi and cc == c:
+                    vals += [v] * int(n)
+            if not vals:
+                out.append(None)
+                continue
+            vals.sort(key=lambda x: (x != x, x))
+            pos = q * (len(vals) - 1)
+            lo = math.floor(pos)
+            hi = min(lo + 1, len(vals) - 1)
+            out.append(vals[lo] + (vals[hi] - vals[lo]) * (pos - lo))
     return out
