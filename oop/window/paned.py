@@ -30,7 +30,11 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   (pane, code, value, count) table sorted by pane, so a window is the merge
   of its ``P`` sorted pane runs (:meth:`~oop.window.store.Multiset.select`:
   pairwise, ``ceil(log2 P)`` compiled O(values) rounds, no re-sort; one
-  Python step per window, not per tuple).
+  Python step per window, not per tuple). Median and quantiles skip the
+  merge: all windows of a punctuation go through one compiled call
+  (:meth:`PaneCombiner.quantiles`, :func:`~oop.window.paned_kernels.paned_quantiles`:
+  per-pane cursors find each group's ``P`` value runs, a merge walk stops at
+  the rank).
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
