@@ -437,7 +437,11 @@ def _better(op, t1, v1, t2, v2):
     return t1 > t2 or (t1 == t2 and v1 > v2)
 
 
-@nb.njit(cache=True, inline="always")
+# _fold and _answer are compiled functions, not inlined: compiled once per array type and
+# shared by every specialization of paned_emit_sel (one per combination of lane tuple lengths),
+# which keeps each specialization's compile time short (they run once per pane or window and
+# lane, over all codes: the call costs nothing measurable)
+@nb.njit(cache=True)
 def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
     """dst[q0 + c] = pane cell (ring row ``rr``; identities when not ``live``) combined with
     dst[src + c] (``src`` < 0: no partner), for every code. min/max loops are branch-free."""
@@ -473,7 +477,7 @@ def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
         dstt[q0 + c] = t
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
     """Select value (and time) of the cells ``m0 .. m - 1`` (codes ``idx``): ``suf[sa + c]``,
     combined with ``pre[pb + c]`` when the window straddles two blocks."""
