@@ -102,10 +102,10 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
     (PLQ) + ``G x panes/slide`` (pane outputs) + the window-level query, per
     aggregate: ``2 G panes/slide`` when it is full-differential (Eq. 6.2);
     ``G x min(P, 2 panes/slide + 1)`` for min/max/first/last (the
-    prefix/suffix block combine of :func:`~oop.window.kernels.paned_select`
-    touches each entering pane twice and answers a window with one combine;
-    Eq. 6.1's ``G x P`` is the direct combine, taken when smaller). The most
-    expensive aggregate's term is used.
+    prefix/suffix blocks of :func:`~oop.window.paned_kernels.paned_emit_sel`
+    fold each pane twice and answer a window with one combine; Eq. 6.1's
+    ``G x P`` is the direct combine, taken when smaller). The most expensive
+    aggregate's term is used.
 
     Holistic aggregates keep values, not partials, so their terms count
     values (``T_win = T_slide x range/slide`` per window): WID inserts each
