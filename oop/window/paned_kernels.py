@@ -39,6 +39,8 @@ from typing import Any, Sequence
 import numba as nb
 import numpy as np
 
+from oop.window.kernels import _sel_better
+
 __all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
            "paned_emit_sel", "paned_emit_sel_ref", "paned_quantiles", "paned_quantiles_ref"]
 
@@ -159,30 +161,12 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
                 for q in range(n_f):
                     _step(frun[q], flanes[q], ra, rd, n)
             else:
-                for p in range(a_lo, a_hi):
-                    rr = (p & mask) * C
-                    for q in range(n_i):
-                        _add(irun[q], ilanes[q], rr, n)
-                    for q in range(n_f):
-                        _add(frun[q], flanes[q], rr, n)
-                for p in range(d_lo, d_hi):
-                    rr = (p & mask) * C
-                    for q in range(n_i):
-                        _sub(irun[q], ilanes[q], rr, n)
-                    for q in range(n_f):
-                        _sub(frun[q], flanes[q], rr, n)
+                _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
+                               mask, C, n)
             since += 1
         else:
-            for q in range(n_i):
-                irun[q][:n] = 0
-            for q in range(n_f):
-                frun[q][:n] = 0.0
-            for p in range(max(plo, base), min(phi, top)):
-                rr = (p & mask) * C
-                for q in range(n_i):
-                    _add(irun[q], ilanes[q], rr, n)
-                for q in range(n_f):
-                    _add(frun[q], flanes[q], rr, n)
+            _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),
+                       mask, C, n)
             since = 0
         if zero:  # panes below plo: the first window resets everything below it
             for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
@@ -243,6 +227,39 @@ def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, lut, codes, start, en
     start[m0:m] = ws  # constant per window: vectorized fills after the loop
     end[m0:m] = we
     return m, dead
+
+
+@nb.njit(cache=True)
+def _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C, n):
+    """Differential window step (004 Eq. 6.2): running += panes [a_lo, a_hi), -= panes [d_lo, d_hi).
+
+    Every int lane of ``ilanes`` into ``irun``, every float lane of ``flanes``
+    into ``frun`` (the first ``n_i`` / ``n_f`` entries are real), over codes
+    ``[0, n)``. Compiled once per lane-tuple type, shared by
+    :func:`paned_emit` and :func:`paned_emit_sel` (called once per window).
+    """
+    for p in range(a_lo, a_hi):
+        rr = (p & mask) * C
+        for q in range(n_i):
+            _add(irun[q], ilanes[q], rr, n)
+        for q in range(n_f):
+            _add(frun[q], flanes[q], rr, n)
+    for p in range(d_lo, d_hi):
+        rr = (p & mask) * C
+        for q in range(n_i):
+            _sub(irun[q], ilanes[q], rr, n)
+        for q in range(n_f):
+            _sub(frun[q], flanes[q], rr, n)
+
+
+@nb.njit(cache=True)
+def _recompute(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, mask, C, n):
+    """Running sums from scratch: the panes ``[lo, hi)`` summed (the periodic drift reset)."""
+    for q in range(n_i):
+        irun[q][:n] = 0
+    for q in range(n_f):
+        frun[q][:n] = 0.0
+    _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, 0, 0, mask, C, n)
 
 
 @nb.njit(cache=True, inline="always")
@@ -424,19 +441,6 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
 
 
 # ---- select lanes (min, max, first, last): persistent prefix/suffix blocks ----------------
-@nb.njit(cache=True, inline="always")
-def _better(op, t1, v1, t2, v2):
-    """True when partial (t1, v1) replaces (t2, v2): op 0 min, 1 max, 2 first, 3 last
-    (first: smallest time, ties smallest value; last: largest time, ties largest value)."""
-    if op == 0:
-        return v1 < v2
-    if op == 1:
-        return v1 > v2
-    if op == 2:
-        return t1 < t2 or (t1 == t2 and v1 < v2)
-    return t1 > t2 or (t1 == t2 and v1 > v2)
-
-
 # _fold and _answer are compiled functions, not inlined: compiled once per array type and
 # shared by every specialization of paned_emit_sel (one per combination of lane tuple lengths),
 # which keeps each specialization's compile time short (they run once per pane or window and
@@ -470,7 +474,7 @@ def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
         if src >= 0:
             pv = dst[src + c]
             pt = dstt[src + c]
-            if not _better(op, t, v, pt, pv):
+            if not _sel_better(op, t, v, pt, pv):
                 v = pv
                 t = pt
         dst[q0 + c] = v
@@ -501,7 +505,7 @@ def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
         if two:
             v2 = pre[pb + c]
             t2 = pret[pb + c]
-            if _better(op, t2, v2, tt, v):
+            if _sel_better(op, t2, v2, tt, v):
                 v = v2
                 tt = t2
         out[t] = v
@@ -633,30 +637,12 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                     for q in range(n_f):
                         _step(frun[q], flanes[q], ra, rd, n)
             else:
-                for p in range(a_lo, a_hi):
-                    rr = (p & mask) * C
-                    for q in range(n_i):
-                        _add(irun[q], ilanes[q], rr, n)
-                    for q in range(n_f):
-                        _add(frun[q], flanes[q], rr, n)
-                for p in range(d_lo, d_hi):
-                    rr = (p & mask) * C
-                    for q in range(n_i):
-                        _sub(irun[q], ilanes[q], rr, n)
-                    for q in range(n_f):
-                        _sub(frun[q], flanes[q], rr, n)
+                _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
+                               mask, C, n)
             since += 1
         else:
-            for q in range(n_i):
-                irun[q][:n] = 0
-            for q in range(n_f):
-                frun[q][:n] = 0.0
-            for p in range(max(plo, base), min(phi, top)):
-                rr = (p & mask) * C
-                for q in range(n_i):
-                    _add(irun[q], ilanes[q], rr, n)
-                for q in range(n_f):
-                    _add(frun[q], flanes[q], rr, n)
+            _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),
+                       mask, C, n)
             since = 0
         # -- select blocks: prefixes up to phi - 1, suffixes of plo's block (closed panes only)
         for j in range(pre_hi, phi - 1 if fused else phi):
