@@ -424,8 +424,6 @@ class WindowAggregate(Operator):
             uhi = ulo + 1 if (self.ring is None or self.holistic) else None
         if self.ring is None:
             if self._choose_layout(codes, ulo) == "hash":
-                from oop.window.hashstore import HashCells
-
                 self.ring = HashCells(self.lanes, base=low)
             else:
                 self.ring = Ring(self.lanes, base=low, rows=int((uhi - ulo).max()) * 2 + 2,
@@ -807,8 +805,6 @@ class WindowAggregate(Operator):
         self.enc.restore(state["enc"])
         if state["ring"] is not None:
             if "cell_u" in state["ring"]:
-                from oop.window.hashstore import HashCells
-
                 self.ring = HashCells(self.lanes)
             else:
                 self.ring = Ring(self.lanes)
