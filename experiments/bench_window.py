@@ -18,9 +18,11 @@ with the prefix/suffix block kernel ``paned_select``):
 * sliding RANGE 10 s SLIDE 1 s -- ``"paned"``, ``"wid"``, ``"auto"``; numpy
   reference: per-pane ``np.maximum.at`` then a 10-pane moving max.
 
-Secondary workloads: median(v) per key sliding 10 s / 1 s over the first
-``--extra-rows`` tuples (default 1M; holistic: Paned-WID merges its panes'
-sorted value runs, WID keeps one value table per window), and count + sum
+Secondary workloads: median(v) and count-distinct(floor(1000 v)) per key
+sliding 10 s / 1 s over the first ``--extra-rows`` tuples (default 1M;
+holistic: Paned-WID walks its panes' sorted value runs for the median and
+moves a running (key, value) multiplicity table by the entering and leaving
+panes for distinct; WID keeps one value table per window), and count + sum
 over 300K tuples with 1M uniform (sparse) key ids, Paned-WID on the hash and
 the dense layout (and what ``layout="auto"`` picks), beside WID.
 
@@ -191,30 +193,38 @@ def numpy_sliding_max_panes(ts: np.ndarray, key: np.ndarray, v: np.ndarray, r: i
 
 
 def extra(n: int, repeat: int) -> bool:
-    """Holistic median (Paned-WID merges pane runs vs WID) and sparse keys (hash vs dense layout)."""
-    print(f"\nsecondary workloads (best of {repeat}): median {n:,} tuples, sparse keys "
-          f"{min(n, SPARSE_ROWS):,} tuples over 1M uniform key ids:")
+    """Holistic median and count-distinct (Paned-WID vs WID) and sparse keys (hash vs dense)."""
+    print(f"\nsecondary workloads (best of {repeat}): median and distinct {n:,} tuples, sparse "
+          f"keys {min(n, SPARSE_ROWS):,} tuples over 1M uniform key ids:")
     sl = Sliding("10s", "1s")
     med = [agg.median("v")]
+    dis = [agg.distinct("d")]  # d = floor(1000 v): up to 1000 distinct values per key
     table, batches, puncts = make_workload(n)
+    d_batches = [b.append_column("d", pa.array((b.column("v").to_numpy() * 1000).astype(np.int64)))
+                 for b in batches]
     n_sp = min(n, SPARSE_ROWS)  # the dense layout holds ring x all keys seen: keep it in memory
     sp_table, sp_batches, sp_puncts = make_workload(n_sp, seed=1, sparse_keys=1_000_000)
-    cfgs = [("median sliding 10s/1s Paned", "paned", "auto", med, False),
-            ("median sliding 10s/1s WID", "wid", "auto", med, False),
-            ("median sliding 10s/1s auto", "auto", "auto", med, False),
-            ("sparse 1M keys Paned auto", "paned", "auto", None, True),
-            ("sparse 1M keys Paned hash", "paned", "hash", None, True),
-            ("sparse 1M keys Paned dense", "paned", "dense", None, True),
-            ("sparse 1M keys WID auto", "wid", "auto", None, True),
-            ("sparse 1M keys WID hash", "wid", "hash", None, True),
-            ("sparse 1M keys WID dense", "wid", "dense", None, True)]
+    data = {"zipf": (batches, puncts, table.schema),
+            "distinct": (d_batches, puncts, d_batches[0].schema),
+            "sparse": (sp_batches, sp_puncts, sp_table.schema)}
+    cfgs = [("median sliding 10s/1s Paned", "paned", "auto", med, "zipf"),
+            ("median sliding 10s/1s WID", "wid", "auto", med, "zipf"),
+            ("median sliding 10s/1s auto", "auto", "auto", med, "zipf"),
+            ("distinct sliding 10s/1s Paned", "paned", "auto", dis, "distinct"),
+            ("distinct sliding 10s/1s WID", "wid", "auto", dis, "distinct"),
+            ("sparse 1M keys Paned auto", "paned", "auto", None, "sparse"),
+            ("sparse 1M keys Paned hash", "paned", "hash", None, "sparse"),
+            ("sparse 1M keys Paned dense", "paned", "dense", None, "sparse"),
+            ("sparse 1M keys WID auto", "wid", "auto", None, "sparse"),
+            ("sparse 1M keys WID hash", "wid", "hash", None, "sparse"),
+            ("sparse 1M keys WID dense", "wid", "dense", None, "sparse")]
     best: dict[str, dict[str, Any]] = {}
-    for label, method, layout, aggs, sparse in cfgs:  # warm-up (numba caches)
-        b, p, sch = (sp_batches, sp_puncts, sp_table.schema) if sparse else (batches, puncts, table.schema)
+    for label, method, layout, aggs, which in cfgs:  # warm-up (numba caches)
+        b, p, sch = data[which]
         drive(sl, method, b[:4], p[:4], sch, aggs, layout)
     for _ in range(repeat):
-        for label, method, layout, aggs, sparse in cfgs:
-            b, p, sch = (sp_batches, sp_puncts, sp_table.schema) if sparse else (batches, puncts, table.schema)
+        for label, method, layout, aggs, which in cfgs:
+            b, p, sch = data[which]
             r = drive(sl, method, b, p, sch, aggs, layout)
             if label not in best or r["wall"] < best[label]["wall"]:
                 best[label] = r
@@ -229,12 +239,16 @@ def extra(n: int, repeat: int) -> bool:
     print(f"median sliding Paned-WID vs plain WID: {mw['wall'] / mp['wall']:.2f}x; auto picked "
           f"{best['median sliding 10s/1s auto']['method']}; median checksums agree: "
           f"{math.isclose(mp['checksum'], mw['checksum'], rel_tol=1e-9)}")
+    dp, dw = best["distinct sliding 10s/1s Paned"], best["distinct sliding 10s/1s WID"]
+    print(f"distinct sliding Paned-WID vs plain WID: {dw['wall'] / dp['wall']:.2f}x; distinct "
+          f"checksums agree: {dp['checksum'] == dw['checksum']}")
     sh, sd = best["sparse 1M keys Paned hash"], best["sparse 1M keys Paned dense"]
     print(f"sparse keys Paned-WID hash vs dense layout: {sd['wall'] / sh['wall']:.2f}x time, "
           f"{sd['peak_bytes'] / max(sh['peak_bytes'], 1):.1f}x peak bytes")
     rows = {r["rows_out"] for k, r in best.items() if k.startswith("sparse")}
     return (len(rows) == 1 and mp["rows_out"] == mw["rows_out"]
-            and math.isclose(mp["checksum"], mw["checksum"], rel_tol=1e-9))
+            and math.isclose(mp["checksum"], mw["checksum"], rel_tol=1e-9)
+            and dp["rows_out"] == dw["rows_out"] and dp["checksum"] == dw["checksum"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -242,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--extra-rows", type=int, default=1_000_000,
-                    help="rows of the median and sparse-key workloads (default 1M)")
+                    help="rows of the median, distinct and sparse-key workloads (default 1M)")
     args = ap.parse_args(argv)
     n = args.rows
     print(f"generating {n:,} tuples, {KEYS} Zipf keys, {RATE_PER_S}/s, band disorder {DELAY_MS} ms ...")

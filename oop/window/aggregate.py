@@ -431,7 +431,8 @@ class WindowAggregate(Operator):
         else:
             if low < self.ring.base:
                 self.ring.lower_base(low)
-        cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}
+        # the lanes' columns (holistic value columns are read by _add_holistic: any type)
+        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}}
         single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
@@ -454,11 +455,14 @@ class WindowAggregate(Operator):
         span = uhi - ulo
         rep = bool((span != 1).any())
         for (store, col), ms in self.holistic.items():
-            if store == "code":
+            if store == "code":  # distinct values of any type (strings too) as value codes
                 vals = self.value_enc[col].encode(batch)
-                valid = cols[col].valid
+                arr = batch.column(col)
+                valid = (np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
+                         if arr.null_count else np.zeros(0, np.uint8))
             else:
-                cv = cols[col] if cols[col].values.dtype == np.float64 else column_values(batch, col, True)
+                cv = (cols[col] if col in cols and cols[col].values.dtype == np.float64
+                      else column_values(batch, col, True))
                 vals, valid = cv.values, cv.valid
             c, lo_, sp = codes, ulo, span
             if valid.shape[0]:
@@ -700,6 +704,9 @@ class WindowAggregate(Operator):
             res = self.units.quantiles(ms, parts, 0.5 if a.fn == "median" else float(a.q))  # type: ignore[arg-type]
             if res is not None:
                 return _masked(res[0], ~res[1], typ)
+        if self.units is not None and a.fn == "distinct" and self.late is not LatePolicy.UPDATE:
+            # all windows in one call, from a running multiplicity table (revisions: below)
+            return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
         chunks = []
         for w, codes, _ in parts:
             ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)

@@ -34,7 +34,12 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   merge: all windows of a punctuation go through one compiled call
   (:meth:`PaneCombiner.quantiles`, :func:`~oop.window.paned_kernels.paned_quantiles`:
   per-pane cursors find each group's ``P`` value runs, a merge walk stops at
-  the rank).
+  the rank). Count-distinct is differential in counting form
+  (:meth:`PaneCombiner.distinct`, :func:`~oop.window.paned_kernels.paned_distinct`):
+  a running ``(group, value) -> multiplicity`` table and each group's
+  number of values with multiplicity > 0 move from window to window by the
+  rows of the entering and leaving panes, all windows of a punctuation in
+  one call, the state kept across punctuations.
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
@@ -52,7 +57,9 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   table of live (pane, code) cells, whose emission walks each entering and
   leaving pane's cells (:func:`~oop.window.paned_kernels.paned_emit_hash`).
 * Purge: panes before the first pane of the previous window (the
-  differential update subtracts them at the next window).
+  differential update subtracts them at the next window); the holistic
+  pane tables keep from the first pane of the next window, or of the
+  previous one with count-distinct (its running table removes them).
 
 :class:`PanedWID` is :class:`~oop.window.aggregate.WindowAggregate` with
 ``method="paned"`` forced.
@@ -99,6 +106,9 @@ class PaneCombiner:
         else:
             raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
         self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
+        # count-distinct columns: a running (code, value) multiplicity table each (see distinct)
+        self.distinct_cols = {a.column for a in aggs if a.fn == "distinct"}
+        self._d: dict[str | None, dict[str, Any]] = {}
         self.running: dict[tuple[str, str | None], np.ndarray] = {}
         self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
         self.run_w: int | None = None  # window the running state holds
@@ -148,8 +158,14 @@ class PaneCombiner:
         return self.window_panes(w - 1)[0]
 
     def holistic_unit_needed(self, w: int) -> int:
-        """The first pane the holistic stores must keep (landmark: all of them)."""
-        return 0 if self.landmark else self.window_panes(w)[0]
+        """The first pane the holistic stores must keep (landmark: all of them).
+
+        With count-distinct, also the panes leaving at window ``w``: the running
+        multiplicity table of :meth:`distinct` removes their rows then.
+        """
+        if self.landmark:
+            return 0
+        return self.window_panes(w - 1 if self.distinct_cols else w)[0]
 
     # ---- combining --------------------------------------------------------------
     def _fresh(self, ring: Ring, li: LaneInfo, plo: int, phi: int, n: int,
@@ -472,10 +488,52 @@ class PaneCombiner:
                                            ms.count, pa0, offs, plo, phi, cb, cells, float(q))
         return vals, present.astype(bool)
 
+    def distinct(self, ms: Any, parts: Sequence[tuple], col: str | None, n_codes: int) -> np.ndarray:
+        """Exact count-distinct of every cell of ``parts`` ``[(wid, codes, _), ...]`` (ascending
+        windows) in one compiled call (:func:`~oop.window.paned_kernels.paned_distinct`).
+
+        The state -- a ``(code, value) -> multiplicity`` table and the distinct
+        count per code of the last window computed -- persists across
+        punctuations, so each pane's rows are added once (when it enters a
+        window) and removed once (when it leaves): O(rows) per pane instead
+        of merging the ``P`` pane tables of every window. It continues only
+        while the :class:`~oop.window.store.Multiset` still holds the panes
+        that leave (``ms.floor``) and windows move forward; otherwise it is
+        rebuilt from the first window's panes.
+        """
+        ms.compact()
+        cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
+        cb = np.zeros(len(parts) + 1, np.int64)
+        cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
+        wp = [self.window_panes(int(w)) for w, _, _ in parts]
+        plo = np.array([a for a, _ in wp], np.int64)
+        phi = np.array([b for _, b in wp], np.int64)
+        st = self._d.get(col)
+        cont = (st is not None and ms.floor <= st["lo"] and st["lo"] <= plo[0]
+                and st["hi"] <= phi[0])
+        if st is None:
+            st = self._d[col] = {"tc": np.full(16, -1, np.int64), "tv": np.zeros(16, np.int64),
+                                 "tm": np.zeros(16, np.int64), "used": 0, "lo": 0, "hi": 0,
+                                 "dcount": np.zeros(64, np.int64)}
+        if st["dcount"].shape[0] < n_codes:
+            grown = np.zeros(max(n_codes, 2 * st["dcount"].shape[0]), np.int64)
+            grown[: st["dcount"].shape[0]] = st["dcount"]
+            st["dcount"] = grown
+        pa0 = min(int(plo[0]), st["lo"]) if cont else int(plo[0])
+        pa1 = int(phi.max())
+        offs = np.searchsorted(ms.unit, np.arange(pa0, pa1 + 1, dtype=np.int64)).astype(np.int64)
+        out, st["tc"], st["tv"], st["tm"], st["used"] = PK.paned_distinct(
+            ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0, offs, plo, phi,
+            st["lo"], st["hi"], cont, st["tc"], st["tv"], st["tm"], st["used"], st["dcount"],
+            cb, cells)
+        st["lo"], st["hi"] = int(plo[-1]), int(phi[-1])
+        return out
+
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
+        db = sum(v.nbytes for d in self._d.values() for v in d.values() if isinstance(v, np.ndarray))
         return (sum(a.nbytes for a in self.running.values())
-                + sum(a.nbytes for a in self.running_t.values()) + sb)
+                + sum(a.nbytes for a in self.running_t.values()) + sb + db)
 
     def snapshot(self) -> dict[str, Any]:
         return {"running": {k: v.copy() for k, v in self.running.items()},
@@ -487,6 +545,7 @@ class PaneCombiner:
         self.running_t = {k: v.copy() for k, v in s["running_t"].items()}
         self.run_w, self.run_hi, self.since = s["run_w"], s["run_hi"], s["since"]
         self._s_w = None  # the select block state is rebuilt from the ring's panes
+        self._d = {}  # so is the count-distinct state (from the restored Multiset)
 
 
 class PanedWID(WindowAggregate):

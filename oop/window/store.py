@@ -492,6 +492,8 @@ class Multiset:
         self.count = np.zeros(0, np.int64)
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self._pending_rows = 0
+        #: units below ``floor`` may have been purged (state built from them is stale)
+        self.floor = _I64MIN
 
     def __len__(self) -> int:
         return self.unit.shape[0] + self._pending_rows
@@ -556,12 +558,14 @@ class Multiset:
     def keep_rows(self, keep_fn: Any) -> None:
         """Keep only rows where ``keep_fn(unit, code)`` (vectorized) is true."""
         self.compact()
+        self.floor = _I64MAX  # arbitrary rows went: no state built from the table stays valid
         m = keep_fn(self.unit, self.code)
         self.unit, self.code, self.value, self.count = (
             self.unit[m], self.code[m], self.value[m], self.count[m])
 
     def purge_below(self, unit: int) -> None:
         self.compact()
+        self.floor = max(self.floor, int(unit))
         a = int(np.searchsorted(self.unit, unit))
         self.unit, self.code, self.value, self.count = (
             self.unit[a:], self.code[a:], self.value[a:], self.count[a:])
@@ -577,6 +581,7 @@ class Multiset:
     def restore(self, s: dict[str, Any]) -> None:
         self.unit, self.code, self.value, self.count = s["u"].copy(), s["c"].copy(), s["v"].copy(), s["n"].copy()
         self._pending, self._pending_rows = [], 0
+        self.floor = int(self.unit[0]) if self.unit.shape[0] else _I64MAX
 
     def _check(self) -> None:
         assert self.unit.shape == self.code.shape == self.value.shape == self.count.shape
