@@ -139,3 +139,24 @@ def test_late_update_revises_windows(flows, tmp_path):
     final = {r["window_start"]: r["count"] for r in got.to_pylist()}
     expected = window_oracle(table, Tumbling(5000), [agg.count()], time="ts", unit="ms")
     assert final == {r["window_start"]: r["count"] for r in expected.to_pylist()}
+
+
+@pytest.mark.parametrize("method", ["wid", "paned"])
+def test_replay_distinct_of_a_string_column(flows, tmp_path, method):
+    """``--agg distinct:COL`` on a string column (it used to crash in the numeric reader)."""
+    path, table = flows
+    out = tmp_path / "out.parquet"
+    rc = main([
+        "replay", "--input", str(path), "--time", "ts", "--arrival", "arr", "--key", "name",
+        "--window", "sliding:5s,1s", "--agg", "distinct:src", "--agg", "count",
+        "--punctuation", "bounded:2s", "--method", method, "--out", str(out), "--quiet",
+    ])
+    assert rc == 0
+    arrival = table.sort_by([("arr", "ascending")])
+    expected = window_oracle(arrival, Sliding(5000, 1000), [agg.distinct("src"), agg.count()],
+                             by="name", time="ts", unit="ms")
+    got = pq.read_table(out)
+    assert got.column_names == ["name", "window_start", "window_end", "distinct_src", "count"]
+    assert _sorted(got.select(expected.column_names), ["window_start"]) == \
+        _sorted(expected, ["window_start"])
+    assert set(got.column("distinct_src").to_pylist()) <= {1, 2, 3, 4, 5}
