@@ -160,3 +160,40 @@ def test_replay_distinct_of_a_string_column(flows, tmp_path, method):
     assert _sorted(got.select(expected.column_names), ["window_start"]) == \
         _sorted(expected, ["window_start"])
     assert set(got.column("distinct_src").to_pylist()) <= {1, 2, 3, 4, 5}
+
+
+def test_replay_late_side_output_to_file(flows, tmp_path, capsys):
+    """``--late-out`` gets every late tuple; output == oracle over the rest (nothing lost)."""
+    path, table = flows
+    out, late, metrics = tmp_path / "out.parquet", tmp_path / "late.parquet", tmp_path / "m.json"
+    rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr", "--key", "src",
+               "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:500ms",
+               "--batch-size", "128", "--late-out", str(late), "--out", str(out),
+               "--metrics", str(metrics), "--quiet"])
+    assert rc == 0
+    late_rows = pq.read_table(late)
+    m = json.loads(metrics.read_text())
+    assert late_rows.num_rows == m["late"] == m["late_out_rows"] > 0
+    assert late_rows.schema == table.schema
+    arrival = table.sort_by([("arr", "ascending")])
+    gone = {(r["ts"], r["arr"], r["src"], r["len"]) for r in late_rows.to_pylist()}
+    keep = [r for r in arrival.to_pylist() if (r["ts"], r["arr"], r["src"], r["len"]) not in gone]
+    assert len(keep) + late_rows.num_rows == table.num_rows
+    expected = window_oracle(pa.Table.from_pylist(keep, schema=table.schema), Tumbling(1000),
+                             [agg.count()], by="src", time="ts", unit="ms")
+    got = pq.read_table(out)
+    keys = ["src", "window_start"]
+    assert _sorted(got.select(expected.column_names), keys) == _sorted(expected, keys)
+    assert "late tuples ->" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--late", "side"], "add --late-out"),
+    (["--late", "raise", "--late-out", "x.parquet"], "cannot go with --late raise"),
+])
+def test_replay_late_out_needs_side(flows, capsys, argv, message):
+    path, _ = flows
+    rc = main(["replay", "--input", str(path), "--time", "ts", "--window", "tumbling:1s",
+               "--agg", "count", *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and message in err[0]

@@ -56,10 +56,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         "median:COL | quantile:COL:Q | distinct:COL (repeatable)")
     p.add_argument("--punctuation", default="bounded:0",
                    help="ordered | bounded:DUR | tuples:N | adaptive:FRACTION (default bounded:0)")
-    p.add_argument("--late", default="drop",
+    p.add_argument("--late", default=None,
                    choices=["drop", "side", "side_output", "raise", "update"],
-                   help="late-tuple policy (default: drop, counted); 'update' re-emits revised "
-                        "windows (column is_revision) for tuples up to --allowed-lateness late")
+                   help="late-tuple policy (default: drop, counted); 'side' writes them to "
+                        "--late-out; 'update' re-emits revised windows (column is_revision) "
+                        "for tuples up to --allowed-lateness late")
+    p.add_argument("--late-out", help="write the late tuples (input columns) to this Parquet "
+                                      "file; implies --late side")
     p.add_argument("--allowed-lateness", default="0",
                    help="with --late update: how late (DUR) a tuple may be and still revise")
     p.add_argument("--method", default="auto", choices=["auto", "wid", "paned"],
@@ -177,7 +180,35 @@ def _summary(res: Any, wall: float, plan: dict[str, Any] | None = None) -> dict[
     }
 
 
+def resolve_late(args: argparse.Namespace) -> str:
+    """The late policy from ``--late`` and ``--late-out`` (side output needs a file to go to)."""
+    late = args.late or ("side" if args.late_out else "drop")
+    if late == "side_output":
+        late = "side"
+    if args.late_out and late != "side":
+        raise ConfigError(f"--late-out takes the tuples that --late side routes; it cannot go "
+                          f"with --late {late}")
+    if late == "side" and not args.late_out:
+        raise ConfigError("--late side writes the late tuples to a file: add --late-out "
+                          "PATH.parquet (or use --late drop to count them only)")
+    if late == "side" and args.spark:
+        raise ConfigError("--late side / --late-out is not supported with --spark yet; use "
+                          "--late drop (the late count is in the summary)")
+    return late
+
+
+def _write_late(res: Any, path: str, schema: pa.Schema) -> int:
+    """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
+    import pyarrow.parquet as pq
+
+    tables = [t for t in res.late.values() if t.num_rows]
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    pq.write_table(table, path)
+    return table.num_rows
+
+
 def run_replay(args: argparse.Namespace) -> int:
+    args.late = resolve_late(args)
     if args.spark:
         try:
             from oop.spark.cli import run_replay as spark_replay
@@ -213,6 +244,10 @@ def run_replay(args: argparse.Namespace) -> int:
         sink = pa.BufferOutputStream()
         pacsv.write_csv(res.table, sink)
         sys.stdout.write(sink.getvalue().to_pybytes().decode())
+    if args.late_out:
+        summary["late_out_rows"] = _write_late(res, args.late_out, table.schema)
+        print(f"oop replay: {summary['late_out_rows']} late tuples -> {args.late_out}",
+              file=sys.stderr)
     if args.metrics:
         Path(args.metrics).write_text(json.dumps(summary, indent=2, default=str))
     print(
