@@ -18,11 +18,12 @@ with the prefix/suffix block kernel ``paned_select``):
 * sliding RANGE 10 s SLIDE 1 s -- ``"paned"``, ``"wid"``, ``"auto"``; numpy
   reference: per-pane ``np.maximum.at`` then a 10-pane moving max.
 
-Secondary workloads: median(v) and count-distinct(floor(1000 v)) per key
-sliding 10 s / 1 s over the first ``--extra-rows`` tuples (default 1M;
-holistic: Paned-WID walks its panes' sorted value runs for the median and
-moves a running (key, value) multiplicity table by the entering and leaving
-panes for distinct; WID keeps one value table per window), and count + sum
+Secondary workloads: median(v), count-distinct and the top-3 heavy hitters
+of d = floor(1000 v) per key sliding 10 s / 1 s over the first
+``--extra-rows`` tuples (default 1M; holistic: Paned-WID walks its panes'
+sorted value runs for the median and moves a running (key, value)
+multiplicity table by the entering and leaving panes for distinct and heavy
+hitters; WID keeps one value table per window), and count + sum
 over 300K tuples with 1M uniform (sparse) key ids, Paned-WID on the hash and
 the dense layout (and what ``layout="auto"`` picks), beside WID.
 
@@ -199,6 +200,7 @@ def extra(n: int, repeat: int) -> bool:
     sl = Sliding("10s", "1s")
     med = [agg.median("v")]
     dis = [agg.distinct("d")]  # d = floor(1000 v): up to 1000 distinct values per key
+    hh = [agg.heavy_hitters("d", 3), agg.count()]  # count last: the checksummed column
     table, batches, puncts = make_workload(n)
     d_batches = [b.append_column("d", pa.array((b.column("v").to_numpy() * 1000).astype(np.int64)))
                  for b in batches]
@@ -212,6 +214,8 @@ def extra(n: int, repeat: int) -> bool:
             ("median sliding 10s/1s auto", "auto", "auto", med, "zipf"),
             ("distinct sliding 10s/1s Paned", "paned", "auto", dis, "distinct"),
             ("distinct sliding 10s/1s WID", "wid", "auto", dis, "distinct"),
+            ("heavy hitters 10s/1s Paned", "paned", "auto", hh, "distinct"),
+            ("heavy hitters 10s/1s WID", "wid", "auto", hh, "distinct"),
             ("sparse 1M keys Paned auto", "paned", "auto", None, "sparse"),
             ("sparse 1M keys Paned hash", "paned", "hash", None, "sparse"),
             ("sparse 1M keys Paned dense", "paned", "dense", None, "sparse"),
@@ -242,13 +246,16 @@ def extra(n: int, repeat: int) -> bool:
     dp, dw = best["distinct sliding 10s/1s Paned"], best["distinct sliding 10s/1s WID"]
     print(f"distinct sliding Paned-WID vs plain WID: {dw['wall'] / dp['wall']:.2f}x; distinct "
           f"checksums agree: {dp['checksum'] == dw['checksum']}")
+    hp, hw = best["heavy hitters 10s/1s Paned"], best["heavy hitters 10s/1s WID"]
+    print(f"heavy hitters (top 3) sliding Paned-WID vs plain WID: {hw['wall'] / hp['wall']:.2f}x")
     sh, sd = best["sparse 1M keys Paned hash"], best["sparse 1M keys Paned dense"]
     print(f"sparse keys Paned-WID hash vs dense layout: {sd['wall'] / sh['wall']:.2f}x time, "
           f"{sd['peak_bytes'] / max(sh['peak_bytes'], 1):.1f}x peak bytes")
     rows = {r["rows_out"] for k, r in best.items() if k.startswith("sparse")}
     return (len(rows) == 1 and mp["rows_out"] == mw["rows_out"]
             and math.isclose(mp["checksum"], mw["checksum"], rel_tol=1e-9)
-            and dp["rows_out"] == dw["rows_out"] and dp["checksum"] == dw["checksum"])
+            and dp["rows_out"] == dw["rows_out"] and dp["checksum"] == dw["checksum"]
+            and hp["rows_out"] == hw["rows_out"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,15 +1,19 @@
-"""Paned-WID count-distinct: every window of a punctuation in one call, differentially.
+"""Paned-WID count-distinct and heavy hitters: every window of a punctuation in one call.
 
 * ``paned_distinct`` == ``paned_distinct_ref`` (distinct values per cell, from
-  scratch) on random pane tables and ascending windows that overlap, jump
-  ahead (no overlap) or grow (landmark-like), split over two calls that carry
-  the running state, with the table regrown from a tiny start;
+  scratch) and ``paned_heavy`` == ``paned_heavy_ref`` (top-k values by count,
+  ties by a value order unrelated to the codes) on random pane tables and
+  ascending windows that overlap, jump ahead (no overlap) or grow
+  (landmark-like), split over two calls that carry the running state, with
+  the table regrown from a tiny start; the table then holds exactly the last
+  window's multiplicities and every code's chain reaches its live values;
 * through a real :class:`Multiset`: a state whose leaving panes were purged
   is not continued (it is rebuilt), and the result still equals ``select()``;
-* end to end: the operator's ``distinct`` under Paned-WID == WID == the
-  from-scratch oracle (int, float and string values, nulls, gaps), the
-  per-window ``Multiset.select`` path is not taken, and a snapshot/restore
-  mid-stream gives the same rows as the uninterrupted run.
+* end to end: the operator's ``distinct`` and ``heavy_hitters`` under
+  Paned-WID == WID == the from-scratch oracle (int, float and string values,
+  nulls, gaps), the per-window ``Multiset.select`` path is not taken, a
+  snapshot/restore mid-stream gives the same rows as the uninterrupted run,
+  and on an ordinary stream the state is carried across punctuations.
 """
 
 import numpy as np
@@ -21,7 +25,8 @@ import oop
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.paned import PaneCombiner
-from oop.window.paned_kernels import paned_distinct, paned_distinct_ref
+from oop.window.paned_kernels import (paned_distinct, paned_distinct_ref, paned_heavy,
+                                      paned_heavy_ref)
 from oop.window.reference import window_oracle
 from oop.window.store import LaneInfo, Multiset
 
@@ -44,43 +49,75 @@ def tables(draw):
     return out, wins, draw(st.integers(0, len(wins)))
 
 
-def _call(rows, wins, pa0, pa1, prev, cont, state):
+def _call(kernel, rows, wins, pa0, pa1, prev, cont, state, extra=()):
+    """One kernel call; ``state`` = [tc, tv, tm, nx, used, head, dcount], updated in place."""
     unit = np.array([r[0] for r in rows], np.int64)
     offs = np.searchsorted(unit, np.arange(pa0, pa1 + 1, dtype=np.int64)).astype(np.int64)
     plo = np.array([w[0] for w in wins], np.int64)
     phi = np.array([w[1] for w in wins], np.int64)
     cells = np.array([c for w in wins for c in w[2]], np.int64)
     cb = np.cumsum([0] + [len(w[2]) for w in wins]).astype(np.int64)
-    out, *state[:4] = paned_distinct(
-        np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64),
-        np.array([r[3] for r in rows], np.int64), pa0, offs, plo, phi, prev[0], prev[1], cont,
-        *state[:4], state[4], cb, cells)
-    return out.tolist()
+    res = kernel(np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], np.int64),
+                 np.array([r[3] for r in rows], np.int64), pa0, offs, plo, phi, prev[0], prev[1],
+                 cont, *state, *extra, cb, cells)
+    state[:5] = res[-5:]
+    return res[:-5]
+
+
+def _fresh_state():
+    return [np.full(16, -1, np.int64), np.zeros(16, np.int64), np.zeros(16, np.int64),
+            np.full(16, -1, np.int64), 0, np.full(8, -1, np.int64), np.zeros(8, np.int64)]
+
+
+def _in_two_calls(kernel, rows, wins, split, extra=()):
+    """The kernel over ``wins[:split]`` from scratch, then ``wins[split:]`` continuing."""
+    state, outs = _fresh_state(), []
+    if split:
+        outs.append(_call(kernel, rows, wins[:split], -1, 8, (0, 0), False, state, extra))
+    if split < len(wins):
+        prev = (wins[split - 1][0], wins[split - 1][1]) if split else (0, 0)
+        outs.append(_call(kernel, rows, wins[split:], -1, 8, prev, split > 0, state, extra))
+    return outs, state
 
 
 @settings(max_examples=200, deadline=None)
 @given(tables())
 def test_paned_distinct_equals_reference_across_calls(t):
     rows, wins, split = t
-    pa0, pa1 = -1, 8  # panes outside [-1, 8) are not in the table's span: empty
-    inside = [r for r in rows if pa0 <= r[0] < pa1]
-    state = [np.full(16, -1, np.int64), np.zeros(16, np.int64), np.zeros(16, np.int64), 0,
-             np.zeros(8, np.int64)]
-    got = []
-    if split:
-        got += _call(rows, wins[:split], pa0, pa1, (0, 0), False, state)
-    if split < len(wins):
-        prev = (wins[split - 1][0], wins[split - 1][1]) if split else (0, 0)
-        got += _call(rows, wins[split:], pa0, pa1, prev, split > 0, state)
-    assert got == paned_distinct_ref(inside, wins)
-    # the running table holds exactly the last window's values with their multiplicities
+    inside = [r for r in rows if -1 <= r[0] < 8]  # panes outside [-1, 8): not in the span
+    outs, state = _in_two_calls(paned_distinct, rows, wins, split)
+    assert [x for o in outs for x in o[0].tolist()] == paned_distinct_ref(inside, wins)
+    # the running table holds exactly the last window's values with their multiplicities,
+    # and every code's chain reaches all of its live entries
     lo, hi = wins[-1][0], wins[-1][1]
-    live = {(c, v): n for c, v, n in zip(state[0], state[1], state[2]) if c >= 0 and n > 0}
+    tc, tv, tm, nx, _, head, _ = state
+    live = {(c, v): n for c, v, n in zip(tc, tv, tm) if c >= 0 and n > 0}
     exp: dict = {}
     for u, c, v, n in inside:
         if lo <= u < hi:
             exp[(c, v)] = exp.get((c, v), 0) + n
     assert live == exp
+    for c in range(head.shape[0]):
+        h, chained = head[c], set()
+        while h != -1:
+            assert tc[h] == c
+            chained.add(int(tv[h]))
+            h = nx[h]
+        assert {v for (cc, v) in live if cc == c} <= chained
+
+
+@settings(max_examples=200, deadline=None)
+@given(tables(), st.integers(1, 3), st.randoms(use_true_random=False))
+def test_paned_heavy_equals_reference_across_calls(t, k, rnd):
+    rows, wins, split = t
+    inside = [r for r in rows if -1 <= r[0] < 8]
+    rank = np.array(rnd.sample(range(6), 6), np.int64)  # value order: not the codes' order
+    outs, _ = _in_two_calls(paned_heavy, rows, wins, split, (rank, k))
+    got = []
+    for off, hv, hn in outs:
+        got += [list(zip(hv[off[i]:off[i + 1]].tolist(), hn[off[i]:off[i + 1]].tolist()))
+                for i in range(off.shape[0] - 1)]
+    assert got == paned_heavy_ref(inside, wins, rank.tolist(), k)
 
 
 def test_distinct_state_is_rebuilt_when_its_leaving_panes_were_purged():
@@ -99,7 +136,7 @@ def test_distinct_state_is_rebuilt_when_its_leaving_panes_were_purged():
     for ws in ([3, 4], [5], [9, 10]):  # 5 -> 9 skips windows: their panes are purged first
         if ws[0] == 9:
             ms.purge_below(pc.window_panes(8)[0])
-            assert ms.floor > pc._d["v"]["lo"]  # the state's leaving panes are gone
+            assert ms.floor > pc._d[("distinct", "v")]["lo"]  # the state's leaving panes are gone
         parts = [(w, expect(w)[0], None) for w in ws]
         got = pc.distinct(ms, parts, "v", 6)
         assert got.tolist() == np.concatenate([expect(w)[1] for w in ws]).tolist()
@@ -128,15 +165,16 @@ def _values(t, draw):
 @pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
-def test_paned_distinct_in_one_call_equals_wid_and_oracle(kind, data):
+def test_paned_distinct_and_heavy_in_one_call_equal_wid_and_oracle(kind, data):
     t = data.draw(disordered_tables(max_rows=80, max_delay=data.draw(st.sampled_from([0, 6, 20])),
                                     n_keys=data.draw(st.sampled_from([1, 3, 7])), max_gap=4))
     t = _values(t, data.draw)
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
-    aggs = [agg.distinct("val"), agg.count()]
+    aggs = [agg.distinct("val"), agg.heavy_hitters("val", data.draw(st.integers(1, 3))), agg.count()]
 
     def no_select(*a, **k):
-        raise AssertionError("Paned-WID distinct went window by window through Multiset.select")
+        raise AssertionError("Paned-WID distinct/heavy hitters went window by window through "
+                             "Multiset.select")
 
     with pytest.MonkeyPatch.context() as m:
         m.setattr(Multiset, "select", no_select)

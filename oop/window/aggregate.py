@@ -707,6 +707,10 @@ class WindowAggregate(Operator):
         if self.units is not None and a.fn == "distinct" and self.late is not LatePolicy.UPDATE:
             # all windows in one call, from a running multiplicity table (revisions: below)
             return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
+        if self.units is not None and a.fn == "heavy_hitters" and self.late is not LatePolicy.UPDATE:
+            off, v, n = self.units.heavy(ms, parts, a.column, self.enc.n_codes,
+                                         self._value_rank(a.column), int(a.k))  # type: ignore[arg-type]
+            return self._heavy_array(a, off, v, n)
         chunks = []
         for w, codes, _ in parts:
             ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)
@@ -733,13 +737,10 @@ class WindowAggregate(Operator):
         return pa.concat_arrays(chunks) if len(chunks) > 1 else chunks[0]
 
     def _heavy(self, a: Agg, codes: np.ndarray, c: np.ndarray, v: np.ndarray, n: np.ndarray) -> pa.Array:
-        typ = self.out_schema.field(a.name).type
         m = np.isin(c, codes)  # PA: the unit may hold partitions not emitted now
         c, v, n = c[m], v[m], n[m]
         # ties between equal counts: by the value itself (not its code), so order cannot matter
-        kt = self.value_enc[a.column].key_table().column(0)  # type: ignore[index]
-        rank = np.empty(kt.length(), np.int64)
-        rank[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
+        rank = self._value_rank(a.column)
         order = np.lexsort((rank[v], -n, c))
         c, v, n = c[order], v[order], n[order]
         gcodes, bounds = group_bounds(c)
@@ -750,10 +751,29 @@ class WindowAggregate(Operator):
         counts = np.zeros(codes.shape[0], np.int64)
         pos = np.searchsorted(codes, c)
         np.add.at(counts, pos, 1)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-        values = self.value_enc[a.column].keys(v)[0] if v.shape[0] else pa.array([], typ.value_type.field("value").type)  # type: ignore[index]
+        return self._heavy_array(a, np.concatenate(([0], np.cumsum(counts))), v, n)
+
+    def _value_rank(self, col: str | None) -> np.ndarray:
+        """Sort position of every value code of ``col`` (heavy hitters break count ties by
+        value). Recomputed (one Arrow sort of the distinct values) only when values were added."""
+        enc = self.value_enc[col]  # type: ignore[index]
+        cache = getattr(self, "_rank_cache", {})
+        self._rank_cache = cache
+        hit = cache.get(col)
+        if hit is None or hit.shape[0] != enc.n_codes:
+            kt = enc.key_table().column(0)
+            hit = np.empty(kt.length(), np.int64)
+            hit[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
+            cache[col] = hit
+        return hit
+
+    def _heavy_array(self, a: Agg, offsets: np.ndarray, v: np.ndarray, n: np.ndarray) -> pa.Array:
+        """The heavy-hitters column: per cell ``[offsets[i], offsets[i+1])`` of (value code, count)."""
+        typ = self.out_schema.field(a.name).type
+        values = (self.value_enc[a.column].keys(v)[0] if v.shape[0]  # type: ignore[index]
+                  else pa.array([], typ.value_type.field("value").type))
         struct = pa.StructArray.from_arrays([values, pa.array(n, pa.int64())], fields=list(typ.value_type))
-        return pa.ListArray.from_arrays(pa.array(offsets), struct, type=typ)
+        return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, np.int32)), struct, type=typ)
 
     def _udaf(self, a: Agg, codes: np.ndarray, w: int, ms: Multiset) -> pa.Array:
         from oop.window.udaf import udaf_window

@@ -34,12 +34,15 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   merge: all windows of a punctuation go through one compiled call
   (:meth:`PaneCombiner.quantiles`, :func:`~oop.window.paned_kernels.paned_quantiles`:
   per-pane cursors find each group's ``P`` value runs, a merge walk stops at
-  the rank). Count-distinct is differential in counting form
-  (:meth:`PaneCombiner.distinct`, :func:`~oop.window.paned_kernels.paned_distinct`):
-  a running ``(group, value) -> multiplicity`` table and each group's
-  number of values with multiplicity > 0 move from window to window by the
-  rows of the entering and leaving panes, all windows of a punctuation in
-  one call, the state kept across punctuations.
+  the rank). Count-distinct and heavy hitters are differential in counting
+  form (:meth:`PaneCombiner.distinct`, :meth:`PaneCombiner.heavy`;
+  :func:`~oop.window.paned_kernels.paned_distinct`, ``paned_heavy``): a
+  running ``(group, value) -> multiplicity`` table and each group's number
+  of values with multiplicity > 0 move from window to window by the rows of
+  the entering and leaving panes, all windows of a punctuation in one call,
+  the state kept across punctuations; heavy hitters then sweep the table
+  once per window into per-group top-k buffers. UDAFs still merge their
+  panes window by window.
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes
@@ -59,7 +62,8 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
 * Purge: panes before the first pane of the previous window (the
   differential update subtracts them at the next window); the holistic
   pane tables keep from the first pane of the next window, or of the
-  previous one with count-distinct (its running table removes them).
+  previous one with count-distinct or heavy hitters (their running table
+  removes them).
 
 :class:`PanedWID` is :class:`~oop.window.aggregate.WindowAggregate` with
 ``method="paned"`` forced.
@@ -106,9 +110,10 @@ class PaneCombiner:
         else:
             raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
         self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
-        # count-distinct columns: a running (code, value) multiplicity table each (see distinct)
-        self.distinct_cols = {a.column for a in aggs if a.fn == "distinct"}
-        self._d: dict[str | None, dict[str, Any]] = {}
+        # count-distinct / heavy-hitter columns: a running (code, value) multiplicity table
+        # each (see distinct)
+        self.distinct_cols = {a.column for a in aggs if a.fn in ("distinct", "heavy_hitters")}
+        self._d: dict[tuple[str, str | None], dict[str, Any]] = {}
         self.running: dict[tuple[str, str | None], np.ndarray] = {}
         self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
         self.run_w: int | None = None  # window the running state holds
@@ -501,6 +506,27 @@ class PaneCombiner:
         that leave (``ms.floor``) and windows move forward; otherwise it is
         rebuilt from the first window's panes.
         """
+        st, args = self._d_args(("distinct", col), ms, parts, n_codes)
+        out, *state = PK.paned_distinct(*args)
+        self._d_keep(st, state)
+        return out
+
+    def heavy(self, ms: Any, parts: Sequence[tuple], col: str | None, n_codes: int,
+              rank: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Heavy hitters of every cell of ``parts`` in one compiled call
+        (:func:`~oop.window.paned_kernels.paned_heavy`), on the same kind of
+        running state as :meth:`distinct` (kept apart). ``rank``: the sort
+        position of every value code (ties between equal counts go by value).
+        Returns (offsets per cell, value codes, counts), most frequent first."""
+        st, args = self._d_args(("heavy", col), ms, parts, n_codes)
+        off, hv, hn, *state = PK.paned_heavy(*args[:-2], rank, int(k), *args[-2:])
+        self._d_keep(st, state)
+        return off, hv, hn
+
+    def _d_args(self, key: tuple[str, str | None], ms: Any, parts: Sequence[tuple], n_codes: int
+                ) -> tuple[dict[str, Any], tuple]:
+        """The running state of ``key`` (made or grown to ``n_codes``) and the kernel arguments:
+        the pane tables, the windows' panes, whether the state continues, the cells."""
         ms.compact()
         cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
         cb = np.zeros(len(parts) + 1, np.int64)
@@ -508,26 +534,31 @@ class PaneCombiner:
         wp = [self.window_panes(int(w)) for w, _, _ in parts]
         plo = np.array([a for a, _ in wp], np.int64)
         phi = np.array([b for _, b in wp], np.int64)
-        st = self._d.get(col)
+        st = self._d.get(key)
         cont = (st is not None and ms.floor <= st["lo"] and st["lo"] <= plo[0]
                 and st["hi"] <= phi[0])
         if st is None:
-            st = self._d[col] = {"tc": np.full(16, -1, np.int64), "tv": np.zeros(16, np.int64),
-                                 "tm": np.zeros(16, np.int64), "used": 0, "lo": 0, "hi": 0,
+            st = self._d[key] = {"tc": np.full(16, -1, np.int64), "tv": np.zeros(16, np.int64),
+                                 "tm": np.zeros(16, np.int64), "nx": np.full(16, -1, np.int64),
+                                 "used": 0, "lo": 0, "hi": 0, "head": np.full(64, -1, np.int64),
                                  "dcount": np.zeros(64, np.int64)}
-        if st["dcount"].shape[0] < n_codes:
-            grown = np.zeros(max(n_codes, 2 * st["dcount"].shape[0]), np.int64)
-            grown[: st["dcount"].shape[0]] = st["dcount"]
-            st["dcount"] = grown
+        if st["dcount"].shape[0] < n_codes:  # new codes: no value yet, empty chain
+            size = max(n_codes, 2 * st["dcount"].shape[0])
+            for name, fill in (("dcount", 0), ("head", -1)):
+                grown = np.full(size, fill, np.int64)
+                grown[: st[name].shape[0]] = st[name]
+                st[name] = grown
         pa0 = min(int(plo[0]), st["lo"]) if cont else int(plo[0])
-        pa1 = int(phi.max())
-        offs = np.searchsorted(ms.unit, np.arange(pa0, pa1 + 1, dtype=np.int64)).astype(np.int64)
-        out, st["tc"], st["tv"], st["tm"], st["used"] = PK.paned_distinct(
-            ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0, offs, plo, phi,
-            st["lo"], st["hi"], cont, st["tc"], st["tv"], st["tm"], st["used"], st["dcount"],
-            cb, cells)
-        st["lo"], st["hi"] = int(plo[-1]), int(phi[-1])
-        return out
+        offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
+        st["lo"], st["hi"], prev = int(plo[-1]), int(phi[-1]), (st["lo"], st["hi"])
+        return st, (ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0,
+                    offs.astype(np.int64), plo, phi, prev[0], prev[1], cont, st["tc"], st["tv"],
+                    st["tm"], st["nx"], st["used"], st["head"], st["dcount"], cb, cells)
+
+    @staticmethod
+    def _d_keep(st: dict[str, Any], state: list) -> None:
+        """Store the (maybe regrown) table a kernel returned."""
+        st["tc"], st["tv"], st["tm"], st["nx"], st["used"] = state
 
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))

@@ -28,8 +28,9 @@ Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
   panes in every lane (the purge has nothing left to sweep).
 * WLQ, holistic: :func:`paned_quantiles` (median, quantiles: per-pane
   cursors and a merge walk that stops at the rank) and :func:`paned_distinct`
-  (count-distinct: a running (code, value) -> multiplicity table moved by the
-  entering and leaving panes), every window of a punctuation in one call.
+  (count-distinct) and :func:`paned_heavy` (heavy hitters): a running
+  (code, value) -> multiplicity table moved by the entering and leaving
+  panes, every window of a punctuation in one call.
 
 The references (``*_ref``) do the same with Python loops over dicts; tests
 assert kernel == reference on random inputs (``tests/test_window_paned_kernels.py``).
@@ -48,7 +49,7 @@ from oop.window.kernels import _sel_better
 
 __all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
            "paned_emit_sel", "paned_emit_sel_ref", "paned_quantiles", "paned_quantiles_ref",
-           "paned_distinct", "paned_distinct_ref"]
+           "paned_distinct", "paned_distinct_ref", "paned_heavy", "paned_heavy_ref"]
 
 
 @nb.njit(cache=True, inline="always")
@@ -897,7 +898,13 @@ def paned_quantiles_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int,
     return out
 
 
-# ---- holistic count-distinct: every window of a punctuation, differentially -----------------
+# ---- holistic count-distinct and heavy hitters: every window of a punctuation, differentially --
+#
+# The running state of the window whose panes were [a0, a1): an open-addressing table
+# (code, value) -> multiplicity (``tc``/``tv``/``tm``, ``used`` slots taken), each code's
+# slots chained from ``head[code]`` through ``nx`` (so one code's values can be walked),
+# and ``dcount[code]``, the number of its values with multiplicity > 0. Slots whose
+# multiplicity fell to 0 stay (probe chains stay valid) until a rehash drops them.
 _D_EMPTY = np.int64(-1)  # free slot of the (code, value) table (codes are >= 0)
 
 
@@ -911,9 +918,9 @@ def _d_slot(tc, tv, c, v, mask):
 
 
 @nb.njit(cache=True)
-def _d_rehash(tc, tv, tm, need):
+def _d_rehash(tc, tv, tm, head, need):
     """A table of power-of-two size >= 4 x (live entries + ``need``) holding only the live
-    (multiplicity > 0) entries of ``tc/tv/tm``: entries that dropped to 0 are forgotten."""
+    (multiplicity > 0) entries, with every code's chain rebuilt in ``head`` (reset here)."""
     live = 0
     for h in range(tc.shape[0]):
         live += tc[h] != _D_EMPTY and tm[h] > 0
@@ -923,23 +930,27 @@ def _d_rehash(tc, tv, tm, need):
     nc = np.full(size, _D_EMPTY, np.int64)
     nv = np.zeros(size, np.int64)
     nm = np.zeros(size, np.int64)
+    nx = np.full(size, _D_EMPTY, np.int64)
+    head[:] = _D_EMPTY
     mask = np.uint64(size - 1)
     for h in range(tc.shape[0]):
         if tc[h] != _D_EMPTY and tm[h] > 0:
-            s = _d_slot(nc, nv, tc[h], tv[h], mask)
-            nc[s] = tc[h]
-            nv[s] = tv[h]
-            nm[s] = tm[h]
-    return nc, nv, nm, live
+            c = tc[h]
+            q = _d_slot(nc, nv, c, tv[h], mask)
+            nc[q] = c
+            nv[q] = tv[h]
+            nm[q] = tm[h]
+            nx[q] = head[c]
+            head[c] = q
+    return nc, nv, nm, nx, live
 
 
 @nb.njit(cache=True)
-def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
-    """Add (``sign`` 1) or remove (-1) the rows ``[a, b)`` of the pane tables to the running
-    (code, value) -> multiplicity table; ``dcount[c]`` counts the values of code ``c``
-    whose multiplicity is > 0. Returns the (maybe regrown) table and its used slots."""
+def _d_fold(code, value, count, a, b, sign, tc, tv, tm, nx, used, head, dcount):
+    """Add (``sign`` 1) or remove (-1) the pane-table rows ``[a, b)`` to the running state.
+    Returns the (maybe regrown) table and its used slots."""
     if sign > 0 and 2 * (used + b - a) > tc.shape[0]:
-        tc, tv, tm, used = _d_rehash(tc, tv, tm, b - a)
+        tc, tv, tm, nx, used = _d_rehash(tc, tv, tm, head, b - a)
     mask = np.uint64(tc.shape[0] - 1)
     for x in range(a, b):
         c = code[x]
@@ -951,6 +962,8 @@ def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
             tc[h] = c
             tv[h] = v
             tm[h] = 0
+            nx[h] = head[c]
+            head[c] = h
             used += 1
         before = tm[h]
         tm[h] = before + sign * count[x]
@@ -958,53 +971,125 @@ def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
             dcount[c] += 1
         elif before > 0 and tm[h] <= 0:
             dcount[c] -= 1
-    return tc, tv, tm, used
+    return tc, tv, tm, nx, used
+
+
+@nb.njit(cache=True)
+def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, nx, used, head, dcount):
+    """Move the state from the window of panes ``[a0, a1)`` to ``[b0, b1)`` (``b0 >= a0``,
+    ``b1 >= a1``): remove the leaving panes ``[a0, min(b0, a1))``, add the entering ones
+    ``[max(a1, b0), b1)``; pane ``p``'s rows are ``offs[p - pa0]:offs[p - pa0 + 1]``."""
+    npane = offs.shape[0] - 1
+    for p in range(a0, min(b0, a1)):
+        if 0 <= p - pa0 < npane:
+            tc, tv, tm, nx, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
+                                           -1, tc, tv, tm, nx, used, head, dcount)
+    for p in range(max(a1, b0), b1):
+        if 0 <= p - pa0 < npane:
+            tc, tv, tm, nx, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
+                                           1, tc, tv, tm, nx, used, head, dcount)
+    return tc, tv, tm, nx, used
 
 
 @nb.njit(cache=True)
 def paned_distinct(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
-                   tc, tv, tm, used, dcount, cb, cells):
+                   tc, tv, tm, nx, used, head, dcount, cb, cells):
     """Exact count-distinct of every cell ``(window k, cells[cb[k]:cb[k+1]])``, differentially.
 
     ``code``/``value``/``count``: a :class:`~oop.window.store.Multiset` table
     of value codes sorted by (unit, code, value); pane ``p``'s rows are
     ``offs[p - pa0]:offs[p - pa0 + 1]`` (panes outside the span are empty).
-    The running state is the multiset of the window whose panes were
-    ``[prev_lo, prev_hi)`` (valid when ``cont``): an open-addressing table
-    ``(code, value) -> multiplicity`` (``tc``/``tv``/``tm``, ``used`` slots)
-    and ``dcount[c]``, the number of values of code ``c`` with multiplicity
-    > 0. Window ``k`` = panes ``[plo[k], phi[k])`` (ascending windows) moves
-    it from the previous window by removing the leaving panes
-    ``[a0, min(b0, a1))`` and adding the entering ones ``[max(a1, b0), b1)``
-    (the counting form of 004 Eq. 6.2: a value leaves the distinct set only
-    when its last copy does); without ``cont`` the first window starts from
-    an empty state. Cost: O(rows of the entering and leaving panes) per
-    window, expected O(1) per row, instead of merging all ``P`` panes of every
-    window. Returns (distinct count per cell, tc, tv, tm, used).
+    The running state (see above) is that of the window whose panes were
+    ``[prev_lo, prev_hi)`` when ``cont``; without it the first window starts
+    from an empty state. Window ``k`` = panes ``[plo[k], phi[k])`` (ascending
+    windows) moves it by removing the leaving panes and adding the entering
+    ones (the counting form of 004 Eq. 6.2: a value leaves the distinct set
+    only when its last copy does). Cost: O(rows of the entering and leaving
+    panes) per window, expected O(1) per row, instead of merging all ``P``
+    panes of every window. Returns (distinct count per cell, tc, tv, tm, nx, used).
     """
-    m = cells.shape[0]
-    out = np.zeros(m, np.int64)
-    npane = offs.shape[0] - 1
+    out = np.zeros(cells.shape[0], np.int64)
     a0, a1 = prev_lo, prev_hi
     if not cont:
         tc[:] = _D_EMPTY
         used = 0
+        head[:] = _D_EMPTY
         dcount[:] = 0
         a0, a1 = plo[0], plo[0]  # empty window: every pane of window 0 enters
     for k in range(plo.shape[0]):
-        b0, b1 = plo[k], phi[k]
-        for p in range(a0, min(b0, a1)):  # leaving panes
-            if 0 <= p - pa0 < npane:
-                tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                           -1, tc, tv, tm, used, dcount)
-        for p in range(max(a1, b0), b1):  # entering panes
-            if 0 <= p - pa0 < npane:
-                tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                           1, tc, tv, tm, used, dcount)
+        tc, tv, tm, nx, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
+                                       tc, tv, tm, nx, used, head, dcount)
         for t in range(cb[k], cb[k + 1]):
             out[t] = dcount[cells[t]]
-        a0, a1 = b0, b1
-    return out, tc, tv, tm, used
+        a0, a1 = plo[k], phi[k]
+    return out, tc, tv, tm, nx, used
+
+
+@nb.njit(cache=True, inline="always")
+def _top_insert(bv, bn, base, nb_, topk, v, n, rank):
+    """Offer (value ``v``, count ``n``) to the best-first buffer ``bv/bn[base : base + topk]``
+    holding ``nb_`` entries (larger count first, then smaller ``rank``); returns the new size."""
+    j = nb_ if nb_ < topk else topk - 1
+    if nb_ == topk and not (n > bn[base + j] or (n == bn[base + j] and rank[v] < rank[bv[base + j]])):
+        return nb_  # not better than the worst of a full buffer
+    while j > 0 and (n > bn[base + j - 1]
+                     or (n == bn[base + j - 1] and rank[v] < rank[bv[base + j - 1]])):
+        bv[base + j] = bv[base + j - 1]
+        bn[base + j] = bn[base + j - 1]
+        j -= 1
+    bv[base + j] = v
+    bn[base + j] = n
+    return nb_ + 1 if nb_ < topk else nb_
+
+
+@nb.njit(cache=True)
+def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
+                tc, tv, tm, nx, used, head, dcount, rank, topk, cb, cells):
+    """Heavy hitters (004 §6.2.4) of every cell: its ``topk`` most frequent values.
+
+    The same running state and window steps as :func:`paned_distinct`; after
+    window ``k``'s step one sequential sweep over the table offers every live
+    ``(code, value, multiplicity)`` to its code's best-first buffer of
+    ``topk`` (multiplicity desc, then ``rank[value]`` asc -- the order of the
+    values themselves, so ties do not depend on arrival), and each cell copies
+    its code's buffer out. Cost per window: the step plus O(table slots +
+    live entries x topk). Returns (offsets per cell (``len(cells) + 1``),
+    value codes, counts, tc, tv, tm, nx, used); cell ``t``'s hitters are
+    ``[offsets[t], offsets[t + 1])``, most frequent first.
+    """
+    m = cells.shape[0]
+    nc = dcount.shape[0]
+    off = np.zeros(m + 1, np.int64)
+    ov = np.empty(m * topk, np.int64)
+    on = np.empty(m * topk, np.int64)
+    bv = np.empty(nc * topk, np.int64)
+    bn = np.empty(nc * topk, np.int64)
+    fill = np.zeros(nc, np.int64)
+    a0, a1 = prev_lo, prev_hi
+    if not cont:
+        tc[:] = _D_EMPTY
+        used = 0
+        head[:] = _D_EMPTY
+        dcount[:] = 0
+        a0, a1 = plo[0], plo[0]
+    w = 0
+    for k in range(plo.shape[0]):
+        tc, tv, tm, nx, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
+                                       tc, tv, tm, nx, used, head, dcount)
+        a0, a1 = plo[k], phi[k]
+        fill[:] = 0
+        for h in range(tc.shape[0]):
+            c = tc[h]
+            if c != _D_EMPTY and tm[h] > 0:
+                fill[c] = _top_insert(bv, bn, c * topk, fill[c], topk, tv[h], tm[h], rank)
+        for t in range(cb[k], cb[k + 1]):
+            c = cells[t]
+            for q in range(fill[c]):
+                ov[w] = bv[c * topk + q]
+                on[w] = bn[c * topk + q]
+                w += 1
+            off[t + 1] = w
+    return off, ov[:w], on[:w], tc, tv, tm, nx, used
 
 
 def paned_distinct_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int, Sequence[int]]]
@@ -1016,4 +1101,20 @@ def paned_distinct_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int, 
     for plo, phi, codes in windows:
         for c in codes:
             out.append(len({v for u, cc, v, n in rows if plo <= u < phi and cc == c and n > 0}))
+    return out
+
+
+def paned_heavy_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int, Sequence[int]]],
+                    rank: Sequence[int], k: int) -> list[list[tuple[int, int]]]:
+    """Reference of :func:`paned_heavy`: per cell, from scratch, the ``k`` (value, count)
+    pairs with the largest counts over the window's panes, ties by ``rank[value]``."""
+    out: list[list[tuple[int, int]]] = []
+    for plo, phi, codes in windows:
+        for c in codes:
+            cnt: dict[int, int] = {}
+            for u, cc, v, n in rows:
+                if plo <= u < phi and cc == c:
+                    cnt[v] = cnt.get(v, 0) + int(n)
+            top = sorted((x for x in cnt.items() if x[1] > 0), key=lambda x: (-x[1], rank[x[0]]))
+            out.append(top[:k])
     return out
