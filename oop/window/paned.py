@@ -539,26 +539,23 @@ class PaneCombiner:
                 and st["hi"] <= phi[0])
         if st is None:
             st = self._d[key] = {"tc": np.full(16, -1, np.int64), "tv": np.zeros(16, np.int64),
-                                 "tm": np.zeros(16, np.int64), "nx": np.full(16, -1, np.int64),
-                                 "used": 0, "lo": 0, "hi": 0, "head": np.full(64, -1, np.int64),
+                                 "tm": np.zeros(16, np.int64), "used": 0, "lo": 0, "hi": 0,
                                  "dcount": np.zeros(64, np.int64)}
-        if st["dcount"].shape[0] < n_codes:  # new codes: no value yet, empty chain
-            size = max(n_codes, 2 * st["dcount"].shape[0])
-            for name, fill in (("dcount", 0), ("head", -1)):
-                grown = np.full(size, fill, np.int64)
-                grown[: st[name].shape[0]] = st[name]
-                st[name] = grown
+        if st["dcount"].shape[0] < n_codes:  # new codes: no value yet
+            grown = np.zeros(max(n_codes, 2 * st["dcount"].shape[0]), np.int64)
+            grown[: st["dcount"].shape[0]] = st["dcount"]
+            st["dcount"] = grown
         pa0 = min(int(plo[0]), st["lo"]) if cont else int(plo[0])
         offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
         st["lo"], st["hi"], prev = int(plo[-1]), int(phi[-1]), (st["lo"], st["hi"])
         return st, (ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0,
                     offs.astype(np.int64), plo, phi, prev[0], prev[1], cont, st["tc"], st["tv"],
-                    st["tm"], st["nx"], st["used"], st["head"], st["dcount"], cb, cells)
+                    st["tm"], st["used"], st["dcount"], cb, cells)
 
     @staticmethod
     def _d_keep(st: dict[str, Any], state: list) -> None:
         """Store the (maybe regrown) table a kernel returned."""
-        st["tc"], st["tv"], st["tm"], st["nx"], st["used"] = state
+        st["tc"], st["tv"], st["tm"], st["used"] = state
 
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))

@@ -901,9 +901,8 @@ def paned_quantiles_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int,
 # ---- holistic count-distinct and heavy hitters: every window of a punctuation, differentially --
 #
 # The running state of the window whose panes were [a0, a1): an open-addressing table
-# (code, value) -> multiplicity (``tc``/``tv``/``tm``, ``used`` slots taken), each code's
-# slots chained from ``head[code]`` through ``nx`` (so one code's values can be walked),
-# and ``dcount[code]``, the number of its values with multiplicity > 0. Slots whose
+# (code, value) -> multiplicity (``tc``/``tv``/``tm``, ``used`` slots taken) and
+# ``dcount[code]``, the number of the code's values with multiplicity > 0. Slots whose
 # multiplicity fell to 0 stay (probe chains stay valid) until a rehash drops them.
 _D_EMPTY = np.int64(-1)  # free slot of the (code, value) table (codes are >= 0)
 
@@ -918,9 +917,9 @@ def _d_slot(tc, tv, c, v, mask):
 
 
 @nb.njit(cache=True)
-def _d_rehash(tc, tv, tm, head, need):
+def _d_rehash(tc, tv, tm, need):
     """A table of power-of-two size >= 4 x (live entries + ``need``) holding only the live
-    (multiplicity > 0) entries, with every code's chain rebuilt in ``head`` (reset here)."""
+    (multiplicity > 0) entries."""
     live = 0
     for h in range(tc.shape[0]):
         live += tc[h] != _D_EMPTY and tm[h] > 0
@@ -930,27 +929,22 @@ def _d_rehash(tc, tv, tm, head, need):
     nc = np.full(size, _D_EMPTY, np.int64)
     nv = np.zeros(size, np.int64)
     nm = np.zeros(size, np.int64)
-    nx = np.full(size, _D_EMPTY, np.int64)
-    head[:] = _D_EMPTY
     mask = np.uint64(size - 1)
     for h in range(tc.shape[0]):
         if tc[h] != _D_EMPTY and tm[h] > 0:
-            c = tc[h]
-            q = _d_slot(nc, nv, c, tv[h], mask)
-            nc[q] = c
+            q = _d_slot(nc, nv, tc[h], tv[h], mask)
+            nc[q] = tc[h]
             nv[q] = tv[h]
             nm[q] = tm[h]
-            nx[q] = head[c]
-            head[c] = q
-    return nc, nv, nm, nx, live
+    return nc, nv, nm, live
 
 
 @nb.njit(cache=True)
-def _d_fold(code, value, count, a, b, sign, tc, tv, tm, nx, used, head, dcount):
+def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
     """Add (``sign`` 1) or remove (-1) the pane-table rows ``[a, b)`` to the running state.
     Returns the (maybe regrown) table and its used slots."""
     if sign > 0 and 2 * (used + b - a) > tc.shape[0]:
-        tc, tv, tm, nx, used = _d_rehash(tc, tv, tm, head, b - a)
+        tc, tv, tm, used = _d_rehash(tc, tv, tm, b - a)
     mask = np.uint64(tc.shape[0] - 1)
     for x in range(a, b):
         c = code[x]
@@ -962,8 +956,6 @@ def _d_fold(code, value, count, a, b, sign, tc, tv, tm, nx, used, head, dcount):
             tc[h] = c
             tv[h] = v
             tm[h] = 0
-            nx[h] = head[c]
-            head[c] = h
             used += 1
         before = tm[h]
         tm[h] = before + sign * count[x]
@@ -971,29 +963,29 @@ def _d_fold(code, value, count, a, b, sign, tc, tv, tm, nx, used, head, dcount):
             dcount[c] += 1
         elif before > 0 and tm[h] <= 0:
             dcount[c] -= 1
-    return tc, tv, tm, nx, used
+    return tc, tv, tm, used
 
 
 @nb.njit(cache=True)
-def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, nx, used, head, dcount):
+def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, used, dcount):
     """Move the state from the window of panes ``[a0, a1)`` to ``[b0, b1)`` (``b0 >= a0``,
     ``b1 >= a1``): remove the leaving panes ``[a0, min(b0, a1))``, add the entering ones
     ``[max(a1, b0), b1)``; pane ``p``'s rows are ``offs[p - pa0]:offs[p - pa0 + 1]``."""
     npane = offs.shape[0] - 1
     for p in range(a0, min(b0, a1)):
         if 0 <= p - pa0 < npane:
-            tc, tv, tm, nx, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                           -1, tc, tv, tm, nx, used, head, dcount)
+            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1], -1,
+                                       tc, tv, tm, used, dcount)
     for p in range(max(a1, b0), b1):
         if 0 <= p - pa0 < npane:
-            tc, tv, tm, nx, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                           1, tc, tv, tm, nx, used, head, dcount)
-    return tc, tv, tm, nx, used
+            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1], 1,
+                                       tc, tv, tm, used, dcount)
+    return tc, tv, tm, used
 
 
 @nb.njit(cache=True)
 def paned_distinct(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
-                   tc, tv, tm, nx, used, head, dcount, cb, cells):
+                   tc, tv, tm, used, dcount, cb, cells):
     """Exact count-distinct of every cell ``(window k, cells[cb[k]:cb[k+1]])``, differentially.
 
     ``code``/``value``/``count``: a :class:`~oop.window.store.Multiset` table
@@ -1006,23 +998,22 @@ def paned_distinct(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, co
     ones (the counting form of 004 Eq. 6.2: a value leaves the distinct set
     only when its last copy does). Cost: O(rows of the entering and leaving
     panes) per window, expected O(1) per row, instead of merging all ``P``
-    panes of every window. Returns (distinct count per cell, tc, tv, tm, nx, used).
+    panes of every window. Returns (distinct count per cell, tc, tv, tm, used).
     """
     out = np.zeros(cells.shape[0], np.int64)
     a0, a1 = prev_lo, prev_hi
     if not cont:
         tc[:] = _D_EMPTY
         used = 0
-        head[:] = _D_EMPTY
         dcount[:] = 0
         a0, a1 = plo[0], plo[0]  # empty window: every pane of window 0 enters
     for k in range(plo.shape[0]):
-        tc, tv, tm, nx, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
-                                       tc, tv, tm, nx, used, head, dcount)
+        tc, tv, tm, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
+                                   tc, tv, tm, used, dcount)
         for t in range(cb[k], cb[k + 1]):
             out[t] = dcount[cells[t]]
         a0, a1 = plo[k], phi[k]
-    return out, tc, tv, tm, nx, used
+    return out, tc, tv, tm, used
 
 
 @nb.njit(cache=True, inline="always")
@@ -1044,7 +1035,7 @@ def _top_insert(bv, bn, base, nb_, topk, v, n, rank):
 
 @nb.njit(cache=True)
 def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
-                tc, tv, tm, nx, used, head, dcount, rank, topk, cb, cells):
+                tc, tv, tm, used, dcount, rank, topk, cb, cells):
     """Heavy hitters (004 §6.2.4) of every cell: its ``topk`` most frequent values.
 
     The same running state and window steps as :func:`paned_distinct`; after
@@ -1054,7 +1045,7 @@ def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
     values themselves, so ties do not depend on arrival), and each cell copies
     its code's buffer out. Cost per window: the step plus O(table slots +
     live entries x topk). Returns (offsets per cell (``len(cells) + 1``),
-    value codes, counts, tc, tv, tm, nx, used); cell ``t``'s hitters are
+    value codes, counts, tc, tv, tm, used); cell ``t``'s hitters are
     ``[offsets[t], offsets[t + 1])``, most frequent first.
     """
     m = cells.shape[0]
@@ -1069,13 +1060,12 @@ def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
     if not cont:
         tc[:] = _D_EMPTY
         used = 0
-        head[:] = _D_EMPTY
         dcount[:] = 0
         a0, a1 = plo[0], plo[0]
     w = 0
     for k in range(plo.shape[0]):
-        tc, tv, tm, nx, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
-                                       tc, tv, tm, nx, used, head, dcount)
+        tc, tv, tm, used = _d_move(code, value, count, pa0, offs, a0, a1, plo[k], phi[k],
+                                   tc, tv, tm, used, dcount)
         a0, a1 = plo[k], phi[k]
         fill[:] = 0
         for h in range(tc.shape[0]):
@@ -1089,7 +1079,7 @@ def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
                 on[w] = bn[c * topk + q]
                 w += 1
             off[t + 1] = w
-    return off, ov[:w], on[:w], tc, tv, tm, nx, used
+    return off, ov[:w], on[:w], tc, tv, tm, used
 
 
 def paned_distinct_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int, Sequence[int]]]
