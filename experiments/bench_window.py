@@ -18,8 +18,8 @@ with the prefix/suffix block kernel ``paned_select``):
 * sliding RANGE 10 s SLIDE 1 s -- ``"paned"``, ``"wid"``, ``"auto"``; numpy
   reference: per-pane ``np.maximum.at`` then a 10-pane moving max.
 
-Secondary workloads: median(v), count-distinct and the top-3 heavy hitters
-of d = floor(1000 v) per key sliding 10 s / 1 s over the first
+Secondary workloads: median(v), a numba UDAF (sum of squares of v),
+count-distinct and the top-3 heavy hitters of d = floor(1000 v) per key sliding 10 s / 1 s over the first
 ``--extra-rows`` tuples (default 1M; holistic: Paned-WID walks its panes'
 sorted value runs for the median and moves a running (key, value)
 multiplicity table by the entering and leaving panes for distinct and heavy
@@ -59,6 +59,7 @@ import math
 import time
 from typing import Any
 
+import numba as nb
 import numpy as np
 import pyarrow as pa
 
@@ -193,6 +194,21 @@ def numpy_sliding_max_panes(ts: np.ndarray, key: np.ndarray, v: np.ndarray, r: i
     return int(np.count_nonzero(w > -np.inf))
 
 
+@nb.njit(cache=True)
+def _udaf_init() -> float:
+    return 0.0
+
+
+@nb.njit(cache=True)
+def _udaf_sq(s: float, v: float) -> float:
+    return s + v * v
+
+
+@nb.njit(cache=True)
+def _udaf_fin(s: float) -> float:
+    return s
+
+
 def extra(n: int, repeat: int) -> bool:
     """Holistic median and count-distinct (Paned-WID vs WID) and sparse keys (hash vs dense)."""
     print(f"\nsecondary workloads (best of {repeat}): median and distinct {n:,} tuples, sparse "
@@ -201,6 +217,7 @@ def extra(n: int, repeat: int) -> bool:
     med = [agg.median("v")]
     dis = [agg.distinct("d")]  # d = floor(1000 v): up to 1000 distinct values per key
     hh = [agg.heavy_hitters("d", 3), agg.count()]  # count last: the checksummed column
+    ud = [agg.udaf("sumsq", _udaf_init, _udaf_sq, lambda a, b: a + b, _udaf_fin, column="v")]
     table, batches, puncts = make_workload(n)
     d_batches = [b.append_column("d", pa.array((b.column("v").to_numpy() * 1000).astype(np.int64)))
                  for b in batches]
@@ -216,6 +233,8 @@ def extra(n: int, repeat: int) -> bool:
             ("distinct sliding 10s/1s WID", "wid", "auto", dis, "distinct"),
             ("heavy hitters 10s/1s Paned", "paned", "auto", hh, "distinct"),
             ("heavy hitters 10s/1s WID", "wid", "auto", hh, "distinct"),
+            ("numba UDAF 10s/1s Paned", "paned", "auto", ud, "zipf"),
+            ("numba UDAF 10s/1s WID", "wid", "auto", ud, "zipf"),
             ("sparse 1M keys Paned auto", "paned", "auto", None, "sparse"),
             ("sparse 1M keys Paned hash", "paned", "hash", None, "sparse"),
             ("sparse 1M keys Paned dense", "paned", "dense", None, "sparse"),
@@ -248,6 +267,9 @@ def extra(n: int, repeat: int) -> bool:
           f"checksums agree: {dp['checksum'] == dw['checksum']}")
     hp, hw = best["heavy hitters 10s/1s Paned"], best["heavy hitters 10s/1s WID"]
     print(f"heavy hitters (top 3) sliding Paned-WID vs plain WID: {hw['wall'] / hp['wall']:.2f}x")
+    up, uw = best["numba UDAF 10s/1s Paned"], best["numba UDAF 10s/1s WID"]
+    print(f"numba UDAF (sum of squares) sliding Paned-WID vs plain WID: {uw['wall'] / up['wall']:.2f}x;"
+          f" checksums agree: {up['checksum'] == uw['checksum']}")
     sh, sd = best["sparse 1M keys Paned hash"], best["sparse 1M keys Paned dense"]
     print(f"sparse keys Paned-WID hash vs dense layout: {sd['wall'] / sh['wall']:.2f}x time, "
           f"{sd['peak_bytes'] / max(sh['peak_bytes'], 1):.1f}x peak bytes")
@@ -255,7 +277,7 @@ def extra(n: int, repeat: int) -> bool:
     return (len(rows) == 1 and mp["rows_out"] == mw["rows_out"]
             and math.isclose(mp["checksum"], mw["checksum"], rel_tol=1e-9)
             and dp["rows_out"] == dw["rows_out"] and dp["checksum"] == dw["checksum"]
-            and hp["rows_out"] == hw["rows_out"])
+            and hp["rows_out"] == hw["rows_out"] and up["checksum"] == uw["checksum"])
 
 
 def main(argv: list[str] | None = None) -> int:

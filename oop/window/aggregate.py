@@ -78,6 +78,7 @@ from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, column_values,
                               group_bounds, lane_infos, quantiles_from_counts)
+from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
 
@@ -707,6 +708,10 @@ class WindowAggregate(Operator):
         if self.units is not None and a.fn == "distinct" and self.late is not LatePolicy.UPDATE:
             # all windows in one call, from a running multiplicity table (revisions: below)
             return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
+        if self.units is not None and a.fn == "udaf" and udaf_is_compiled(a):
+            res = udaf_windows(a, parts, ms, self.units)  # compiled UDAF: all windows, one call
+            if res is not None:
+                return res
         if self.units is not None and a.fn == "heavy_hitters" and self.late is not LatePolicy.UPDATE:
             off, v, n = self.units.heavy(ms, parts, a.column, self.enc.n_codes,
                                          self._value_rank(a.column), int(a.k))  # type: ignore[arg-type]
@@ -776,8 +781,6 @@ class WindowAggregate(Operator):
         return pa.ListArray.from_arrays(pa.array(np.asarray(offsets, np.int32)), struct, type=typ)
 
     def _udaf(self, a: Agg, codes: np.ndarray, w: int, ms: Multiset) -> pa.Array:
-        from oop.window.udaf import udaf_window
-
         return udaf_window(a, codes, w, ms, self.units)
 
     def _revisions(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,

@@ -41,8 +41,10 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   of values with multiplicity > 0 move from window to window by the rows of
   the entering and leaving panes, all windows of a punctuation in one call,
   the state kept across punctuations; heavy hitters then sweep the table
-  once per window into per-group top-k buffers. UDAFs still merge their
-  panes window by window.
+  once per window into per-group top-k buffers. numba UDAFs fold every
+  window of a punctuation in one call too (:func:`~oop.window.udaf.udaf_windows`,
+  the panes' value runs merged on the fly); plain-Python UDAFs go window
+  by window.
   Landmark windows fold each pane into the running state once.
   Sliding/tumbling windows without ``late="update"``: every bounded lane of
   all windows of a punctuation goes through compiled passes

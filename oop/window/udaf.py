@@ -11,6 +11,9 @@ the whole fold runs compiled (:func:`_fold_compiled`, the user's functions
 are first-class arguments): each group's window values are folded with
 ``update`` directly -- ``merge`` is not needed because the window's values
 are all at hand (by the algebra, folding A ∪ B equals merging the folds).
+Under Paned-WID every window of a punctuation goes through one call
+(:func:`udaf_windows`: per-pane cursors and an on-the-fly merge of the
+panes' sorted value runs, no merged table built).
 
 Either way values are visited in sorted order, so the result does not
 depend on arrival order. Null values are skipped; a group whose values in a
@@ -29,7 +32,7 @@ from numba.core.registry import CPUDispatcher as Dispatcher
 from oop.window.aggregates import Agg
 from oop.window.store import Multiset
 
-__all__ = ["udaf_window"]
+__all__ = ["udaf_window", "udaf_windows", "is_compiled"]
 
 
 @nb.njit
@@ -42,8 +45,104 @@ def _fold_compiled(init, update, finalize, vals, counts, starts, ends, out):  # 
         out[g] = finalize(st)
 
 
+@nb.njit
+def _paned_fold_compiled(init, update, finalize, code, value, count, pa0, offs, plo, phi, cb,
+                         cells, out):  # pragma: no cover - compiled; tested through udaf_windows
+    """Every window of a punctuation in one call: window ``k`` is panes ``[plo[k], phi[k])``
+    and cells ``cells[cb[k]:cb[k+1]]`` (ascending codes); pane ``p``'s (code, value)-sorted
+    rows of the Multiset table are ``offs[p - pa0]:offs[p - pa0 + 1]``.
+
+    Per window one cursor per pane walks its rows as the codes ascend (as
+    :func:`~oop.window.paned_kernels.paned_quantiles` does); a cell's value
+    runs in the ``P`` panes are merged on the fly (smallest value first, NaN
+    last) and each value is fed to ``update`` ``count`` times -- the same
+    sequence of calls as folding the merged table of :meth:`Multiset.select`,
+    so the results are identical, without building it. Cells without values
+    get ``finalize(init())``.
+    """
+    npane = offs.shape[0] - 1
+    maxp = 0
+    for k in range(plo.shape[0]):
+        maxp = max(maxp, phi[k] - plo[k])
+    cur = np.empty(maxp, np.int64)
+    end = np.empty(maxp, np.int64)
+    seg = np.empty(maxp, np.int64)
+    pos = np.empty(maxp, np.int64)
+    for k in range(plo.shape[0]):
+        P = phi[k] - plo[k]
+        for j in range(P):
+            p = plo[k] + j - pa0
+            cur[j] = offs[p] if 0 <= p < npane else 0
+            end[j] = offs[p + 1] if 0 <= p < npane else 0
+        for t in range(cb[k], cb[k + 1]):
+            c = cells[t]
+            na = 0  # the panes holding code c: runs [pos, seg)
+            for j in range(P):
+                x = cur[j]
+                while x < end[j] and code[x] < c:
+                    x += 1
+                y = x
+                while y < end[j] and code[y] == c:
+                    y += 1
+                cur[j] = y
+                if y > x:
+                    pos[na] = x
+                    seg[na] = y
+                    na += 1
+            st = init()
+            while na > 0:  # merge walk: the smallest value of the live runs next
+                b = 0
+                vb = value[pos[0]]
+                for j in range(1, na):
+                    vj = value[pos[j]]
+                    if vj < vb or (vb != vb and vj == vj):  # NaN last
+                        b = j
+                        vb = vj
+                for _ in range(count[pos[b]]):
+                    st = update(st, vb)
+                pos[b] += 1
+                if pos[b] == seg[b]:  # run exhausted: drop it
+                    na -= 1
+                    pos[b] = pos[na]
+                    seg[b] = seg[na]
+            out[t] = finalize(st)
+
+
 def _is_numba(f: Any) -> bool:
     return isinstance(f, Dispatcher)
+
+
+def is_compiled(a: Agg) -> bool:
+    """Whether the UDAF's ``init``, ``update`` and ``finalize`` are numba functions."""
+    fns = a.fns
+    return fns is not None and all(_is_numba(f) for f in (fns.init, fns.update, fns.finalize))
+
+
+def udaf_windows(a: Agg, parts: Any, ms: Multiset, units: Any) -> pa.Array | None:
+    """A compiled UDAF for every window of ``parts`` ``[(wid, codes, _), ...]`` of Paned-WID in
+    one call (:func:`_paned_fold_compiled`); None when some window's codes do not ascend (the
+    caller then goes window by window through :func:`udaf_window`)."""
+    fns = a.fns
+    assert fns is not None
+    ms.compact()
+    cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
+    cb = np.zeros(len(parts) + 1, np.int64)
+    cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
+    up = np.ones(cells.shape[0], bool)
+    up[1:] = cells[1:] > cells[:-1]
+    up[cb[:-1][cb[:-1] < cells.shape[0]]] = True
+    if not up.all():
+        return None
+    wp = [units.window_panes(int(w)) for w, _, _ in parts]
+    plo = np.array([x for x, _ in wp], np.int64)
+    phi = np.array([y for _, y in wp], np.int64)
+    pa0 = int(plo.min())
+    offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
+    out = np.empty(cells.shape[0], np.float64)
+    _paned_fold_compiled(fns.init, fns.update, fns.finalize, ms.code,
+                         ms.value.astype(np.float64, copy=False), ms.count, pa0,
+                         offs.astype(np.int64), plo, phi, cb, cells, out)
+    return pa.array(out)
 
 
 def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> pa.Array:
