@@ -194,17 +194,17 @@ def numpy_sliding_max_panes(ts: np.ndarray, key: np.ndarray, v: np.ndarray, r: i
     return int(np.count_nonzero(w > -np.inf))
 
 
-@nb.njit(cache=True)
+@nb.njit  # no cache: the tests load this file as an anonymous module
 def _udaf_init() -> float:
     return 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit  # no cache: the tests load this file as an anonymous module
 def _udaf_sq(s: float, v: float) -> float:
     return s + v * v
 
 
-@nb.njit(cache=True)
+@nb.njit  # no cache: the tests load this file as an anonymous module
 def _udaf_fin(s: float) -> float:
     return s
 
