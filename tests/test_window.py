@@ -266,7 +266,8 @@ def test_update_policy_revisions_converge_to_the_oracle(method, steps, lateness)
     """With late='update', the last row emitted per (key, window) equals the oracle over every
     tuple that was not more than ``allowed_lateness`` behind the punctuation."""
     kind = Sliding(8, 4)
-    aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.median("val")]
+    aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.median("val"), agg.distinct("val"),
+            UDAF]
     op = open_op(WindowAggregate(kind, aggs, by="key", method=method, late="update",
                                  allowed_lateness=lateness))
     lwm, accepted, emitted, dropped = None, [], [], 0
@@ -347,7 +348,9 @@ def test_snapshot_resume_gives_the_same_output():
     t = pa.table({"ts": ts, "key": rng.integers(0, 5, n), "val": rng.integers(0, 9, n)})
     for kind, method in [(Sliding(20, 5), "paned"), (Sliding(20, 5), "wid"), (SlideByTuple(9, 2), "auto"),
                          (PartitionedRows(6, 3), "auto"), (Landmark(30), "auto")]:
-        aggs = [agg.count(), agg.sum("val")] + ([agg.median("val")] if not isinstance(kind, SlideByTuple) else [])
+        aggs = [agg.count(), agg.sum("val")] + ([] if isinstance(kind, SlideByTuple) else
+                                                [agg.median("val"), agg.distinct("val"),
+                                                 agg.heavy_hitters("val", 2), UDAF])
 
         def plan():
             return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),

@@ -113,3 +113,35 @@ def test_cells_without_values_get_finalize_of_init():
     rows = {(r["key"], r["window_start"]): r["sumsq_val"] for r in got.to_pylist()}
     assert rows[(0, 0)] == 0.0  # key 0 has rows but only null values
     assert rows[(1, 0)] == rows[(1, 3)] == 9.0 and rows[(1, 6)] == 16.0  # ts 5: 3, ts 9: 4
+
+
+def test_python_udaf_folds_each_pane_once():
+    """Plain-Python UDAF under Paned-WID: one ``update`` per value (the pane states are kept
+    and merged into each window), not one per value and window; results == WID == oracle."""
+    calls = [0]
+
+    def update(s, v):
+        calls[0] += 1
+        return s + v * v
+
+    sumsq = agg.udaf("sumsq", lambda: 0.0, update, lambda a, b: a + b, lambda s: s, column="val")
+    rng = np.random.default_rng(4)
+    n = 600
+    ts = np.arange(n, dtype=np.int64) * 2 - rng.integers(0, 8, n)
+    vals = pa.array(rng.integers(-5, 6, n), mask=rng.random(n) < 0.1)
+    t = pa.table({"ts": ts, "key": rng.integers(0, 3, n), "val": vals})
+    items = []
+    for i, b in enumerate(t.to_batches(max_chunksize=50)):
+        items.append(b)
+        rest = ts[(i + 1) * 50:]
+        if rest.size:
+            items.append(oop.Punctuation("ts", int(rest.min())))
+    kind = Sliding(40, 10)  # 4 panes per window
+    paned = _run(items, t.schema, kind, [sumsq, agg.count()], "paned")
+    paned_calls, calls[0] = calls[0], 0
+    wid = _run(items, t.schema, kind, [sumsq, agg.count()], "wid")
+    assert paned_calls == n - vals.null_count  # every non-null value folded exactly once
+    assert calls[0] > 3 * paned_calls  # WID folds a value in each of its 4 windows
+    assert_same_rows(paned, wid)
+    assert_same_rows(paned, window_oracle(t, kind, [sumsq, agg.count()], by=["key"], time="ts",
+                                          unit="ms"))

@@ -278,6 +278,7 @@ class WindowAggregate(Operator):
             from oop.window.paned import PaneCombiner
 
             self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs)  # type: ignore[arg-type]
+            self.units.cache_pane_states = self.late is not LatePolicy.UPDATE
             self.plan_info["pane"] = self.units.g
         else:
             self.units = None

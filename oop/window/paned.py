@@ -116,6 +116,10 @@ class PaneCombiner:
         # each (see distinct)
         self.distinct_cols = {a.column for a in aggs if a.fn in ("distinct", "heavy_hitters")}
         self._d: dict[tuple[str, str | None], dict[str, Any]] = {}
+        # Python UDAFs: folded pane states (see oop.window.udaf.pane_cache); the operator
+        # turns the cache off with late="update" (revisions change closed panes)
+        self.pane_states: dict[str, dict[int, dict[int, Any]]] = {}
+        self.cache_pane_states = True
         self.running: dict[tuple[str, str | None], np.ndarray] = {}
         self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
         self.run_w: int | None = None  # window the running state holds
@@ -562,8 +566,10 @@ class PaneCombiner:
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
         db = sum(v.nbytes for d in self._d.values() for v in d.values() if isinstance(v, np.ndarray))
+        # Python UDAF pane states: an estimate of 64 bytes per (pane, code) state object
+        ub = 64 * sum(len(p) for c in self.pane_states.values() for p in c.values())
         return (sum(a.nbytes for a in self.running.values())
-                + sum(a.nbytes for a in self.running_t.values()) + sb + db)
+                + sum(a.nbytes for a in self.running_t.values()) + sb + db + ub)
 
     def snapshot(self) -> dict[str, Any]:
         return {"running": {k: v.copy() for k, v in self.running.items()},
@@ -576,6 +582,7 @@ class PaneCombiner:
         self.run_w, self.run_hi, self.since = s["run_w"], s["run_hi"], s["since"]
         self._s_w = None  # the select block state is rebuilt from the ring's panes
         self._d = {}  # so is the count-distinct state (from the restored Multiset)
+        self.pane_states = {}  # and the UDAF pane states
 
 
 class PanedWID(WindowAggregate):

@@ -3,8 +3,11 @@
 Python functions: for each emitted window and group, the values of each
 pane (or of the window, under WID) are folded with ``update`` into a pane
 state, the pane states are combined with ``merge``, and ``finalize`` gives
-the output. Cost: one Python call of ``update`` per stored value (a value
-repeated ``n`` times in a pane is fed ``n`` times), one ``merge`` per pane.
+the output. Under Paned-WID each pane's states are folded once and kept
+until no later window needs them (:func:`pane_cache`). Cost: one Python
+call of ``update`` per stored value (a value repeated ``n`` times in a pane
+is fed ``n`` times) -- per value and window under WID -- and one ``merge``
+per pane and window.
 
 numba functions (``init``, ``update``, ``finalize`` all ``@numba.njit``):
 the whole fold runs compiled (:func:`_fold_compiled`, the user's functions
@@ -108,6 +111,36 @@ def _paned_fold_compiled(init, update, finalize, code, value, count, pa0, offs, 
             out[t] = finalize(st)
 
 
+def _fold_pane(fns: Any, c: np.ndarray, v: np.ndarray, n: np.ndarray) -> dict[int, Any]:
+    """The state of every code of one pane: its values folded with ``update`` in sorted order."""
+    out: dict[int, Any] = {}
+    if c.shape[0] == 0:
+        return out
+    starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
+    ends = np.r_[starts[1:], c.shape[0]]
+    for s, e in zip(starts, ends):
+        st = fns.init()
+        for j in range(s, e):
+            for _ in range(int(n[j])):
+                st = fns.update(st, float(v[j]))
+        out[int(c[s])] = st
+    return out
+
+
+def pane_cache(a: Agg, units: Any) -> dict[int, dict[int, Any]] | None:
+    """Paned-WID's per-pane UDAF states of ``a`` (pane -> code -> state), kept on the pane
+    combiner while it allows (not with ``late="update"``: revised panes would be stale).
+
+    A pane is complete once a window containing it is emitted (later tuples
+    are late), so its state is folded once and merged into each of its
+    ``range/slide`` windows: one ``update`` call per value instead of one per
+    value and window (004 §6.2.1's pane-level query for a UDAF).
+    """
+    if units is None or not getattr(units, "cache_pane_states", False):
+        return None
+    return units.pane_states.setdefault(a.name, {})
+
+
 def _is_numba(f: Any) -> bool:
     return isinstance(f, Dispatcher)
 
@@ -165,24 +198,23 @@ def udaf_window(a: Agg, codes: np.ndarray, w: int, ms: Multiset, units: Any) -> 
         out = np.full(codes.shape[0], float(fns.finalize(fns.init())))  # groups with no values
         out[pos] = res
         return pa.array(out)
+    cache = pane_cache(a, units)
     if units is None:
-        pane_ranges = [(w, w + 1)]
+        panes = [w]
     else:
         plo, phi = units.window_panes(w)
-        pane_ranges = [(p, p + 1) for p in range(plo, phi)]
+        panes = list(range(plo, phi))
+        if cache is not None:  # windows ascend: panes before this one's are never needed again
+            for p in [p for p in cache if p < plo]:
+                del cache[p]
     states: dict[int, Any] = {}
-    for lo, hi in pane_ranges:
-        c, v, n = ms.select(lo, hi)
-        if c.shape[0] == 0:
-            continue
-        starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
-        ends = np.r_[starts[1:], c.shape[0]]
-        for s, e in zip(starts, ends):
-            st = fns.init()
-            for j in range(s, e):
-                for _ in range(int(n[j])):
-                    st = fns.update(st, float(v[j]))
-            code = int(c[s])
+    for p in panes:
+        pane = cache.get(p) if cache is not None else None
+        if pane is None:
+            pane = _fold_pane(fns, *ms.select(p, p + 1))
+            if cache is not None:
+                cache[p] = pane
+        for code, st in pane.items():
             states[code] = fns.merge(states[code], st) if code in states else st
     out = [fns.finalize(states[int(c)]) if int(c) in states
            else fns.finalize(fns.init())  # a group whose values in the window are all null
