@@ -474,27 +474,40 @@ class PaneCombiner:
             lanes[("t:" + k[0], k[1])] = v[codes]
         return codes, lanes
 
+    def flatten(self, parts: Sequence[tuple], ms: Any, ascending: bool = False,
+                lo: int | None = None) -> tuple | None:
+        """The windows of ``parts`` ``[(wid, codes, _), ...]`` as the holistic kernels take them:
+        (cells, cb: window k's cells are ``cells[cb[k]:cb[k+1]]``, plo, phi: its panes, pa0,
+        offs: pane ``p``'s rows of the compacted Multiset ``ms`` are ``offs[p - pa0]:offs[p -
+        pa0 + 1]``). The pane span starts at ``lo`` when it is lower than the first window's.
+        With ``ascending``: None when some window's codes do not ascend."""
+        ms.compact()
+        cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
+        cb = np.zeros(len(parts) + 1, np.int64)
+        cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
+        if ascending:
+            up = np.ones(cells.shape[0], bool)
+            up[1:] = cells[1:] > cells[:-1]
+            up[cb[:-1][cb[:-1] < cells.shape[0]]] = True
+            if not up.all():
+                return None
+        wp = [self.window_panes(int(w)) for w, _, _ in parts]
+        plo = np.array([a for a, _ in wp], np.int64)
+        phi = np.array([b for _, b in wp], np.int64)
+        pa0 = int(plo.min()) if lo is None else min(int(plo.min()), lo)
+        offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
+        return cells, cb, plo, phi, pa0, offs.astype(np.int64)
+
     def quantiles(self, ms: Any, parts: Sequence[tuple], q: float
                   ) -> tuple[np.ndarray, np.ndarray] | None:
         """q-quantile (median: 0.5) of every cell of ``parts`` ``[(wid, codes, _), ...]`` in one
         compiled call (:func:`~oop.window.paned_kernels.paned_quantiles`) over the
         :class:`~oop.window.store.Multiset` ``ms`` of pane tables. Returns (values, present), or
         None when some window's codes do not ascend (the caller then goes window by window)."""
-        ms.compact()
-        cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
-        cb = np.zeros(len(parts) + 1, np.int64)
-        cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
-        up = np.ones(cells.shape[0], bool)
-        up[1:] = cells[1:] > cells[:-1]
-        up[cb[:-1][cb[:-1] < cells.shape[0]]] = True
-        if not up.all():  # the cursors need ascending codes per window
+        lay = self.flatten(parts, ms, ascending=True)
+        if lay is None:  # the cursors need ascending codes per window
             return None
-        wp = [self.window_panes(int(w)) for w, _, _ in parts]
-        plo = np.array([a for a, _ in wp], np.int64)
-        phi = np.array([b for _, b in wp], np.int64)
-        pa0 = int(plo.min()) if len(wp) else 0
-        pa1 = int(phi.max()) if len(wp) else 0
-        offs = np.searchsorted(ms.unit, np.arange(pa0, pa1 + 1, dtype=np.int64)).astype(np.int64)
+        cells, cb, plo, phi, pa0, offs = lay
         vals, present = PK.paned_quantiles(ms.code, ms.value.astype(np.float64, copy=False),
                                            ms.count, pa0, offs, plo, phi, cb, cells, float(q))
         return vals, present.astype(bool)
@@ -533,16 +546,10 @@ class PaneCombiner:
                 ) -> tuple[dict[str, Any], tuple]:
         """The running state of ``key`` (made or grown to ``n_codes``) and the kernel arguments:
         the pane tables, the windows' panes, whether the state continues, the cells."""
-        ms.compact()
-        cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
-        cb = np.zeros(len(parts) + 1, np.int64)
-        cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
-        wp = [self.window_panes(int(w)) for w, _, _ in parts]
-        plo = np.array([a for a, _ in wp], np.int64)
-        phi = np.array([b for _, b in wp], np.int64)
+        first = self.window_panes(int(parts[0][0]))
         st = self._d.get(key)
-        cont = (st is not None and ms.floor <= st["lo"] and st["lo"] <= plo[0]
-                and st["hi"] <= phi[0])
+        cont = (st is not None and ms.floor <= st["lo"] and st["lo"] <= first[0]
+                and st["hi"] <= first[1])
         if st is None:
             st = self._d[key] = {"tc": np.full(16, -1, np.int64), "tv": np.zeros(16, np.int64),
                                  "tm": np.zeros(16, np.int64), "used": 0, "lo": 0, "hi": 0,
@@ -551,12 +558,11 @@ class PaneCombiner:
             grown = np.zeros(max(n_codes, 2 * st["dcount"].shape[0]), np.int64)
             grown[: st["dcount"].shape[0]] = st["dcount"]
             st["dcount"] = grown
-        pa0 = min(int(plo[0]), st["lo"]) if cont else int(plo[0])
-        offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
+        cells, cb, plo, phi, pa0, offs = self.flatten(parts, ms, lo=st["lo"] if cont else None)
         st["lo"], st["hi"], prev = int(plo[-1]), int(phi[-1]), (st["lo"], st["hi"])
-        return st, (ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0,
-                    offs.astype(np.int64), plo, phi, prev[0], prev[1], cont, st["tc"], st["tv"],
-                    st["tm"], st["used"], st["dcount"], cb, cells)
+        return st, (ms.code, ms.value.astype(np.int64, copy=False), ms.count, pa0, offs, plo,
+                    phi, prev[0], prev[1], cont, st["tc"], st["tv"], st["tm"], st["used"],
+                    st["dcount"], cb, cells)
 
     @staticmethod
     def _d_keep(st: dict[str, Any], state: list) -> None:

@@ -784,6 +784,66 @@ def paned_emit_sel_ref(cells: dict[tuple[int, int], tuple], ops: Sequence[str], 
 
 
 # ---- holistic quantiles (median, quantile): every window of a punctuation in one call -------
+@nb.njit(cache=True, inline="always")
+def merge_buffers(plo, phi):
+    """(cur, end, pos, seg): cursor and run arrays for the widest window ``phi - plo``."""
+    maxp = 0
+    for k in range(plo.shape[0]):
+        maxp = max(maxp, phi[k] - plo[k])
+    return (np.empty(maxp, np.int64), np.empty(maxp, np.int64), np.empty(maxp, np.int64),
+            np.empty(maxp, np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def pane_cursors(offs, pa0, lo, P, cur, end):
+    """Point ``cur[j]``/``end[j]`` at the rows of pane ``lo + j`` (``j < P``) of a Multiset
+    table whose pane ``p`` is ``offs[p - pa0]:offs[p - pa0 + 1]`` (outside the span: empty)."""
+    npane = offs.shape[0] - 1
+    for j in range(P):
+        p = lo + j - pa0
+        if 0 <= p < npane:
+            cur[j] = offs[p]
+            end[j] = offs[p + 1]
+        else:
+            cur[j] = 0
+            end[j] = 0
+
+
+@nb.njit(cache=True, inline="always")
+def cell_runs(code, count, c, P, cur, end, pos, seg):
+    """Advance the ``P`` pane cursors (codes ascending) to code ``c``; its value run in each
+    pane that holds it goes to ``[pos[i], seg[i])``. Returns (runs, total count of c)."""
+    n = 0
+    na = 0
+    for j in range(P):
+        x = cur[j]
+        while x < end[j] and code[x] < c:
+            x += 1
+        y = x
+        while y < end[j] and code[y] == c:
+            n += count[y]
+            y += 1
+        cur[j] = y
+        if y > x:
+            pos[na] = x
+            seg[na] = y
+            na += 1
+    return na, n
+
+
+@nb.njit(cache=True, inline="always")
+def smallest_run(value, pos, na):
+    """The run whose next value is the smallest (NaN last) and that value: the merge walk."""
+    b = 0
+    vb = value[pos[0]]
+    for j in range(1, na):
+        vj = value[pos[j]]
+        if vj < vb or (vb != vb and vj == vj):  # NaN last
+            b = j
+            vb = vj
+    return b, vb
+
+
 @nb.njit(cache=True)
 def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
     """q-quantile of every cell ``(window k, cells[cb[k]:cb[k+1]])`` from the pane tables.
@@ -805,41 +865,13 @@ def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
     m = cells.shape[0]
     out = np.zeros(m, np.float64)
     present = np.zeros(m, np.uint8)
-    npane = offs.shape[0] - 1
-    maxp = 0
-    for k in range(plo.shape[0]):
-        maxp = max(maxp, phi[k] - plo[k])
-    cur = np.empty(maxp, np.int64)
-    end = np.empty(maxp, np.int64)
-    seg = np.empty(maxp, np.int64)
-    pos = np.empty(maxp, np.int64)
+    cur, end, pos, seg = merge_buffers(plo, phi)
     for k in range(plo.shape[0]):
         P = phi[k] - plo[k]
-        for j in range(P):
-            p = plo[k] + j - pa0
-            if 0 <= p < npane:
-                cur[j] = offs[p]
-                end[j] = offs[p + 1]
-            else:
-                cur[j] = 0
-                end[j] = 0
+        pane_cursors(offs, pa0, plo[k], P, cur, end)
         for t in range(cb[k], cb[k + 1]):
-            c = cells[t]
-            n = 0
-            na = 0  # the panes holding code c: runs [pos, seg) of the merge walk
-            for j in range(P):
-                x = cur[j]
-                while x < end[j] and code[x] < c:
-                    x += 1
-                y = x
-                while y < end[j] and code[y] == c:
-                    n += count[y]
-                    y += 1
-                cur[j] = y
-                if y > x:
-                    pos[na] = x
-                    seg[na] = y
-                    na += 1
+            # the panes holding code cells[t]: runs [pos, seg) of the merge walk
+            na, n = cell_runs(code, count, cells[t], P, cur, end, pos, seg)
             if n == 0:
                 continue
             r = q * (n - 1)
@@ -851,13 +883,7 @@ def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
             hi_v = 0.0
             found_lo = False
             while True:  # merge walk over the live runs up to rank hi_r
-                b = 0
-                vb = value[pos[0]]
-                for j in range(1, na):
-                    vj = value[pos[j]]
-                    if vj < vb or (vb != vb and vj == vj):  # NaN last
-                        b = j
-                        vb = vj
+                b, vb = smallest_run(value, pos, na)
                 cum += count[pos[b]]
                 pos[b] += 1
                 if not found_lo and cum > lo_r:

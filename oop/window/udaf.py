@@ -33,6 +33,7 @@ import pyarrow as pa
 from numba.core.registry import CPUDispatcher as Dispatcher
 
 from oop.window.aggregates import Agg
+from oop.window.paned_kernels import cell_runs, merge_buffers, pane_cursors, smallest_run
 from oop.window.store import Multiset
 
 __all__ = ["udaf_window", "udaf_windows", "is_compiled"]
@@ -63,44 +64,15 @@ def _paned_fold_compiled(init, update, finalize, code, value, count, pa0, offs, 
     so the results are identical, without building it. Cells without values
     get ``finalize(init())``.
     """
-    npane = offs.shape[0] - 1
-    maxp = 0
-    for k in range(plo.shape[0]):
-        maxp = max(maxp, phi[k] - plo[k])
-    cur = np.empty(maxp, np.int64)
-    end = np.empty(maxp, np.int64)
-    seg = np.empty(maxp, np.int64)
-    pos = np.empty(maxp, np.int64)
+    cur, end, pos, seg = merge_buffers(plo, phi)
     for k in range(plo.shape[0]):
         P = phi[k] - plo[k]
-        for j in range(P):
-            p = plo[k] + j - pa0
-            cur[j] = offs[p] if 0 <= p < npane else 0
-            end[j] = offs[p + 1] if 0 <= p < npane else 0
+        pane_cursors(offs, pa0, plo[k], P, cur, end)
         for t in range(cb[k], cb[k + 1]):
-            c = cells[t]
-            na = 0  # the panes holding code c: runs [pos, seg)
-            for j in range(P):
-                x = cur[j]
-                while x < end[j] and code[x] < c:
-                    x += 1
-                y = x
-                while y < end[j] and code[y] == c:
-                    y += 1
-                cur[j] = y
-                if y > x:
-                    pos[na] = x
-                    seg[na] = y
-                    na += 1
+            na, _ = cell_runs(code, count, cells[t], P, cur, end, pos, seg)
             st = init()
             while na > 0:  # merge walk: the smallest value of the live runs next
-                b = 0
-                vb = value[pos[0]]
-                for j in range(1, na):
-                    vj = value[pos[j]]
-                    if vj < vb or (vb != vb and vj == vj):  # NaN last
-                        b = j
-                        vb = vj
+                b, vb = smallest_run(value, pos, na)
                 for _ in range(count[pos[b]]):
                     st = update(st, vb)
                 pos[b] += 1
@@ -157,24 +129,14 @@ def udaf_windows(a: Agg, parts: Any, ms: Multiset, units: Any) -> pa.Array | Non
     caller then goes window by window through :func:`udaf_window`)."""
     fns = a.fns
     assert fns is not None
-    ms.compact()
-    cells = np.concatenate([np.asarray(c, np.int64) for _, c, _ in parts])
-    cb = np.zeros(len(parts) + 1, np.int64)
-    cb[1:] = np.cumsum([len(c) for _, c, _ in parts])
-    up = np.ones(cells.shape[0], bool)
-    up[1:] = cells[1:] > cells[:-1]
-    up[cb[:-1][cb[:-1] < cells.shape[0]]] = True
-    if not up.all():
+    lay = units.flatten(parts, ms, ascending=True)
+    if lay is None:
         return None
-    wp = [units.window_panes(int(w)) for w, _, _ in parts]
-    plo = np.array([x for x, _ in wp], np.int64)
-    phi = np.array([y for _, y in wp], np.int64)
-    pa0 = int(plo.min())
-    offs = np.searchsorted(ms.unit, np.arange(pa0, int(phi.max()) + 1, dtype=np.int64))
+    cells, cb, plo, phi, pa0, offs = lay
     out = np.empty(cells.shape[0], np.float64)
     _paned_fold_compiled(fns.init, fns.update, fns.finalize, ms.code,
-                         ms.value.astype(np.float64, copy=False), ms.count, pa0,
-                         offs.astype(np.int64), plo, phi, cb, cells, out)
+                         ms.value.astype(np.float64, copy=False), ms.count, pa0, offs, plo, phi,
+                         cb, cells, out)
     return pa.array(out)
 
 
