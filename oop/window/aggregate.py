@@ -244,6 +244,7 @@ class WindowAggregate(Operator):
         self.out_punct: int | None = None
         self.units: Any = None
         self._clean: tuple[int, int] | None = None
+        self._rank_cache: dict[str | None, np.ndarray] = {}  # see _value_rank
         if self.method is not None:
             self._set_method(self.method, {})
         tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, attr)
@@ -277,8 +278,8 @@ class WindowAggregate(Operator):
         if method == "paned":
             from oop.window.paned import PaneCombiner
 
-            self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs)  # type: ignore[arg-type]
-            self.units.cache_pane_states = self.late is not LatePolicy.UPDATE
+            self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs,  # type: ignore[arg-type]
+                                           cache_pane_states=self.late is not LatePolicy.UPDATE)
             self.plan_info["pane"] = self.units.g
         else:
             self.units = None
@@ -763,14 +764,12 @@ class WindowAggregate(Operator):
         """Sort position of every value code of ``col`` (heavy hitters break count ties by
         value). Recomputed (one Arrow sort of the distinct values) only when values were added."""
         enc = self.value_enc[col]  # type: ignore[index]
-        cache = getattr(self, "_rank_cache", {})
-        self._rank_cache = cache
-        hit = cache.get(col)
+        hit = self._rank_cache.get(col)
         if hit is None or hit.shape[0] != enc.n_codes:
             kt = enc.key_table().column(0)
             hit = np.empty(kt.length(), np.int64)
             hit[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
-            cache[col] = hit
+            self._rank_cache[col] = hit
         return hit
 
     def _heavy_array(self, a: Agg, offsets: np.ndarray, v: np.ndarray, n: np.ndarray) -> pa.Array:
@@ -828,6 +827,7 @@ class WindowAggregate(Operator):
     def restore(self, state: Any) -> None:
         super().restore(state)
         self._lut_n = None  # the key-value cache follows the restored dictionary
+        self._rank_cache = {}  # and so do the value ranks
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
         if state["method"] is not None:
             self._set_method(state["method"], {})

@@ -99,7 +99,8 @@ _FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
 class PaneCombiner:
     """Pane geometry and the window-level combine of one Paned-WID operator."""
 
-    def __init__(self, kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg]) -> None:
+    def __init__(self, kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
+                 cache_pane_states: bool = True) -> None:
         self.kind = kind
         self.lanes = list(lanes)
         self.landmark = isinstance(kind, Landmark)
@@ -116,10 +117,10 @@ class PaneCombiner:
         # each (see distinct)
         self.distinct_cols = {a.column for a in aggs if a.fn in ("distinct", "heavy_hitters")}
         self._d: dict[tuple[str, str | None], dict[str, Any]] = {}
-        # Python UDAFs: folded pane states (see oop.window.udaf.pane_cache); the operator
-        # turns the cache off with late="update" (revisions change closed panes)
+        # Python UDAFs: folded pane states (see oop.window.udaf.pane_cache); off with
+        # late="update" (revisions change closed panes)
         self.pane_states: dict[str, dict[int, dict[int, Any]]] = {}
-        self.cache_pane_states = True
+        self.cache_pane_states = cache_pane_states
         self.running: dict[tuple[str, str | None], np.ndarray] = {}
         self.running_t: dict[tuple[str, str | None], np.ndarray] = {}
         self.run_w: int | None = None  # window the running state holds

@@ -108,7 +108,7 @@ def pane_cache(a: Agg, units: Any) -> dict[int, dict[int, Any]] | None:
     ``range/slide`` windows: one ``update`` call per value instead of one per
     value and window (004 §6.2.1's pane-level query for a UDAF).
     """
-    if units is None or not getattr(units, "cache_pane_states", False):
+    if units is None or not units.cache_pane_states:
         return None
     return units.pane_states.setdefault(a.name, {})
 
