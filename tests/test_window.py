@@ -57,6 +57,21 @@ def run(items, schema, kind, aggs, method="auto", by=("key",), **kw):
     return s.window(kind, aggs, by=list(by), method=method, **kw).run()
 
 
+def assert_paned_in_one_call_equals_wid_and_oracle(items, table, kind, aggs, what):
+    """Paned-WID (with ``Multiset.select``, the per-window combine, made to fail: ``what`` must
+    take its one-call path) == WID == the from-scratch oracle over ``table``."""
+    from oop.window.store import Multiset
+
+    def no_select(*a, **k):
+        raise AssertionError(f"Paned-WID {what} went window by window through Multiset.select")
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Multiset, "select", no_select)
+        paned = run(items, table.schema, kind, aggs, "paned").table
+    assert_same_rows(paned, run(items, table.schema, kind, aggs, "wid").table)
+    assert_same_rows(paned, window_oracle(table, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
 def _close(a, b):
     if isinstance(a, float) and isinstance(b, float):
         return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-7)

@@ -30,7 +30,7 @@ from oop.window.paned_kernels import (paned_distinct, paned_distinct_ref, paned_
 from oop.window.reference import window_oracle
 from oop.window.store import LaneInfo, Multiset
 
-from test_window import assert_same_rows
+from test_window import assert_paned_in_one_call_equals_wid_and_oracle, assert_same_rows, run
 
 
 @st.composite
@@ -136,11 +136,6 @@ def test_distinct_state_is_rebuilt_when_its_leaving_panes_were_purged():
         assert got.tolist() == np.concatenate([expect(w)[1] for w in ws]).tolist()
 
 
-def _run(items, schema, kind, aggs, method, restore_at=None):
-    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=schema)
-    return s.window(kind, aggs, by=["key"], method=method).run()
-
-
 def _values(t, draw):
     """The value column as int (as drawn), float or string, with some nulls."""
     v = t.column("val").to_numpy(zero_copy_only=False)
@@ -165,18 +160,7 @@ def test_paned_distinct_and_heavy_in_one_call_equal_wid_and_oracle(kind, data):
     t = _values(t, data.draw)
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
     aggs = [agg.distinct("val"), agg.heavy_hitters("val", data.draw(st.integers(1, 3))), agg.count()]
-
-    def no_select(*a, **k):
-        raise AssertionError("Paned-WID distinct/heavy hitters went window by window through "
-                             "Multiset.select")
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(Multiset, "select", no_select)
-        paned = _run(items, t.schema, kind, aggs, "paned")
-    wid = _run(items, t.schema, kind, aggs, "wid")
-    exp = window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms")
-    assert_same_rows(paned.table, wid.table)
-    assert_same_rows(paned.table, exp)
+    assert_paned_in_one_call_equals_wid_and_oracle(items, t, kind, aggs, "distinct/heavy hitters")
 
 
 def test_snapshot_restore_mid_stream_equals_uninterrupted():
@@ -241,7 +225,7 @@ def test_distinct_state_continues_across_punctuations():
     items = [x for x in items if x is not None]
     with pytest.MonkeyPatch.context() as m:
         m.setattr(P.PK, "paned_distinct", spy)
-        got = _run(items, t.schema, Sliding(200, 50), [agg.distinct("val")], "paned")
+        got = run(items, t.schema, Sliding(200, 50), [agg.distinct("val")], "paned")
     assert len(calls) > 10 and calls[0] is False and all(calls[1:])
     exp = window_oracle(t, Sliding(200, 50), [agg.distinct("val")], by=["key"], time="ts", unit="ms")
     assert_same_rows(got.table, exp)

@@ -15,14 +15,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-import oop
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.paned_kernels import paned_quantiles, paned_quantiles_ref
-from oop.window.reference import window_oracle
 from oop.window.store import Multiset
 
-from test_window import assert_same_rows
+from test_window import assert_paned_in_one_call_equals_wid_and_oracle
 
 
 @st.composite
@@ -94,11 +92,6 @@ def test_multiset_table_feeds_the_kernel_like_select():
             assert present[i] and got[i] == np.quantile(vals, 0.5)
 
 
-def _run(items, schema, kind, aggs, method):
-    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=schema)
-    return s.window(kind, aggs, by=["key"], method=method).run()
-
-
 @pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
@@ -109,14 +102,4 @@ def test_paned_median_in_one_call_equals_wid_and_oracle(kind, data):
         t = t.set_column(2, "val", t.column("val").cast(pa.float64()))
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
     aggs = [agg.median("val"), agg.quantile("val", 0.25), agg.count()]
-
-    def no_select(*a, **k):
-        raise AssertionError("Paned-WID medians went window by window through Multiset.select")
-
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(Multiset, "select", no_select)
-        paned = _run(items, t.schema, kind, aggs, "paned")
-    wid = _run(items, t.schema, kind, aggs, "wid")
-    exp = window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms")
-    assert_same_rows(paned.table, wid.table)
-    assert_same_rows(paned.table, exp)
+    assert_paned_in_one_call_equals_wid_and_oracle(items, t, kind, aggs, "medians")

@@ -23,9 +23,8 @@ import oop.window.udaf as U
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.reference import window_oracle
-from oop.window.store import Multiset
 
-from test_window import assert_same_rows
+from test_window import assert_paned_in_one_call_equals_wid_and_oracle, assert_same_rows, run
 
 
 @nb.njit
@@ -52,15 +51,6 @@ SUMSQ = agg.udaf("sumsq", _zero, _sq, lambda a, b: a + b, _same, column="val")
 POLY = agg.udaf("poly", _zero, _poly, lambda a, b: a + b, _same, column="val")
 
 
-def _run(items, schema, kind, aggs, method):
-    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=schema)
-    return s.window(kind, aggs, by=["key"], method=method).run().table
-
-
-def _no_select(*a, **k):
-    raise AssertionError("the compiled UDAF went window by window through Multiset.select")
-
-
 @pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
@@ -72,12 +62,8 @@ def test_compiled_udaf_in_one_call_equals_wid_and_oracle(kind, data):
         t = t.set_column(2, "val", pa.array([None if i % 3 == 0 else x for i, x in enumerate(v)],
                                             pa.int64()))
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
-    aggs = [SUMSQ, agg.count()]
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(Multiset, "select", _no_select)
-        paned = _run(items, t.schema, kind, aggs, "paned")
-    assert_same_rows(paned, _run(items, t.schema, kind, aggs, "wid"))
-    assert_same_rows(paned, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+    assert_paned_in_one_call_equals_wid_and_oracle(items, t, kind, [SUMSQ, agg.count()],
+                                                   "the compiled UDAF")
 
 
 @settings(max_examples=25, deadline=None)
@@ -90,12 +76,12 @@ def test_order_sensitive_udaf_same_bits_as_the_per_window_path(data):
     t = t.set_column(2, "val", pa.array(v))
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
     kind = Sliding(12, 3)
-    one_call = _run(items, t.schema, kind, [POLY], "paned")
+    one_call = run(items, t.schema, kind, [POLY], "paned").table
     with pytest.MonkeyPatch.context() as m:
         m.setattr(U, "udaf_windows", lambda *a, **k: None)  # force the per-window path
         import oop.window.aggregate as A
         m.setattr(A, "udaf_windows", lambda *a, **k: None)
-        per_window = _run(items, t.schema, kind, [POLY], "paned")
+        per_window = run(items, t.schema, kind, [POLY], "paned").table
     key = ["key", "window_start"]
     a = one_call.sort_by([(k, "ascending") for k in key]).to_pylist()
     b = per_window.sort_by([(k, "ascending") for k in key]).to_pylist()
@@ -109,7 +95,7 @@ def test_order_sensitive_udaf_same_bits_as_the_per_window_path(data):
 def test_cells_without_values_get_finalize_of_init():
     t = pa.table({"ts": pa.array([1, 2, 5, 9], pa.int64()), "key": [0, 0, 1, 1],
                   "val": pa.array([None, None, 3, 4], pa.int64())})
-    got = _run(t.to_batches(max_chunksize=2), t.schema, Sliding(6, 3), [SUMSQ, agg.count()], "paned")
+    got = run(t.to_batches(max_chunksize=2), t.schema, Sliding(6, 3), [SUMSQ, agg.count()], "paned").table
     rows = {(r["key"], r["window_start"]): r["sumsq_val"] for r in got.to_pylist()}
     assert rows[(0, 0)] == 0.0  # key 0 has rows but only null values
     assert rows[(1, 0)] == rows[(1, 3)] == 9.0 and rows[(1, 6)] == 16.0  # ts 5: 3, ts 9: 4
@@ -137,9 +123,9 @@ def test_python_udaf_folds_each_pane_once():
         if rest.size:
             items.append(oop.Punctuation("ts", int(rest.min())))
     kind = Sliding(40, 10)  # 4 panes per window
-    paned = _run(items, t.schema, kind, [sumsq, agg.count()], "paned")
+    paned = run(items, t.schema, kind, [sumsq, agg.count()], "paned").table
     paned_calls, calls[0] = calls[0], 0
-    wid = _run(items, t.schema, kind, [sumsq, agg.count()], "wid")
+    wid = run(items, t.schema, kind, [sumsq, agg.count()], "wid").table
     assert paned_calls == n - vals.null_count  # every non-null value folded exactly once
     assert calls[0] > 3 * paned_calls  # WID folds a value in each of its 4 windows
     assert_same_rows(paned, wid)
