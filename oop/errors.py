@@ -46,3 +46,7 @@ class EmptyInputError(OopError, ValueError):
 
 class ConfigError(OopError, ValueError):
     """An operator or generator configuration that cannot work."""
+
+
+class DecimalRangeError(OopError, ValueError):
+    """A decimal value or sum beyond the 64-bit unscaled range the window aggregates keep exactly."""

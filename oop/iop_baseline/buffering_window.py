@@ -60,6 +60,7 @@ from numba import njit
 from oop.errors import ConfigError
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
+from oop.window.store import check_decimal_sum, column_values, decimal_array
 from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -327,6 +328,7 @@ class BufferingWindow(DropsLate):
         self.buf_minw = np.zeros(0, np.int64)  # first window each row may count in (generous)
         self.buf_vals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.diff_state: dict[tuple[str | None, str], tuple[np.ndarray, ...]] = {}
+        self.decimal_max: dict[str, int] = {}  # decimal column -> largest |unscaled value| seen
 
     # ---- opening -----------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -357,14 +359,9 @@ class BufferingWindow(DropsLate):
 
     @staticmethod
     def _out_type(a: Any, schema: pa.Schema) -> pa.DataType:
-        if a.fn == "count":
-            return pa.int64()
-        t = schema.field(a.column).type
-        if a.fn in ("mean", "var", "std"):
-            return pa.float64()
-        if a.fn == "sum":
-            return pa.int64() if (pa.types.is_integer(t) or pa.types.is_boolean(t)) else pa.float64()
-        return t
+        from oop.window.aggregates import output_type
+
+        return output_type(a, schema.field(a.column).type if a.column else None)
 
     # ---- input -------------------------------------------------------------
     def _values(self, batch: pa.RecordBatch, col: str, float_: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -373,6 +370,10 @@ class BufferingWindow(DropsLate):
         if arr.null_count:
             valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
         t = arr.type
+        if pa.types.is_decimal(t) and not float_:  # unscaled int64: exact sums, min and max
+            cv = column_values(batch, col)
+            self.decimal_max[col] = max(self.decimal_max.get(col, 0), cv.max_abs)
+            return cv.values, cv.valid
         if float_ or not (pa.types.is_integer(t) or pa.types.is_boolean(t)):
             v = pc.cast(arr, pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
             return np.asarray(v, np.float64), valid
@@ -546,15 +547,25 @@ class BufferingWindow(DropsLate):
                 continue
             _, _, _, nn, acc = lane(a.column, "sum" if a.fn in ("sum", "mean", "var", "std") else a.fn)
             null = nn == 0
+            ft = self.output.schema.field(a.name).type  # type: ignore[union-attr]
+            scale = 1.0  # decimal values are held unscaled
+            if a.column in self.decimal_max:
+                scale = 10.0 ** self.inputs[0].schema.field(a.column).type.scale
+                if a.fn != "min" and a.fn != "max":
+                    check_decimal_sum(self.name, a.column, orows, self.decimal_max[a.column], ft)
+                if a.fn in ("sum", "min", "max"):
+                    cols[a.name] = decimal_array(acc, null, ft)
+                    continue
             if a.fn == "sum" or a.fn in ("min", "max"):
                 arr = pa.array(acc, mask=null)
             elif a.fn == "mean":
-                arr = pa.array(acc.astype(np.float64) / np.maximum(nn, 1), mask=null)
+                arr = pa.array(acc.astype(np.float64) / np.maximum(nn, 1) / scale, mask=null)
             else:
                 _, _, _, _, ss = lane(a.column, "sumsq")
                 s = acc.astype(np.float64)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     var = np.maximum((ss - s * s / np.maximum(nn, 1)) / np.maximum(nn - 1, 1), 0.0)
+                var /= scale * scale
                 arr = pa.array(np.sqrt(var) if a.fn == "std" else var, mask=nn < 2)
             cols[a.name] = arr
         assert self.output is not None
@@ -660,7 +671,7 @@ class BufferingWindow(DropsLate):
                 "vals": {c: (v.copy(), m.copy()) for c, (v, m) in self.buf_vals.items()},
                 "bound": self.bound, "hwm": self.hwm, "next": self.next_wid,
                 "rows": self.rows_seen, "p": self.punct_out, "enc": self.encoder,
-                "dropped": self.dropped}
+                "dropped": self.dropped, "decimal_max": dict(self.decimal_max)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -669,6 +680,7 @@ class BufferingWindow(DropsLate):
         self.bound, self.hwm, self.next_wid = state["bound"], state["hwm"], state["next"]
         self.rows_seen, self.punct_out = state["rows"], state["p"]
         self.encoder, self.dropped = state["enc"], state["dropped"]
+        self.decimal_max = dict(state["decimal_max"])
         self.diff_state = {}
 
     def _check(self) -> None:

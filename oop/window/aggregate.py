@@ -64,20 +64,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, DecimalRangeError
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
-from oop.window.aggregates import Agg, as_aggs
+from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
-from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, column_values,
-                              group_bounds, lane_infos, quantiles_from_counts)
+from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, check_decimal_sum,
+                              column_values, decimal_array, group_bounds, lane_infos, quantiles_from_counts)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
@@ -239,6 +239,10 @@ class WindowAggregate(Operator):
                     self.holistic[key] = Multiset(np.int64 if store == "code" else np.float64)
                 if store == "code" and a.column not in self.value_enc:
                     self.value_enc[a.column] = KeyEncoder([a.column])  # type: ignore[list-item]
+        # per decimal lane column: the largest |unscaled value| seen (bounds exact int64 sums)
+        self.decimal_max: dict[str, int] = {
+            li.lane.column: 0 for li in self.lanes
+            if li.lane.column and pa.types.is_decimal(info.schema.field(li.lane.column).type)}
         self.lwm = INT64_MIN
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
@@ -260,17 +264,7 @@ class WindowAggregate(Operator):
         return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
 
     def _out_type(self, a: Agg) -> pa.DataType:
-        f = a.fn
-        if f in ("count", "distinct"):
-            return pa.int64()
-        t = self.schema_in.field(a.column).type  # type: ignore[arg-type]
-        if f == "sum":
-            return pa.float64() if pa.types.is_floating(t) or pa.types.is_decimal(t) else pa.int64()
-        if f in ("min", "max", "first", "last"):
-            return t
-        if f == "heavy_hitters":
-            return pa.list_(pa.struct([("value", t), ("count", pa.int64())]))
-        return pa.float64()
+        return output_type(a, self.schema_in.field(a.column).type if a.column else None)
 
     def _set_method(self, method: str, info: dict[str, Any]) -> None:
         self.method = method
@@ -434,8 +428,7 @@ class WindowAggregate(Operator):
         else:
             if low < self.ring.base:
                 self.ring.lower_base(low)
-        # the lanes' columns (holistic value columns are read by _add_holistic: any type)
-        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}}
+        cols = self._lane_columns(batch)
         single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
@@ -450,6 +443,14 @@ class WindowAggregate(Operator):
         if self.kind.row_based:
             out.extend(self._advance(self.bucket.first_open(self.bucket.rows_seen), emit_punct=True))
         return out
+
+    def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
+        """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by
+        :meth:`_add_holistic`, any type), noting each decimal column's largest ``|value|``."""
+        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}}
+        for c in self.decimal_max:
+            self.decimal_max[c] = max(self.decimal_max[c], cols[c].max_abs)
+        return cols
 
     def _add_holistic(self, batch: pa.RecordBatch, codes: np.ndarray, ulo: np.ndarray,
                       uhi: np.ndarray, cols: dict[str, ColumnValues]) -> None:
@@ -680,18 +681,23 @@ class WindowAggregate(Operator):
         nn = lanes[("nn", c)]
         # an inactive nn lane is the rows lane (no null seen): every emitted cell has a value
         null = _NO_NULLS if nn is lanes[("rows", None)] else nn == 0
+        scale = 1.0  # decimal lanes hold unscaled values
+        if c in self.decimal_max:
+            scale = 10.0 ** self.schema_in.field(c).type.scale
+            if f in ("sum", "mean", "var", "std"):
+                check_decimal_sum(self.name, c, lanes[("rows", None)], self.decimal_max[c], typ)
         if f == "sum":
             return _masked(lanes[("sum", c)], null, typ)
         if f == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
-                return _masked(lanes[("sum", c)].astype(np.float64) / nn, null, typ)
+                return _masked(lanes[("sum", c)].astype(np.float64) / nn / scale, null, typ)
         if f in ("var", "std"):
             assert self.ring is not None
             shift = self.ring.shift.get(c, 0.0)  # type: ignore[arg-type]
             n = nn.astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
                 sd = lanes[("sum", c)].astype(np.float64) - n * shift
-                v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0)
+                v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0) / (scale * scale)
                 if f == "std":
                     v = np.sqrt(v)
             return _masked(v, nn < 2, typ)
@@ -822,6 +828,7 @@ class WindowAggregate(Operator):
             "ms": {k: v.snapshot() for k, v in self.holistic.items()},
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
             "units": None if self.units is None else self.units.snapshot(),
+            "decimal_max": dict(self.decimal_max),
         }
 
     def restore(self, state: Any) -> None:
@@ -829,6 +836,7 @@ class WindowAggregate(Operator):
         self._lut_n = None  # the key-value cache follows the restored dictionary
         self._rank_cache = {}  # and so do the value ranks
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
+        self.decimal_max = dict(state["decimal_max"])
         if state["method"] is not None:
             self._set_method(state["method"], {})
         self.plan_info = dict(state["plan"])
@@ -879,8 +887,8 @@ def _masked(values: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
         return pa.array(values.astype(bool), mask=mask)
     if pa.types.is_integer(typ):
         return pa.array(values, mask=mask).cast(typ)
-    if pa.types.is_decimal(typ):
-        return pa.array(values, mask=mask).cast(typ)
+    if pa.types.is_decimal(typ):  # decimal lanes hold unscaled int64 values
+        return decimal_array(values, null, typ)
     # temporal types stored as int64
     if typ.bit_width == 64:
         return pa.array(values.astype(np.int64), pa.int64(), mask=mask).view(typ)

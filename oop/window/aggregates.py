@@ -29,6 +29,11 @@ slow, used by tests and by :mod:`oop.window.reference`. The compiled
 operators never call them; they use the columnar *lanes* described by
 :meth:`Agg.lanes` (bounded aggregates) or the multiset store (holistic).
 
+Decimals: the compiled operators hold decimal values unscaled in int64, so
+sum/min/max/first/last are exact and the sum's type is
+``decimal(min(38, p + 10), s)`` (see :func:`output_type`); values beyond
+18 digits raise :class:`~oop.errors.DecimalRangeError`.
+
 Nulls: value aggregates ignore null values (SQL semantics); ``count()``
 counts rows. An aggregate over no non-null values is null. ``var``/``std``
 are the sample variance / deviation (``n - 1``), null for fewer than two
@@ -50,7 +55,7 @@ from oop.errors import ConfigError
 
 __all__ = ["Agg", "Lane", "UdafFns", "count", "sum", "mean", "min", "max", "var", "std",
            "first", "last", "median", "quantile", "distinct", "heavy_hitters", "udaf",
-           "as_aggs"]
+           "as_aggs", "output_type"]
 
 _builtin_sum, _builtin_min, _builtin_max = sum, min, max
 
@@ -402,6 +407,32 @@ def udaf(
     if not name or not name.isidentifier():
         raise ConfigError(f"udaf name {name!r} must be an identifier (it names the output column)")
     return Agg("udaf", column, fns=UdafFns(init, update, merge, finalize, revert), udaf_name=name)
+
+
+def output_type(a: Agg, column_type: Any) -> Any:
+    """The Arrow type of ``a``'s output column over a column of ``column_type`` (None for count).
+
+    count/distinct: int64; sum: int64 over integers, float64 over floats,
+    ``decimal(min(38, p + 10), s)`` over ``decimal(p, s)`` (Spark's rule; exact);
+    min/max/first/last: the column's type; heavy hitters: list of
+    ``{value, count}``; the rest (mean, var, std, quantiles, UDAFs): float64.
+    """
+    import pyarrow as pa
+
+    f, t = a.fn, column_type
+    if f in ("count", "distinct"):
+        return pa.int64()
+    if f == "sum":
+        if pa.types.is_decimal(t):
+            wide = pa.types.is_decimal256(t)
+            return (pa.decimal256 if wide else pa.decimal128)(_builtin_min(76 if wide else 38,
+                                                                          t.precision + 10), t.scale)
+        return pa.float64() if pa.types.is_floating(t) else pa.int64()
+    if f in ("min", "max", "first", "last"):
+        return t
+    if f == "heavy_hitters":
+        return pa.list_(pa.struct([("value", t), ("count", pa.int64())]))
+    return pa.float64()
 
 
 def as_aggs(aggs: "Agg | Sequence[Agg]") -> tuple[Agg, ...]:

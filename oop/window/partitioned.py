@@ -58,7 +58,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows
-from oop.window.store import Ring, column_values
+from oop.window.store import Ring
 
 __all__ = ["PartitionedRowsAggregate"]
 
@@ -123,7 +123,7 @@ class PartitionedRowsAggregate(WindowAggregate):
             if self.ring is None:
                 self.ring = Ring(self.lanes, codes=max(self.enc.n_codes, 64))
                 self.ring.make_fixed(self.R)
-            cols = {c: column_values(b, c) for c in {a.column for a in self.aggs if a.column}}
+            cols = self._lane_columns(b)
             self.ring.update(codes, lo, hi, cols, times, self.enc.n_codes)
             self._add_holistic(b, codes, lo, hi, cols)
             touched = np.unique(codes)

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from oop.window.aggregates import Agg, as_aggs
+from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import SlideByTuple, WindowKind
 
 __all__ = ["window_oracle", "TupleAtATimeWindow", "output_schema", "canonical"]
@@ -39,19 +39,7 @@ def output_schema(schema: pa.Schema, kind: WindowKind, aggs: Sequence[Agg], by: 
     fields = [schema.field(c) for c in by]
     fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
     for a in aggs:
-        if a.fn in ("count", "distinct"):
-            t: pa.DataType = pa.int64()
-        else:
-            ct = schema.field(a.column).type  # type: ignore[arg-type]
-            if a.fn == "sum":
-                t = pa.float64() if pa.types.is_floating(ct) or pa.types.is_decimal(ct) else pa.int64()
-            elif a.fn in ("min", "max", "first", "last"):
-                t = ct
-            elif a.fn == "heavy_hitters":
-                t = pa.list_(pa.struct([("value", ct), ("count", pa.int64())]))
-            else:
-                t = pa.float64()
-        fields.append(pa.field(a.name, t))
+        fields.append(pa.field(a.name, output_type(a, schema.field(a.column).type if a.column else None)))
     if emit_wid:
         fields.append(pa.field("wid", pa.int64()))
     return pa.schema(fields)
@@ -88,6 +76,9 @@ def window_oracle(
     times = _ints(table.column(time))
     keys = list(zip(*(table.column(c).to_pylist() for c in by))) if by else [()] * table.num_rows
     cols = {a.column: table.column(a.column).to_pylist() for a in aggs if a.column}
+    exact = ("sum", "min", "max", "first", "last", "distinct", "heavy_hitters")
+    floats = {c: [None if x is None else float(x) for x in v] for c, v in cols.items()
+              if pa.types.is_decimal(table.schema.field(c).type)}  # for the float-valued aggregates
     n = table.num_rows
     if k.partitioned:
         ranks = np.zeros(n, np.int64)
@@ -124,8 +115,9 @@ def window_oracle(
             r["window_start"], r["window_end"] = s, e
             for a in aggs:
                 st = a.init()
+                vals = floats[a.column] if a.column in floats and a.fn not in exact else cols.get(a.column)
                 for i in idx:
-                    st = a.update(st, cols[a.column][i] if a.column else None, int(times[i]))
+                    st = a.update(st, vals[i] if vals is not None else None, int(times[i]))
                 r[a.name] = a.finalize(st)
             if emit_wid:
                 r["wid"] = w

@@ -46,7 +46,6 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
-from oop.window.store import column_values
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
@@ -274,7 +273,7 @@ class SlideByTupleAggregate(WindowAggregate):
             times, self.rows_seen, self.kind.slide_rows, self.ids, self.slots, self.is_win,
             self.nbins, self.free, self.nfree, self.next_slot, self.r)
         self.rows_seen += n
-        cols = {c: column_values(batch, c) for c in {a.column for a in self.aggs if a.column}}
+        cols = self._lane_columns(batch)
         empty_u8 = np.zeros(0, np.uint8)
         dummy_t = np.zeros(0, np.int64)
         for li in self.lanes:
@@ -367,6 +366,7 @@ class SlideByTupleAggregate(WindowAggregate):
             "next_slot": self.next_slot, "S": self.S, "C": self.C, "rows": self.rows_seen,
             "larr": {k: v.copy() for k, v in self.larr.items()},
             "ltarr": {k: v.copy() for k, v in self.ltarr.items()}, "shift": dict(self.shift),
+            "decimal_max": dict(self.decimal_max),
         }
 
     def restore(self, s: Any) -> None:
@@ -378,6 +378,7 @@ class SlideByTupleAggregate(WindowAggregate):
             setattr(self, k, {a: b.copy() for a, b in v.items()} if isinstance(v, dict) else v.copy())
         self.nbins, self.nfree, self.next_slot = s["nbins"], s["nfree"], s["next_slot"]
         self.S, self.C, self.rows_seen, self.shift = s["S"], s["C"], s["rows"], dict(s["shift"])
+        self.decimal_max = dict(s["decimal_max"])
         self._count_live()
 
     def _check(self) -> None:

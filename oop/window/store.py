@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, DecimalRangeError
 from oop.window import kernels as K
 from oop.window.aggregates import Agg, Lane
 
@@ -59,14 +59,14 @@ class LaneInfo:
 
 
 def _numeric_kind(t: pa.DataType) -> str:
-    """'int' (stored as int64), 'float' (float64), or 'other'."""
+    """'int' (stored as int64), 'decimal' (unscaled int64), 'float' (float64), or 'other'."""
     if pa.types.is_floating(t):
         return "float"
     if (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_timestamp(t)
             or pa.types.is_date(t) or pa.types.is_duration(t) or pa.types.is_time(t)):
         return "int"
     if pa.types.is_decimal(t):
-        return "float"
+        return "decimal"
     return "other"
 
 
@@ -80,7 +80,7 @@ def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> Non
             continue
         t = schema.field(a.column).type
         kind = _numeric_kind(t)
-        arith_ok = kind == "float" or pa.types.is_integer(t) or pa.types.is_boolean(t)
+        arith_ok = kind in ("float", "decimal") or pa.types.is_integer(t) or pa.types.is_boolean(t)
         if a.fn in _ARITH and not arith_ok:
             raise ConfigError(
                 f"{op_name}: {a.name} needs a numeric column but {a.column!r} has type {t}; "
@@ -117,10 +117,17 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
 
 @dataclass
 class ColumnValues:
-    """One input column as numpy: values (int64 or float64) and a uint8 validity (empty = all valid)."""
+    """One input column as numpy: values (int64 or float64) and a uint8 validity (empty = all valid).
+
+    Decimal columns are read as their *unscaled* int64 values (``12.34`` in
+    ``decimal(p, 2)`` is ``1234``), so sums, min/max and first/last stay
+    exact; ``max_abs`` is then the largest ``|value|`` of the batch (0 for
+    other types), which bounds a sum over ``n`` rows by ``n * max_abs``.
+    """
 
     values: np.ndarray
     valid: np.ndarray
+    max_abs: int = 0
 
 
 _EMPTY_U8 = np.zeros(0, np.uint8)
@@ -133,6 +140,11 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
     if arr.null_count:
         valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
     kind = _numeric_kind(t)
+    if kind == "decimal" and not as_float:
+        v = decimal_unscaled(arr, col)
+        if valid.shape[0]:
+            v[valid == 0] = 0
+        return ColumnValues(v, valid, int(np.abs(v).max()) if v.shape[0] else 0)
     if kind == "float" or as_float:
         a = arr if pa.types.is_float64(t) else pc.cast(arr, pa.float64())
         if a.null_count:
@@ -151,6 +163,71 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
             a = a.fill_null(0)
         v = np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
     return ColumnValues(v, valid)
+
+
+def decimal_unscaled(arr: pa.Array, col: str) -> np.ndarray:
+    """The unscaled values of a decimal array as int64 (a copy; null slots hold garbage).
+
+    Raises :class:`~oop.errors.DecimalRangeError` naming ``col`` when a
+    value does not fit (more than 18 digits without its scale).
+    """
+    t, n = arr.type, len(arr)
+    if t.bit_width <= 64:  # decimal32/decimal64: one little-endian word per value
+        w = np.frombuffer(arr.buffers()[1], np.int32 if t.bit_width == 32 else np.int64,
+                          count=arr.offset + n)[arr.offset:]
+        return w.astype(np.int64)
+    k = t.bit_width // 64  # decimal128 / decimal256: k little-endian 64-bit words
+    words = np.frombuffer(arr.buffers()[1], np.int64, count=(arr.offset + n) * k)
+    words = words[arr.offset * k:].reshape(n, k)
+    lo = words[:, 0].copy()
+    sign = lo >> 63
+    bad = (words[:, 1:] != sign[:, None]).any(axis=1) | (lo == _I64MIN)
+    if arr.null_count:
+        bad &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
+    if bad.any():
+        v = arr[int(np.flatnonzero(bad)[0])]
+        raise DecimalRangeError(
+            f"column {col!r} ({t}) holds {v.as_py()}, beyond the 18 digits (unscaled int64) the "
+            "window aggregates keep exactly; cast the column to float64, or to a decimal with a "
+            "smaller scale")
+    return lo
+
+
+def check_decimal_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
+                      typ: pa.DataType) -> None:
+    """Raise unless every int64 sum of decimal column ``col`` over ``rows[i]`` rows is exact.
+
+    A sum over ``n`` rows is at most ``n * max_abs`` (``max_abs``: the
+    largest unscaled ``|value|`` seen). int64 arithmetic wraps but stays
+    exact while the true sum is in range, so this bound -- against int64 and
+    the output precision of ``typ`` -- is all that is needed.
+    """
+    if not rows.shape[0]:
+        return
+    limit = 2 ** 63 - 1
+    if pa.types.is_decimal(typ):
+        limit = min(limit, 10 ** typ.precision - 1)
+    n = int(rows.max())
+    if n * max_abs > limit:
+        raise DecimalRangeError(
+            f"{op_name}: a window sum of decimal column {col!r} may exceed {limit} unscaled "
+            f"({n} rows x max |value| {max_abs}); cast {col!r} to float64, or to a decimal "
+            "with a smaller scale, before aggregating")
+
+
+def decimal_array(unscaled: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """A decimal array of ``typ`` from unscaled int64 values, null where ``null`` (empty: none)."""
+    v = np.ascontiguousarray(unscaled, np.int64)
+    n = v.shape[0]
+    if typ.bit_width <= 64:
+        data = v.astype(np.int32 if typ.bit_width == 32 else np.int64)
+    else:  # sign-extend into bit_width / 64 little-endian words
+        data = np.repeat((v >> 63)[:, None], typ.bit_width // 64, axis=1)
+        data[:, 0] = v
+    validity = None
+    if null.shape[0] and null.any():
+        validity = pa.array(~null.astype(bool)).buffers()[1]
+    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(data.tobytes())])
 
 
 class Ring:
