@@ -48,5 +48,5 @@ class ConfigError(OopError, ValueError):
     """An operator or generator configuration that cannot work."""
 
 
-class DecimalRangeError(OopError, ValueError):
-    """A decimal value or sum beyond the 64-bit unscaled range the window aggregates keep exactly."""
+class ValueRangeError(OopError, ValueError):
+    """A value (uint64, decimal unscaled) or a sum beyond the int64 range the window aggregates keep exactly."""

@@ -64,7 +64,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError, DecimalRangeError
+from oop.errors import ConfigError, ValueRangeError
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
@@ -773,6 +773,8 @@ class WindowAggregate(Operator):
         hit = self._rank_cache.get(col)
         if hit is None or hit.shape[0] != enc.n_codes:
             kt = enc.key_table().column(0)
+            if pa.types.is_dictionary(kt.type):  # sort the values, not the indices
+                kt = kt.cast(kt.type.value_type)
             hit = np.empty(kt.length(), np.int64)
             hit[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
             self._rank_cache[col] = hit

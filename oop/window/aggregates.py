@@ -32,7 +32,7 @@ operators never call them; they use the columnar *lanes* described by
 Decimals: the compiled operators hold decimal values unscaled in int64, so
 sum/min/max/first/last are exact and the sum's type is
 ``decimal(min(38, p + 10), s)`` (see :func:`output_type`); values beyond
-18 digits raise :class:`~oop.errors.DecimalRangeError`.
+18 digits raise :class:`~oop.errors.ValueRangeError`.
 
 Nulls: value aggregates ignore null values (SQL semantics); ``count()``
 counts rows. An aggregate over no non-null values is null. ``var``/``std``
@@ -195,6 +195,7 @@ class Agg:
             return state
         if f in ("sum", "mean"):
             n, s = state
+            value = int(value) if isinstance(value, bool) else value  # a sum of booleans counts
             return (n + 1, value if s is None else s + value)
         if f in ("min", "max"):
             n, m = state

@@ -76,7 +76,7 @@ def window_oracle(
     times = _ints(table.column(time))
     keys = list(zip(*(table.column(c).to_pylist() for c in by))) if by else [()] * table.num_rows
     cols = {a.column: table.column(a.column).to_pylist() for a in aggs if a.column}
-    exact = ("sum", "min", "max", "first", "last", "distinct", "heavy_hitters")
+    exact = ("sum", "mean", "min", "max", "first", "last", "distinct", "heavy_hitters")
     floats = {c: [None if x is None else float(x) for x in v] for c, v in cols.items()
               if pa.types.is_decimal(table.schema.field(c).type)}  # for the float-valued aggregates
     n = table.num_rows
@@ -118,7 +118,8 @@ def window_oracle(
                 vals = floats[a.column] if a.column in floats and a.fn not in exact else cols.get(a.column)
                 for i in idx:
                     st = a.update(st, vals[i] if vals is not None else None, int(times[i]))
-                r[a.name] = a.finalize(st)
+                v = a.finalize(st)
+                r[a.name] = float(v) if a.fn == "mean" and v is not None else v
             if emit_wid:
                 r["wid"] = w
             rows.append(r)

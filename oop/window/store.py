@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError, DecimalRangeError
+from oop.errors import ConfigError, ValueRangeError
 from oop.window import kernels as K
 from oop.window.aggregates import Agg, Lane
 
@@ -153,6 +153,13 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
     else:
         if pa.types.is_boolean(t):
             a = pc.cast(arr, pa.int64())
+        elif pa.types.is_uint64(t):
+            a = arr
+            if len(arr) - arr.null_count and pc.max(arr).as_py() > _I64MAX:
+                raise ValueRangeError(
+                    f"column {col!r} (uint64) holds {pc.max(arr).as_py()}, beyond the int64 range "
+                    "the window aggregates keep exactly; cast the column to float64")
+            a = a.view(pa.int64())
         elif pa.types.is_integer(t):
             a = arr if pa.types.is_int64(t) else pc.cast(arr, pa.int64())
         elif t.bit_width == 64:
@@ -168,7 +175,7 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
 def decimal_unscaled(arr: pa.Array, col: str) -> np.ndarray:
     """The unscaled values of a decimal array as int64 (a copy; null slots hold garbage).
 
-    Raises :class:`~oop.errors.DecimalRangeError` naming ``col`` when a
+    Raises :class:`~oop.errors.ValueRangeError` naming ``col`` when a
     value does not fit (more than 18 digits without its scale).
     """
     t, n = arr.type, len(arr)
@@ -186,7 +193,7 @@ def decimal_unscaled(arr: pa.Array, col: str) -> np.ndarray:
         bad &= np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), bool)
     if bad.any():
         v = arr[int(np.flatnonzero(bad)[0])]
-        raise DecimalRangeError(
+        raise ValueRangeError(
             f"column {col!r} ({t}) holds {v.as_py()}, beyond the 18 digits (unscaled int64) the "
             "window aggregates keep exactly; cast the column to float64, or to a decimal with a "
             "smaller scale")
@@ -209,7 +216,7 @@ def check_decimal_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
         limit = min(limit, 10 ** typ.precision - 1)
     n = int(rows.max())
     if n * max_abs > limit:
-        raise DecimalRangeError(
+        raise ValueRangeError(
             f"{op_name}: a window sum of decimal column {col!r} may exceed {limit} unscaled "
             f"({n} rows x max |value| {max_abs}); cast {col!r} to float64, or to a decimal "
             "with a smaller scale, before aggregating")

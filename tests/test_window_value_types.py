@@ -1,4 +1,10 @@
-"""Decimal columns in window aggregation: exact sums, min/max and first/last.
+"""Value columns of every type the window aggregates take, and decimals exactly.
+
+Every type (small and unsigned ints, booleans, float32, timestamps with a
+zone, dates, durations, dictionary-encoded strings) == the oracle under
+WID and Paned-WID; uint64 values beyond int64 raise ``ValueRangeError``.
+
+Decimals: exact sums, min/max and first/last.
 
 Decimal values are held as unscaled int64 (``12.34`` in ``decimal(p, 2)`` is
 ``1234``): sums, min, max, first and last are exact (the sum's type is
@@ -9,7 +15,7 @@ float64 of the exact values. Before, decimals went through float64 and
 * the WID, Paned-WID and every other window operator == the from-scratch
   oracle (Python ``Decimal`` arithmetic), exactly, for values up to 17 digits;
 * the in-order buffering baseline gives the same rows;
-* values beyond int64 and sums that may overflow raise ``DecimalRangeError``
+* values beyond int64 and sums that may overflow raise ``ValueRangeError``
   naming the column and what to do.
 """
 
@@ -20,7 +26,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import oop
-from oop.errors import DecimalRangeError
+from oop.errors import ValueRangeError
 from oop.iop_baseline.buffering_window import BufferingWindow
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling, agg
@@ -99,6 +105,56 @@ def test_buffering_baseline_is_exact_too(differential, data):
     assert_same_rows(got, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
 
 
+def _typed(draw_vals, typ):
+    return lambda data, n: pa.array(data.draw(st.lists(st.one_of(st.none(), draw_vals),
+                                                       min_size=n, max_size=n)), typ)
+
+
+SMALL = st.integers(-100, 100)
+TYPES = {  # type -> (values, the aggregates it takes)
+    "int8": (_typed(SMALL, pa.int8()), "numeric"),
+    "uint64": (_typed(st.integers(0, 2 ** 63 - 1), pa.uint64()), "order"),
+    "uint64 small": (_typed(st.integers(0, 1000), pa.uint64()), "numeric"),
+    "bool": (_typed(st.booleans(), pa.bool_()), "numeric"),
+    "float32": (_typed(st.integers(-1000, 1000).map(lambda i: i / 8), pa.float32()), "numeric"),
+    "timestamp tz": (_typed(st.integers(0, 10 ** 12), pa.timestamp("ms", tz="Europe/Paris")), "order"),
+    "date32": (_typed(st.integers(0, 30000), pa.date32()), "order"),
+    "duration": (_typed(SMALL, pa.duration("us")), "order"),
+    "dictionary string": (lambda data, n: pa.array(data.draw(st.lists(
+        st.one_of(st.none(), st.sampled_from(["x", "yy", "a", "é"])), min_size=n, max_size=n)),
+        pa.string()).dictionary_encode(), "codes"),
+}
+AGGS_OF = {
+    "numeric": EXACT + EXACT_HOLISTIC + FLOAT,
+    "order": [agg.count(), agg.min("val"), agg.max("val"), agg.first("val"), agg.last("val"),
+              *EXACT_HOLISTIC],
+    "codes": [agg.count(), *EXACT_HOLISTIC],
+}
+
+
+@pytest.mark.parametrize("name", TYPES)
+@pytest.mark.parametrize("kind", [Tumbling(7), Sliding(10, 3)], ids=repr)
+@settings(max_examples=8)
+@given(data=st.data())
+def test_every_value_type_equals_the_oracle(name, kind, data):
+    make, what = TYPES[name]
+    t = data.draw(disordered_tables(max_rows=30, max_delay=data.draw(st.sampled_from([0, 3, None]))))
+    t = t.set_column(t.schema.get_field_index("val"), "val", make(data, t.num_rows))
+    items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
+    aggs = AGGS_OF[what]
+    for method in ("wid", "paned"):
+        res = run(items, t.schema, kind, aggs, method)
+        assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
+def test_uint64_beyond_int64_raises_naming_column_and_value():
+    t = pa.table({"ts": pa.array([1, 2], pa.int64()), "key": ["k", "k"],
+                  "val": pa.array([1, 2 ** 63 + 5], pa.uint64())})
+    with pytest.raises(ValueRangeError, match=r"column 'val' \(uint64\) holds 9223372036854775813.*"
+                                              r"cast the column to float64"):
+        run(t.to_batches(), t.schema, Tumbling(10), [agg.max("val")], "wid")
+
+
 def _table(unscaled, typ, ts=None):
     vals = [Decimal(u).scaleb(-typ.scale) for u in unscaled]
     return pa.table({"ts": pa.array(ts or [1] * len(vals), pa.int64()), "key": ["k"] * len(vals),
@@ -108,7 +164,7 @@ def _table(unscaled, typ, ts=None):
 @pytest.mark.parametrize("method", ["wid", "paned"])
 def test_a_sum_that_may_overflow_int64_raises_naming_the_column(method):
     t = _table([9 * 10 ** 17] * 11, pa.decimal128(18, 0))  # 11 x 9e17 > 2^63
-    with pytest.raises(DecimalRangeError, match=r"decimal column 'val'.*11 rows.*cast 'val' to float64"):
+    with pytest.raises(ValueRangeError, match=r"decimal column 'val'.*11 rows.*cast 'val' to float64"):
         run(t.to_batches(max_chunksize=4), t.schema, Tumbling(10), [agg.sum("val")], method)
     # min/max/first/last need no sum: the same input is fine for them
     res = run(t.to_batches(), t.schema, Tumbling(10), [agg.max("val"), agg.last("val")], method)
@@ -117,7 +173,7 @@ def test_a_sum_that_may_overflow_int64_raises_naming_the_column(method):
 
 def test_a_value_beyond_int64_raises_naming_column_and_value():
     t = _table([5, 10 ** 20], pa.decimal128(38, 2))
-    with pytest.raises(DecimalRangeError, match=r"column 'val' \(decimal128\(38, 2\)\) holds "
+    with pytest.raises(ValueRangeError, match=r"column 'val' \(decimal128\(38, 2\)\) holds "
                                                 r"1000000000000000000\.00, beyond the 18 digits"):
         run(t.to_batches(), t.schema, Tumbling(10), [agg.sum("val")], "wid")
 
