@@ -104,6 +104,8 @@ def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
         (["--time", "ts", "--key", "dst", "--window", "tumbling:1s", "--agg", "count"], "'dst'"),
         (["--time", "ts", "--window", "tumbling:1s", "--agg", "count", "--punctuation", "soon"],
          "soon"),
+        (["--time", "ts", "--window", "tumbling:1s", "--agg", "heavy:src"], "heavy:COL:K"),
+        (["--time", "ts", "--window", "tumbling:1s", "--agg", "heavy:src:0"], "K >= 1"),
     ],
 )
 def test_bad_input_one_line_exit_2(flows, capsys, argv, message):
@@ -160,6 +162,27 @@ def test_replay_distinct_of_a_string_column(flows, tmp_path, method):
     assert _sorted(got.select(expected.column_names), ["window_start"]) == \
         _sorted(expected, ["window_start"])
     assert set(got.column("distinct_src").to_pylist()) <= {1, 2, 3, 4, 5}
+
+
+def test_replay_heavy_hitters_to_parquet_and_csv(flows, tmp_path, capsys):
+    """``--agg heavy:COL:K``: Parquet keeps the list of {value, count}; CSV on stdout holds it as
+    JSON text (CSV cannot hold lists). Both equal the oracle."""
+    path, table = flows
+    out = tmp_path / "out.parquet"
+    argv = ["replay", "--input", str(path), "--time", "ts", "--arrival", "arr", "--key", "name",
+            "--window", "tumbling:5s", "--agg", "heavy:src:2", "--punctuation", "bounded:2s",
+            "--quiet"]
+    assert main([*argv, "--out", str(out)]) == 0
+    arrival = table.sort_by([("arr", "ascending")])
+    expected = window_oracle(arrival, Tumbling(5000), [agg.heavy_hitters("src", 2)], by="name",
+                             time="ts", unit="ms")
+    got = pq.read_table(out)
+    assert _sorted(got, ["window_start"]) == _sorted(expected, ["window_start"])
+    capsys.readouterr()
+    assert main(argv) == 0
+    csv = pacsv.read_csv(pa.py_buffer(capsys.readouterr().out.encode()))
+    top = {r["window_start"]: json.loads(r["heavy_hitters_src"]) for r in csv.to_pylist()}
+    assert top == {r["window_start"]: r["heavy_hitters_src"] for r in expected.to_pylist()}
 
 
 def test_replay_late_side_output_to_file(flows, tmp_path, capsys):

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from oop.errors import ConfigError, EmptyInputError
+from oop.replay.specs import AGG_FORMS
 
 __all__ = ["register", "run_replay", "read_input", "build_stream"]
 
@@ -52,8 +53,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--window", required=True,
                    help="tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE")
     p.add_argument("--agg", action="append", default=[], required=True,
-                   help="count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL | "
-                        "median:COL | quantile:COL:Q | distinct:COL (repeatable)")
+                   help=f"{AGG_FORMS} (repeatable)")
     p.add_argument("--punctuation", default="bounded:0",
                    help="ordered | bounded:DUR | tuples:N | adaptive:FRACTION (default bounded:0)")
     p.add_argument("--late", default=None,
@@ -239,11 +239,7 @@ def run_replay(args: argparse.Namespace) -> int:
         res.to_parquet(args.out)
         print(f"oop replay: {summary['windows_out']} rows -> {args.out}", file=sys.stderr)
     else:
-        import pyarrow.csv as pacsv
-
-        sink = pa.BufferOutputStream()
-        pacsv.write_csv(res.table, sink)
-        sys.stdout.write(sink.getvalue().to_pybytes().decode())
+        print_csv(res.table)
     if args.late_out:
         summary["late_out_rows"] = _write_late(res, args.late_out, table.schema)
         print(f"oop replay: {summary['late_out_rows']} late tuples -> {args.late_out}",
@@ -263,3 +259,22 @@ def run_replay(args: argparse.Namespace) -> int:
               + (f" ({switches} layout switch{'es' if switches > 1 else ''})" if switches else ""),
               file=sys.stderr)
     return 0
+
+
+def print_csv(table: pa.Table) -> None:
+    """Write ``table`` to stdout as CSV (nested columns as JSON text)."""
+    import pyarrow.csv as pacsv
+
+    sink = pa.BufferOutputStream()
+    pacsv.write_csv(_csv_ready(table), sink)
+    sys.stdout.write(sink.getvalue().to_pybytes().decode())
+
+
+def _csv_ready(table: pa.Table) -> pa.Table:
+    """``table`` with nested columns (heavy hitters' lists) as JSON text, which CSV can hold."""
+    for i, f in enumerate(table.schema):
+        if pa.types.is_nested(f.type):
+            text = [None if v is None else json.dumps(v, default=str)
+                    for v in table.column(i).to_pylist()]
+            table = table.set_column(i, f.name, pa.array(text, pa.string()))
+    return table

@@ -26,7 +26,7 @@ __all__ = ["parse_window", "parse_aggs", "parse_agg", "WINDOW_FORMS", "AGG_FORMS
 WINDOW_FORMS = "tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE"
 AGG_FORMS = (
     "count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL | first:COL | "
-    "last:COL | median:COL | quantile:COL:Q | distinct:COL"
+    "last:COL | median:COL | quantile:COL:Q | distinct:COL | heavy:COL:K"
 )
 _COLUMN_AGGS = ("sum", "mean", "min", "max", "var", "std", "first", "last", "median", "distinct")
 
@@ -94,6 +94,12 @@ def parse_agg(spec: str) -> Any:
                 f"aggregate spec {spec!r}: write quantile:COL:Q with Q between 0 and 1"
             )
         return agg.quantile(col, qv)
+    if name in ("heavy", "heavy_hitters"):
+        col, _, k = rest.rpartition(":")
+        if not col or not k.strip().isdigit() or int(k) < 1:
+            raise ConfigError(f"aggregate spec {spec!r}: write heavy:COL:K with K >= 1 (the top-K "
+                              "values per window and group, with their counts)")
+        return agg.heavy_hitters(col, int(k))
     if name in _COLUMN_AGGS:
         if not rest:
             raise ConfigError(f"aggregate spec {spec!r}: {name} needs a column, e.g. {name}:len")

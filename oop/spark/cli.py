@@ -28,7 +28,6 @@ import time as _time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 
@@ -133,11 +132,9 @@ def run_replay(args: argparse.Namespace) -> int:
         pq.write_table(table, args.out)
         print(f"oop replay --spark: {table.num_rows} rows -> {args.out}", file=sys.stderr)
     elif not args.verify:
-        import pyarrow.csv as pacsv
+        from oop.replay.cli import print_csv
 
-        sink = pa.BufferOutputStream()
-        pacsv.write_csv(table, sink)
-        sys.stdout.write(sink.getvalue().to_pybytes().decode())
+        print_csv(table)
     code = 0
     if args.verify:
         with spark_errors("Spark SQL ground truth"):
