@@ -223,8 +223,20 @@ def extra(n: int, repeat: int) -> bool:
                  for b in batches]
     n_sp = min(n, SPARSE_ROWS)  # the dense layout holds ring x all keys seen: keep it in memory
     sp_table, sp_batches, sp_puncts = make_workload(n_sp, seed=1, sparse_keys=1_000_000)
+    # strings: 'w<d>' (<= 1000 values, re-ranked only while new ones appear) and 'id<row>'
+    # (a new value in every row: every batch re-ranks the state)
+    w_batches, start = [], 0
+    for b in d_batches:
+        d = b.column("d").to_numpy()
+        w_batches.append(b.append_column("w", pa.array(np.char.add("w", d.astype(str))))
+                         .append_column("u", pa.array(np.char.add("id", np.arange(start, start + len(d))
+                                                                  .astype(str)))))
+        start += len(d)
+    st_words = [agg.max("w"), agg.last("w"), agg.count()]
+    st_ids = [agg.max("u"), agg.last("u"), agg.count()]
     data = {"zipf": (batches, puncts, table.schema),
             "distinct": (d_batches, puncts, d_batches[0].schema),
+            "strings": (w_batches, puncts, w_batches[0].schema),
             "sparse": (sp_batches, sp_puncts, sp_table.schema)}
     cfgs = [("median sliding 10s/1s Paned", "paned", "auto", med, "zipf"),
             ("median sliding 10s/1s WID", "wid", "auto", med, "zipf"),
@@ -235,6 +247,10 @@ def extra(n: int, repeat: int) -> bool:
             ("heavy hitters 10s/1s WID", "wid", "auto", hh, "distinct"),
             ("numba UDAF 10s/1s Paned", "paned", "auto", ud, "zipf"),
             ("numba UDAF 10s/1s WID", "wid", "auto", ud, "zipf"),
+            ("string max+last 1000 words Paned", "paned", "auto", st_words, "strings"),
+            ("string max+last 1000 words WID", "wid", "auto", st_words, "strings"),
+            ("string max+last unique ids Paned", "paned", "auto", st_ids, "strings"),
+            ("string max+last unique ids WID", "wid", "auto", st_ids, "strings"),
             ("sparse 1M keys Paned auto", "paned", "auto", None, "sparse"),
             ("sparse 1M keys Paned hash", "paned", "hash", None, "sparse"),
             ("sparse 1M keys Paned dense", "paned", "dense", None, "sparse"),

@@ -29,7 +29,10 @@ for Paned-WID, for sum-type aggregates on sliding windows. The choice is made
 on the first batch and re-checked after every punctuation (keys keep
 arriving): dense -> hash below 5 %, hash -> dense above 20 %
 (``plan_info["layout_switches"]``); plus a multiset store per holistic
-aggregate column.
+aggregate column. Lane values are numbers; decimals are held unscaled
+(exact sums), and min/max/first/last over strings or binary hold ranks in the
+column's sorted distinct values (:class:`~oop.window.keys.ValueRanks`),
+remapped in place wherever the state holds them when new values arrive.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 
@@ -74,13 +77,16 @@ from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
-from oop.window.keys import KeyEncoder
+from oop.window.keys import KeyEncoder, ValueRanks
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, check_decimal_sum,
-                              column_values, decimal_array, group_bounds, lane_infos, quantiles_from_counts)
+                              column_values, decimal_array, group_bounds, is_numeric_type, lane_infos,
+                              quantiles_from_counts)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
+
+_SELECT = ("min", "max", "first", "last")
 
 _METHODS = ("auto", "wid", "paned")
 
@@ -243,6 +249,11 @@ class WindowAggregate(Operator):
         self.decimal_max: dict[str, int] = {
             li.lane.column: 0 for li in self.lanes
             if li.lane.column and pa.types.is_decimal(info.schema.field(li.lane.column).type)}
+        # min/max/first/last over strings (and other ordered non-numeric values): lanes hold ranks
+        self.value_ranks = {
+            c: ValueRanks(c, info.schema.field(c).type)
+            for c in {li.lane.column for li in self.lanes if li.lane.op in _SELECT and li.lane.column}
+            if not is_numeric_type(info.schema.field(c).type)}
         self.lwm = INT64_MIN
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
@@ -447,10 +458,25 @@ class WindowAggregate(Operator):
     def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
         """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by
         :meth:`_add_holistic`, any type), noting each decimal column's largest ``|value|``."""
-        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}}
+        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}
+                if c not in self.value_ranks}
+        for c, vr in self.value_ranks.items():
+            ranks, valid, remap = vr.encode(batch)
+            if remap is not None:
+                self._remap_values(c, remap)
+            cols[c] = ColumnValues(ranks, valid)
         for c in self.decimal_max:
             self.decimal_max[c] = max(self.decimal_max[c], cols[c].max_abs)
         return cols
+
+    def _remap_values(self, col: str, remap: np.ndarray) -> None:
+        """New values re-ranked column ``col``: apply ``remap`` to every rank the state holds."""
+        for li in self.lanes:
+            if li.lane.column == col and li.lane.op in _SELECT:
+                if self.ring is not None:
+                    self.ring.remap_values(li.key, remap)
+                if self.units is not None:
+                    self.units.remap_values(li.key, remap)
 
     def _add_holistic(self, batch: pa.RecordBatch, codes: np.ndarray, ulo: np.ndarray,
                       uhi: np.ndarray, cols: dict[str, ColumnValues]) -> None:
@@ -701,7 +727,9 @@ class WindowAggregate(Operator):
                 if f == "std":
                     v = np.sqrt(v)
             return _masked(v, nn < 2, typ)
-        if f in ("min", "max", "first", "last"):
+        if f in _SELECT:
+            if c in self.value_ranks:
+                return self.value_ranks[c].values(lanes[(f, c)], null)
             return _masked(lanes[(f, c)], null, typ)
         raise AssertionError(f)  # pragma: no cover
 
@@ -811,7 +839,7 @@ class WindowAggregate(Operator):
     # ---- state --------------------------------------------------------------------
     def state_size(self) -> StateSize:
         items = self.enc.n_codes
-        nbytes = self.enc.nbytes()
+        nbytes = self.enc.nbytes() + sum(vr.nbytes() for vr in self.value_ranks.values())
         if self.ring is not None:
             items += self.ring.live
             nbytes += self.ring.nbytes()
@@ -829,6 +857,7 @@ class WindowAggregate(Operator):
             "enc": self.enc.snapshot(), "ring": None if self.ring is None else self.ring.snapshot(),
             "ms": {k: v.snapshot() for k, v in self.holistic.items()},
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
+            "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
             "units": None if self.units is None else self.units.snapshot(),
             "decimal_max": dict(self.decimal_max),
         }
@@ -854,6 +883,8 @@ class WindowAggregate(Operator):
             self.holistic[k].restore(v)
         for k, v in state["venc"].items():
             self.value_enc[k].restore(v)
+        for k, v in state["vranks"].items():
+            self.value_ranks[k].restore(v)
         if state["units"] is not None:
             self.units.restore(state["units"])
 

@@ -32,7 +32,9 @@ operators never call them; they use the columnar *lanes* described by
 Decimals: the compiled operators hold decimal values unscaled in int64, so
 sum/min/max/first/last are exact and the sum's type is
 ``decimal(min(38, p + 10), s)`` (see :func:`output_type`); values beyond
-18 digits raise :class:`~oop.errors.ValueRangeError`.
+18 digits raise :class:`~oop.errors.ValueRangeError`. min/max/first/last
+take strings and binary too: the lanes hold each value's rank in the sorted
+distinct values (:class:`~oop.window.keys.ValueRanks`).
 
 Nulls: value aggregates ignore null values (SQL semantics); ``count()``
 counts rows. An aggregate over no non-null values is null. ``var``/``std``

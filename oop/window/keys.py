@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 
 from oop.hashing import mix64
 
-__all__ = ["KeyEncoder"]
+__all__ = ["KeyEncoder", "ValueRanks"]
 
 _DIRECT_LIMIT = 1 << 22
 _EMPTY = -1
@@ -334,3 +334,89 @@ class KeyEncoder:
 
 
 builtins_sum = sum
+
+
+class ValueRanks:
+    """Values of one column (strings, binary, ...) -> their rank in the sorted distinct values.
+
+    The window lanes of min/max/first/last hold *ranks* for such a column,
+    so the compiled kernels compare int64s and the order is the column's own
+    (UTF-8 byte order for strings, which is code-point order). A batch that
+    brings new values re-ranks: :meth:`encode` then also returns
+    ``remap[old rank] = new rank``, which the caller applies to every rank it
+    holds. Cost per batch: one :class:`KeyEncoder` pass; with new values, one
+    Arrow sort of the distinct values seen so far (so a column with a new
+    value in every batch pays O(distinct values) per batch).
+
+    >>> import pyarrow as pa
+    >>> vr = ValueRanks("s")
+    >>> r, valid, remap = vr.encode(pa.record_batch({"s": ["b", "d", None]}))
+    >>> r.tolist(), valid.tolist(), remap
+    ([0, 1, 2], [1, 1, 0], None)
+    >>> r, _, remap = vr.encode(pa.record_batch({"s": ["c", "a"]}))
+    >>> r.tolist(), remap.tolist()
+    ([2, 0], [1, 3, 4])
+    >>> vr.values(np.array([3, 0]), np.array([False, True])).to_pylist()
+    ['d', None]
+    """
+
+    def __init__(self, column: str, typ: pa.DataType | None = None) -> None:
+        self.column = column
+        self.type = typ
+        self.enc = KeyEncoder([column])
+        self.rank_of_code = np.zeros(0, np.int64)
+        self._sorted: pa.Array | None = None  # values in rank order
+
+    def encode(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """(rank per row, uint8 validity (empty = all valid), remap of older ranks or None)."""
+        arr = batch.column(self.column)
+        if self.type is None:
+            self.type = arr.type
+        codes = self.enc.encode(batch)
+        remap = self._rerank() if self.enc.n_codes != self.rank_of_code.shape[0] else None
+        valid = np.zeros(0, np.uint8)
+        if arr.null_count:
+            valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
+        return self.rank_of_code[codes], valid, remap
+
+    def _rerank(self) -> np.ndarray | None:
+        old = self.rank_of_code
+        vals = self.enc.key_table().column(0).combine_chunks()
+        if pa.types.is_dictionary(vals.type):  # order by the values, not the indices
+            vals = vals.cast(vals.type.value_type)
+        order = np.asarray(pc.sort_indices(vals).to_numpy(), np.int64)  # nulls last
+        self.rank_of_code = np.empty(order.shape[0], np.int64)
+        self.rank_of_code[order] = np.arange(order.shape[0])
+        self._sorted = vals.take(pa.array(order))
+        if old.shape[0] == 0:
+            return None
+        code_of_old = np.empty(old.shape[0], np.int64)
+        code_of_old[old] = np.arange(old.shape[0])
+        return self.rank_of_code[code_of_old]
+
+    def values(self, ranks: np.ndarray, null: np.ndarray) -> pa.Array:
+        """The column's values at ``ranks`` (null where ``null``; empty ``null`` = none)."""
+        assert self.type is not None
+        n = ranks.shape[0]
+        isnull = null.astype(bool) if null.shape[0] else np.zeros(n, bool)
+        if self._sorted is None or isnull.all():
+            return pa.nulls(n, self.type)
+        out = self._sorted.take(pa.array(np.where(isnull, 0, ranks)))
+        if isnull.any():
+            out = pc.if_else(pa.array(isnull), pa.scalar(None, out.type), out)
+        return out if out.type == self.type else out.cast(self.type)
+
+    def nbytes(self) -> int:
+        return self.enc.nbytes() + self.rank_of_code.nbytes
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"enc": self.enc.snapshot(), "type": self.type}
+
+    def restore(self, s: dict[str, Any]) -> None:
+        """The ranks are a function of the values seen, so they are recomputed, not stored."""
+        self.enc.restore(s["enc"])
+        self.type = s["type"]
+        self.rank_of_code = np.zeros(0, np.int64)
+        self._sorted = None
+        if self.enc.n_codes:
+            self._rerank()

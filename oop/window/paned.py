@@ -85,7 +85,7 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
 from oop.window.hashstore import HashCells
-from oop.window.store import LaneInfo, Ring
+from oop.window.store import LaneInfo, Ring, remap_ranks
 
 __all__ = ["PanedWID", "PaneCombiner"]
 
@@ -577,6 +577,13 @@ class PaneCombiner:
         ub = 64 * sum(len(p) for c in self.pane_states.values() for p in c.values())
         return (sum(a.nbytes for a in self.running.values())
                 + sum(a.nbytes for a in self.running_t.values()) + sb + db + ub)
+
+    def remap_values(self, key: tuple[str, str | None], remap: np.ndarray) -> None:
+        """Re-rank lane ``key``'s values held here (see :meth:`Ring.remap_values`): the running
+        window and, by a rebuild from the ring's panes, the select blocks."""
+        if key in self.running:
+            remap_ranks(self.running[key], self.running_t.get(key), key[0], remap)
+        self._s_w = None
 
     def snapshot(self) -> dict[str, Any]:
         return {"running": {k: v.copy() for k, v in self.running.items()},

@@ -46,6 +46,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
+from oop.window.store import remap_ranks
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
@@ -355,8 +356,14 @@ class SlideByTupleAggregate(WindowAggregate):
 
     def state_size(self) -> StateSize:
         items = self.enc.n_codes + self.live_cells
-        nbytes = self.enc.nbytes() + 8 * self.S * self.C * (len(self.larr) + len(self.ltarr)) + 17 * self.ids.shape[0]
+        nbytes = (self.enc.nbytes() + sum(vr.nbytes() for vr in self.value_ranks.values())
+                  + 8 * self.S * self.C * (len(self.larr) + len(self.ltarr)) + 17 * self.ids.shape[0])
         return StateSize(items, nbytes)
+
+    def _remap_values(self, col: str, remap: np.ndarray) -> None:
+        for li in self.lanes:
+            if li.lane.column == col and li.lane.op in ("min", "max", "first", "last"):
+                remap_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op, remap)
 
     def snapshot(self) -> Any:
         return {
@@ -367,6 +374,7 @@ class SlideByTupleAggregate(WindowAggregate):
             "larr": {k: v.copy() for k, v in self.larr.items()},
             "ltarr": {k: v.copy() for k, v in self.ltarr.items()}, "shift": dict(self.shift),
             "decimal_max": dict(self.decimal_max),
+            "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
         }
 
     def restore(self, s: Any) -> None:
@@ -379,6 +387,8 @@ class SlideByTupleAggregate(WindowAggregate):
         self.nbins, self.nfree, self.next_slot = s["nbins"], s["nfree"], s["next_slot"]
         self.S, self.C, self.rows_seen, self.shift = s["S"], s["C"], s["rows"], dict(s["shift"])
         self.decimal_max = dict(s["decimal_max"])
+        for k, v in s["vranks"].items():
+            self.value_ranks[k].restore(v)
         self._count_live()
 
     def _check(self) -> None:

@@ -73,6 +73,20 @@ def _numeric_kind(t: pa.DataType) -> str:
 _ARITH = {"sum", "mean", "var", "std", "median", "quantile", "udaf"}
 
 
+def is_numeric_type(t: pa.DataType) -> bool:
+    """Whether lanes hold ``t``'s values themselves (numbers, booleans, temporal, decimal)."""
+    return _numeric_kind(t) != "other"
+
+
+def is_ranked_type(t: pa.DataType) -> bool:
+    """Whether min/max/first/last take ``t`` through value ranks (strings and binary, plain or
+    dictionary-encoded): see :class:`~oop.window.keys.ValueRanks`."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t))
+
+
 def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> None:
     """Raise ConfigError naming the operator when an aggregate cannot use its column's type."""
     for a in aggs:
@@ -86,10 +100,10 @@ def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> Non
                 f"{op_name}: {a.name} needs a numeric column but {a.column!r} has type {t}; "
                 "cast it first or use min/max/first/last/distinct"
             )
-        if a.fn in ("min", "max", "first", "last") and kind == "other":
+        if a.fn in ("min", "max", "first", "last") and kind == "other" and not is_ranked_type(t):
             raise ConfigError(
                 f"{op_name}: {a.name} on column {a.column!r} of type {t} is not supported; "
-                "use a numeric, boolean or temporal column"
+                "use a numeric, boolean, temporal, decimal, string or binary column"
             )
 
 
@@ -200,6 +214,17 @@ def decimal_unscaled(arr: pa.Array, col: str) -> np.ndarray:
     return lo
 
 
+def remap_ranks(values: np.ndarray, times: np.ndarray | None, op: str, remap: np.ndarray) -> None:
+    """Apply ``remap`` (old rank -> new rank, see :class:`~oop.window.keys.ValueRanks`) in place
+    to the live cells of a min/max/first/last lane; empty cells keep their identities."""
+    if op in ("first", "last"):
+        assert times is not None
+        live = times != (_I64MAX if op == "first" else _I64MIN)
+    else:
+        live = values != (_I64MAX if op == "min" else _I64MIN)
+    values[live] = remap[values[live]]
+
+
 def check_decimal_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
                       typ: pa.DataType) -> None:
     """Raise unless every int64 sum of decimal column ``col`` over ``rows[i]`` rows is exact.
@@ -281,6 +306,10 @@ class Ring:
         if key[0] == "nn" and key[1] not in self.nn_active:
             return ("rows", None)
         return key
+
+    def remap_values(self, key: tuple[str, str | None], remap: np.ndarray) -> None:
+        """Re-rank the value column of lane ``key`` (min/max/first/last over ranked values)."""
+        remap_ranks(self.arr[key], self.tarr.get(key), key[0], remap)
 
     def block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """All live cells of ``units`` (ascending, inside the ring) in one vectorized pass.
