@@ -189,6 +189,31 @@ def test_string_ranks_survive_snapshot_and_resume(kind, method):
     assert_same_rows(full.table, window_oracle(t, kind, STRING_AGGS, by="key", time="ts", unit="ms"))
 
 
+@pytest.mark.parametrize("kind, method", [(Tumbling(20), "wid"), (Sliding(40, 10), "wid"),
+                                          (Sliding(40, 10), "paned"), (Landmark(30), "paned"),
+                                          (SlideByTuple(9, 2), "auto"), (PartitionedRows(6, 3), "auto"),
+                                          (RowSliding(8, 4), "auto")], ids=repr)
+def test_unbounded_string_vocabulary_is_compacted(kind, method, monkeypatch):
+    """A new id in every row: the dictionary forgets the values no cell holds (compacting at
+    16 values here), the ranks held are remapped, and the output still == the oracle."""
+    import numpy as np
+
+    from oop.window import window_operator
+    from oop.window.keys import ValueRanks
+
+    monkeypatch.setattr(ValueRanks, "COMPACT_MIN", 16)
+    rng = np.random.default_rng(2)
+    n = 1500
+    t = pa.table({"ts": np.arange(n) * 2 + rng.integers(0, 30, n), "key": rng.integers(0, 6, n),
+                  "val": np.char.add("id", rng.permutation(n).astype(str))})
+    op = window_operator(kind, STRING_AGGS, by="key", method=method)
+    res = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(30),
+                         batch_size=50).via(op).run()
+    assert_same_rows(res.table, window_oracle(t, kind, STRING_AGGS, by="key", time="ts", unit="ms"))
+    if not isinstance(kind, Landmark):  # a landmark window holds its minimum forever
+        assert op.value_ranks["val"].enc.n_codes < 400  # not the 1500 values seen
+
+
 @pytest.mark.parametrize("method", ["wid", "paned"])
 def test_string_revisions_under_late_update_converge_to_the_oracle(method):
     """late='update': revised rows re-read ranked cells (re-ranked since they were emitted)."""

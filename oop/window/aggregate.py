@@ -461,6 +461,10 @@ class WindowAggregate(Operator):
         cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}
                 if c not in self.value_ranks}
         for c, vr in self.value_ranks.items():
+            if vr.enc.n_codes >= vr.compact_at:  # drop the values no cell holds any more
+                remap = vr.compact(self._held_values(c))
+                if remap is not None:
+                    self._remap_values(c, remap)
             ranks, valid, remap = vr.encode(batch)
             if remap is not None:
                 self._remap_values(c, remap)
@@ -477,6 +481,17 @@ class WindowAggregate(Operator):
                     self.ring.remap_values(li.key, remap)
                 if self.units is not None:
                     self.units.remap_values(li.key, remap)
+
+    def _held_values(self, col: str) -> np.ndarray:
+        """Every rank of column ``col`` the state holds (with repeats)."""
+        held = [np.zeros(0, np.int64)]
+        for li in self.lanes:
+            if li.lane.column == col and li.lane.op in _SELECT:
+                if self.ring is not None:
+                    held.append(self.ring.held_values(li.key))
+                if self.units is not None:
+                    held.append(self.units.held_values(li.key))
+        return np.concatenate(held)
 
     def _add_holistic(self, batch: pa.RecordBatch, codes: np.ndarray, ulo: np.ndarray,
                       uhi: np.ndarray, cols: dict[str, ColumnValues]) -> None:

@@ -366,6 +366,7 @@ class ValueRanks:
         self.enc = KeyEncoder([column])
         self.rank_of_code = np.zeros(0, np.int64)
         self._sorted: pa.Array | None = None  # values in rank order
+        self.compact_at = self.COMPACT_MIN  # see compact
 
     def encode(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """(rank per row, uint8 validity (empty = all valid), remap of older ranks or None)."""
@@ -394,6 +395,37 @@ class ValueRanks:
         code_of_old[old] = np.arange(old.shape[0])
         return self.rank_of_code[code_of_old]
 
+    COMPACT_MIN = 4096
+
+    def compact(self, held: np.ndarray) -> np.ndarray | None:
+        """Forget the values no state cell holds; ``held``: every rank still held.
+
+        Called when the dictionary reached ``compact_at`` values; compacts when
+        at most half of them are held. Returns ``remap`` (old rank -> new rank,
+        -1 for a forgotten value) to apply to the state, or None. Then sets
+        ``compact_at`` to twice the size kept, so the O(distinct values) check
+        is amortized over the values added since. This bounds the dictionary
+        of an unbounded vocabulary (a new id in every row) by the open windows'
+        values instead of every value ever seen.
+        """
+        keep = np.unique(held)
+        n = self.enc.n_codes
+        if 2 * keep.shape[0] > n or self._sorted is None:
+            self.compact_at = max(self.COMPACT_MIN, 2 * n)
+            return None
+        kept = self._sorted.take(pa.array(keep))
+        self.enc = KeyEncoder([self.column])
+        if keep.shape[0]:
+            typ = self.type if self.type is not None else kept.type
+            self.enc.encode(pa.record_batch([kept if kept.type == typ else kept.cast(typ)],
+                                            names=[self.column]))
+        self.rank_of_code = np.arange(keep.shape[0], dtype=np.int64)
+        self._sorted = kept
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.compact_at = max(self.COMPACT_MIN, 2 * keep.shape[0])
+        return remap
+
     def values(self, ranks: np.ndarray, null: np.ndarray) -> pa.Array:
         """The column's values at ``ranks`` (null where ``null``; empty ``null`` = none)."""
         assert self.type is not None
@@ -410,12 +442,12 @@ class ValueRanks:
         return self.enc.nbytes() + self.rank_of_code.nbytes
 
     def snapshot(self) -> dict[str, Any]:
-        return {"enc": self.enc.snapshot(), "type": self.type}
+        return {"enc": self.enc.snapshot(), "type": self.type, "compact_at": self.compact_at}
 
     def restore(self, s: dict[str, Any]) -> None:
         """The ranks are a function of the values seen, so they are recomputed, not stored."""
         self.enc.restore(s["enc"])
-        self.type = s["type"]
+        self.type, self.compact_at = s["type"], s["compact_at"]
         self.rank_of_code = np.zeros(0, np.int64)
         self._sorted = None
         if self.enc.n_codes:

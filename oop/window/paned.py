@@ -85,7 +85,7 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
 from oop.window.hashstore import HashCells
-from oop.window.store import LaneInfo, Ring, remap_ranks
+from oop.window.store import LaneInfo, Ring, held_ranks, remap_ranks
 
 __all__ = ["PanedWID", "PaneCombiner"]
 
@@ -584,6 +584,12 @@ class PaneCombiner:
         if key in self.running:
             remap_ranks(self.running[key], self.running_t.get(key), key[0], remap)
         self._s_w = None
+
+    def held_values(self, key: tuple[str, str | None]) -> np.ndarray:
+        """The ranks lane ``key``'s running window holds (the select blocks are rebuilt)."""
+        if key not in self.running:
+            return np.zeros(0, np.int64)
+        return held_ranks(self.running[key], self.running_t.get(key), key[0])
 
     def snapshot(self) -> dict[str, Any]:
         return {"running": {k: v.copy() for k, v in self.running.items()},

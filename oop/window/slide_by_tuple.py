@@ -46,7 +46,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
-from oop.window.store import remap_ranks
+from oop.window.store import held_ranks, remap_ranks
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
@@ -364,6 +364,11 @@ class SlideByTupleAggregate(WindowAggregate):
         for li in self.lanes:
             if li.lane.column == col and li.lane.op in ("min", "max", "first", "last"):
                 remap_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op, remap)
+
+    def _held_values(self, col: str) -> np.ndarray:
+        return np.concatenate([np.zeros(0, np.int64)] + [
+            held_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op)
+            for li in self.lanes if li.lane.column == col and li.lane.op in ("min", "max", "first", "last")])
 
     def snapshot(self) -> Any:
         return {

@@ -214,15 +214,24 @@ def decimal_unscaled(arr: pa.Array, col: str) -> np.ndarray:
     return lo
 
 
+def _held(values: np.ndarray, times: np.ndarray | None, op: str) -> np.ndarray:
+    """Mask of the cells of a min/max/first/last lane that hold a value (not the identity)."""
+    if op in ("first", "last"):
+        assert times is not None
+        return times != (_I64MAX if op == "first" else _I64MIN)
+    return values != (_I64MAX if op == "min" else _I64MIN)
+
+
 def remap_ranks(values: np.ndarray, times: np.ndarray | None, op: str, remap: np.ndarray) -> None:
     """Apply ``remap`` (old rank -> new rank, see :class:`~oop.window.keys.ValueRanks`) in place
     to the live cells of a min/max/first/last lane; empty cells keep their identities."""
-    if op in ("first", "last"):
-        assert times is not None
-        live = times != (_I64MAX if op == "first" else _I64MIN)
-    else:
-        live = values != (_I64MAX if op == "min" else _I64MIN)
+    live = _held(values, times, op)
     values[live] = remap[values[live]]
+
+
+def held_ranks(values: np.ndarray, times: np.ndarray | None, op: str) -> np.ndarray:
+    """The ranks the live cells of a min/max/first/last lane hold (with repeats)."""
+    return values[_held(values, times, op)]
 
 
 def check_decimal_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
@@ -310,6 +319,10 @@ class Ring:
     def remap_values(self, key: tuple[str, str | None], remap: np.ndarray) -> None:
         """Re-rank the value column of lane ``key`` (min/max/first/last over ranked values)."""
         remap_ranks(self.arr[key], self.tarr.get(key), key[0], remap)
+
+    def held_values(self, key: tuple[str, str | None]) -> np.ndarray:
+        """The ranks lane ``key``'s live cells hold (see :meth:`remap_values`)."""
+        return held_ranks(self.arr[key], self.tarr.get(key), key[0])
 
     def block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """All live cells of ``units`` (ascending, inside the ring) in one vectorized pass.
