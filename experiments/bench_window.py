@@ -232,11 +232,18 @@ def extra(n: int, repeat: int) -> bool:
                          .append_column("u", pa.array(np.char.add("id", np.arange(start, start + len(d))
                                                                   .astype(str)))))
         start += len(d)
+    # string group keys: the same 10k Zipf keys as text ("10.0.<hi>.<lo>", like IPv4 addresses)
+    ip_batches = []
+    for b in batches:
+        k = b.column("key").to_numpy()
+        ip = np.char.add(np.char.add("10.0.", (k // 256).astype(str)), np.char.add(".", (k % 256).astype(str)))
+        ip_batches.append(b.set_column(b.schema.get_field_index("key"), "key", pa.array(ip)))
     st_words = [agg.max("w"), agg.last("w"), agg.count()]
     st_ids = [agg.max("u"), agg.last("u"), agg.count()]
     data = {"zipf": (batches, puncts, table.schema),
             "distinct": (d_batches, puncts, d_batches[0].schema),
             "strings": (w_batches, puncts, w_batches[0].schema),
+            "ipkeys": (ip_batches, puncts, ip_batches[0].schema),
             "sparse": (sp_batches, sp_puncts, sp_table.schema)}
     cfgs = [("median sliding 10s/1s Paned", "paned", "auto", med, "zipf"),
             ("median sliding 10s/1s WID", "wid", "auto", med, "zipf"),
@@ -247,6 +254,8 @@ def extra(n: int, repeat: int) -> bool:
             ("heavy hitters 10s/1s WID", "wid", "auto", hh, "distinct"),
             ("numba UDAF 10s/1s Paned", "paned", "auto", ud, "zipf"),
             ("numba UDAF 10s/1s WID", "wid", "auto", ud, "zipf"),
+            ("10k string keys 10s/1s WID", "wid", "auto", None, "ipkeys"),
+            ("10k string keys 10s/1s Paned", "paned", "auto", None, "ipkeys"),
             ("string max+last 1000 words Paned", "paned", "auto", st_words, "strings"),
             ("string max+last 1000 words WID", "wid", "auto", st_words, "strings"),
             ("string max+last unique ids Paned", "paned", "auto", st_ids, "strings"),

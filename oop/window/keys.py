@@ -8,8 +8,11 @@ How (per batch, never per tuple in Python):
 
 1. each key column becomes an int64 *component*: integers, timestamps,
    dates, durations and booleans by value; floats by their bit pattern
-   (``-0.0`` folded to ``0.0``); any other type (strings, binary, ...)
-   through ``pyarrow.compute.dictionary_encode`` plus a persistent per-column
+   (``-0.0`` folded to ``0.0``); strings and binary (plain, large, views,
+   dictionary-encoded) by a persistent compiled interner
+   (:class:`~oop.window.interner.StringInterner`: no Python per row or
+   value); any other type (decimals, lists, ...) through
+   ``pyarrow.compute.dictionary_encode`` plus a persistent per-column
    Python dict over the *batch's unique values* only (cost O(unique values
    per batch));
 2. one more component carries the null bits of the row's key columns;
@@ -38,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.hashing import mix64
+from oop.window.interner import StringInterner, is_internable
 
 __all__ = ["KeyEncoder", "ValueRanks"]
 
@@ -135,6 +139,7 @@ class KeyEncoder:
         self._codekeys = np.empty((1024, k), np.int64)
         self._slots = np.full(2048, _EMPTY, np.int64)
         self._dicts: list[dict[Any, int]] = [dict() for _ in self.columns]
+        self._interners: dict[int, StringInterner] = {}  # string-like key columns
         self._key_chunks: list[pa.RecordBatch] = []
         self._key_table: pa.Table | None = None
         self._lut: np.ndarray | None = None  # direct path, or None when disabled
@@ -156,6 +161,11 @@ class KeyEncoder:
             f = np.asarray(pc.cast(arr.fill_null(0.0), pa.float64()).to_numpy(zero_copy_only=False),
                            np.float64) + 0.0  # folds -0.0 into 0.0
             return f.view(np.int64)
+        if is_internable(t):  # strings, binary: one compiled pass, no Python per value
+            interner = self._interners.get(j)
+            if interner is None:
+                interner = self._interners[j] = StringInterner()
+            return interner.intern(arr)
         enc = pc.dictionary_encode(arr)
         uniq = enc.dictionary.to_pylist()
         d = self._dicts[j]
@@ -293,6 +303,7 @@ class KeyEncoder:
     def nbytes(self) -> int:
         """Approximate bytes held (O(1))."""
         b = self._codekeys.nbytes + self._slots.nbytes
+        b += sum(si.nbytes() for si in self._interners.values())
         if self._lut is not None:
             b += self._lut.nbytes
         return b + 16 * self.n_codes
@@ -301,6 +312,7 @@ class KeyEncoder:
         return {
             "n": self.n_codes, "codekeys": self._codekeys[: self.n_codes].copy(),
             "dicts": [dict(d) for d in self._dicts], "lut": None if self._lut is None else self._lut.copy(),
+            "interners": {j: si.snapshot() for j, si in self._interners.items()},
             "direct": self._direct, "keys": list(self._key_chunks), "types": self._types,
             "ints": None if self._ints is None else self._ints[: self.n_codes].copy(),
         }
@@ -316,6 +328,10 @@ class KeyEncoder:
             self._slots[:] = _EMPTY
             _rehash(self._codekeys, self.n_codes, self._slots)
         self._dicts = [dict(d) for d in s["dicts"]]
+        self._interners = {}
+        for j, st in s["interners"].items():
+            self._interners[j] = StringInterner()
+            self._interners[j].restore(st)
         self._lut = None if s["lut"] is None else s["lut"].copy()
         self._direct = s["direct"]
         self._key_chunks = list(s["keys"])

@@ -1,0 +1,94 @@
+"""StringInterner (the compiled string/binary key component) == the plain-Python reference.
+
+* ids == ``intern_reference`` (first appearance over the batches, bytes as the identity,
+  0 for nulls) for string, large_string, binary, large_binary and string_view arrays,
+  sliced arrays (non-zero offsets) included, across batches that grow every table;
+* dictionary arrays: the same value gets the same id as in a plain array;
+* snapshot / restore continues with the same ids;
+* KeyEncoder over string keys gives the same codes as over the same keys as integers.
+"""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from oop.window.interner import StringInterner, intern_reference
+from oop.window.keys import KeyEncoder
+
+TEXT = st.text(alphabet="ab\u00e9\U0001f600\x00", max_size=6)  # NUL bytes and multi-byte UTF-8
+TYPES = [pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.string_view()]
+
+
+@st.composite
+def batches(draw):
+    typ = draw(st.sampled_from(TYPES))
+    out = []
+    for _ in range(draw(st.integers(1, 5))):
+        vals = draw(st.lists(st.one_of(st.none(), TEXT), max_size=60))
+        if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+            vals = [None if v is None else v.encode() for v in vals]
+        arr = pa.array(vals, typ)
+        lo = draw(st.integers(0, len(arr)))
+        out.append(arr.slice(lo, draw(st.integers(0, len(arr) - lo))))  # non-zero offsets
+    return out
+
+
+@settings(max_examples=150)
+@given(bs=batches())
+def test_ids_equal_the_reference(bs):
+    si = StringInterner()
+    got = [si.intern(a).tolist() for a in bs]
+    assert got == intern_reference(bs)
+    assert si.n_ids == len({v for a in bs for v in a.to_pylist() if v is not None})
+
+
+def test_tables_grow_and_every_value_is_kept():
+    """Past the initial 512 ids / 4 KB arena / 1024 slots: re-hashing keeps every id."""
+    vals = [f"value-{i}-" + "x" * (i % 50) for i in range(20_000)]
+    si = StringInterner()
+    first = si.intern(pa.array(vals[:7000])).tolist()
+    second = si.intern(pa.array(vals[::-1])).tolist()
+    assert first == list(range(7000))
+    assert second[::-1][:7000] == first  # the old ids survive the re-hashing
+    assert second[::-1][7000:] == [7000 + 19_999 - i for i in range(7000, 20_000)]  # new: in order
+    assert [si.value(i) for i in (0, 6999, 7000, 19_999)] == \
+        [vals[i].encode() for i in (0, 6999, 19_999, 7000)]
+
+
+@settings(max_examples=50)
+@given(vals=st.lists(st.one_of(st.none(), TEXT), max_size=40))
+def test_dictionary_arrays_map_to_the_plain_ids(vals):
+    si = StringInterner()
+    plain = si.intern(pa.array(vals, pa.string()))
+    dic = si.intern(pa.array(vals, pa.string()).dictionary_encode())
+    valid = np.array([v is not None for v in vals], bool)
+    assert (plain[valid] == dic[valid]).all()
+
+
+def test_snapshot_restore_continues_with_the_same_ids():
+    a, b = pa.array(["x", "yy", None, "x"]), pa.array(["zz", "yy", "w"])
+    si = StringInterner()
+    si.intern(a)
+    snap = si.snapshot()
+    expected = si.intern(b).tolist()
+    again = StringInterner()
+    again.restore(snap)
+    assert again.intern(b).tolist() == expected == [2, 1, 3]
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary()])
+def test_key_encoder_codes_for_strings_equal_codes_for_the_same_keys_as_ints(typ):
+    rng = np.random.default_rng(4)
+    enc_s, enc_i = KeyEncoder(["k"]), KeyEncoder(["k"])
+    for _ in range(6):
+        ids = rng.integers(0, 3000, 5000)
+        ids[rng.random(5000) < 0.05] = -1  # nulls
+        s = [None if i < 0 else (f"k{i}" if typ != pa.binary() else f"k{i}".encode()) for i in ids]
+        n = [None if i < 0 else int(i) for i in ids]
+        cs = enc_s.encode(pa.record_batch([pa.array(s, typ)], names=["k"]))
+        ci = enc_i.encode(pa.record_batch([pa.array(n, pa.int64())], names=["k"]))
+        assert (cs == ci).all()
+    assert enc_s.keys(np.arange(enc_s.n_codes))[0].to_pylist()[:3] == \
+        [None if v is None else (f"k{v}" if typ != pa.binary() else f"k{v}".encode())
+         for v in enc_i.keys(np.arange(3))[0].to_pylist()]
