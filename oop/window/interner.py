@@ -7,12 +7,13 @@ value columns, so grouping by a string column (IP addresses, URLs, device
 names) costs no Python per row or per distinct value.
 
 How: the Arrow array's offsets and data buffers are read in place by a numba
-kernel that hashes each row's bytes (FNV-1a, then the ``mix64`` finalizer)
+kernel that hashes each row's bytes (8-byte words, each folded in with ``mix64``)
 into an open-addressing table (linear probing, power-of-two size, load <=
 1/2) of ids; a hit is confirmed by comparing the bytes with the copy kept in
-an arena. New strings are appended to the arena. Capacity (ids, arena bytes,
-table slots) is reserved before each call for the worst case "every row is
-new", so the kernel never reallocates. Null rows get id 0 (the caller keeps
+an arena. New strings are appended to the arena. When a new string does not fit
+(ids, arena bytes, or table load > 1/2), the kernel returns where it
+stopped; the tables double and it resumes, so memory stays within about
+twice what the distinct strings need. Null rows get id 0 (the caller keeps
 the null bits). ``string_view`` arrays are cast to ``string`` first;
 dictionary arrays intern their dictionary and map the indices.
 
@@ -42,8 +43,7 @@ from oop.hashing import mix64
 
 __all__ = ["StringInterner", "intern_reference", "is_internable"]
 
-_FNV_OFFSET = np.uint64(14695981039346656037)
-_FNV_PRIME = np.uint64(1099511628211)
+_SEED = np.uint64(0x9E3779B97F4A7C15)
 
 
 def is_internable(t: pa.DataType) -> bool:
@@ -58,20 +58,32 @@ def is_internable(t: pa.DataType) -> bool:
 
 @nb.njit(cache=True, inline="always")
 def _hash_bytes(data: np.ndarray, s: int, e: int) -> np.uint64:
-    h = _FNV_OFFSET
-    for i in range(s, e):
-        h = (h ^ np.uint64(data[i])) * _FNV_PRIME
-    return mix64(h ^ np.uint64(e - s))
+    """Bytes ``data[s:e]`` as little-endian 64-bit words, each folded in with ``mix64``."""
+    h = _SEED ^ np.uint64(e - s)
+    i = s
+    while i + 8 <= e:
+        w = np.uint64(0)
+        for k in range(8):
+            w |= np.uint64(data[i + k]) << np.uint64(8 * k)
+        h = mix64(h ^ w)
+        i += 8
+    if i < e:
+        w = np.uint64(0)
+        for k in range(e - i):
+            w |= np.uint64(data[i + k]) << np.uint64(8 * k)
+        h = mix64(h ^ w ^ np.uint64(0xFF00000000000000))
+    return h
 
 
 @nb.njit(cache=True)
-def _intern(data, offsets, base, n, valid, table, hashes, aoff, arena, n_ids, out):
-    """Ids of rows ``base .. base + n`` (offsets ``offsets[base + i]``); returns the new n_ids.
+def _intern(data, offsets, base, start, n, valid, table, hashes, aoff, arena, n_ids, out):
+    """Ids of rows ``start .. n`` (row i's bytes at ``offsets[base + i]``).
 
-    ``valid``: uint8 per row, empty = all valid. Capacity is reserved by the caller.
+    ``valid``: uint8 per row, empty = all valid. Returns ``(n_ids, stop)``: ``stop < n`` when
+    row ``stop`` is new and a table is full (the caller grows them and resumes at ``stop``).
     """
     mask = np.uint64(table.shape[0] - 1)
-    for i in range(n):
+    for i in range(start, n):
         if valid.shape[0] and valid[i] == 0:
             out[i] = 0
             continue
@@ -84,6 +96,9 @@ def _intern(data, offsets, base, n, valid, table, hashes, aoff, arena, n_ids, ou
             c = table[slot]
             if c == -1:
                 a = aoff[n_ids]
+                if (n_ids + 1 >= hashes.shape[0] or a + ln > arena.shape[0]
+                        or 2 * (n_ids + 1) > table.shape[0]):
+                    return n_ids, i
                 for k in range(ln):
                     arena[a + k] = data[s + k]
                 aoff[n_ids + 1] = a + ln
@@ -103,7 +118,7 @@ def _intern(data, offsets, base, n, valid, table, hashes, aoff, arena, n_ids, ou
                     out[i] = c
                     break
             slot = (slot + np.uint64(1)) & mask
-    return n_ids
+    return n_ids, n
 
 
 @nb.njit(cache=True)
@@ -151,16 +166,20 @@ class StringInterner:
         valid = np.zeros(0, np.uint8)
         if arr.null_count:
             valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
-        self._reserve(n, int(offsets[arr.offset + n]) - int(offsets[arr.offset]))
-        self.n_ids = _intern(data, offsets, arr.offset, n, valid, self.table, self.hashes,
-                             self.aoff, self.arena, self.n_ids, out)
-        return out
+        stop = 0
+        while True:
+            self.n_ids, stop = _intern(data, offsets, arr.offset, stop, n, valid, self.table,
+                                       self.hashes, self.aoff, self.arena, self.n_ids, out)
+            if stop == n:
+                return out
+            b = arr.offset + stop  # row ``stop`` is new and did not fit: double what is full
+            self._reserve(1, int(offsets[b + 1]) - int(offsets[b]))
 
     def _reserve(self, rows: int, nbytes: int) -> None:
-        """Room for ``rows`` more ids and ``nbytes`` more arena bytes (the worst case)."""
+        """Room for ``rows`` more ids and ``nbytes`` more arena bytes (a full table doubles)."""
         need = self.n_ids + rows
-        if need > self.hashes.shape[0]:
-            cap = max(need, 2 * self.hashes.shape[0])
+        if need >= self.hashes.shape[0]:
+            cap = max(need + 1, 2 * self.hashes.shape[0])
             self.hashes = np.concatenate([self.hashes[: self.n_ids],
                                           np.zeros(cap - self.n_ids, np.uint64)])
             self.aoff = np.concatenate([self.aoff[: self.n_ids + 1],
@@ -171,7 +190,8 @@ class StringInterner:
             arena[:used] = self.arena[:used]
             self.arena = arena
         if 2 * need > self.table.shape[0]:
-            self.table = np.full(1 << int(np.ceil(np.log2(4 * need))), -1, np.int64)
+            self.table = np.full(max(2 * self.table.shape[0], 1 << int(np.ceil(np.log2(2 * need)))),
+                                 -1, np.int64)
             _rehash(self.hashes, self.n_ids, self.table)
 
     def value(self, i: int) -> bytes:
