@@ -49,4 +49,5 @@ class ConfigError(OopError, ValueError):
 
 
 class ValueRangeError(OopError, ValueError):
-    """A value (uint64, decimal unscaled) or a sum beyond the int64 range the window aggregates keep exactly."""
+    """A value (uint64, unscaled decimal) or a sum beyond the int64 range that the window
+    aggregates keep exactly."""

@@ -43,6 +43,22 @@ def test_ids_equal_the_reference(bs):
     assert si.n_ids == len({v for a in bs for v in a.to_pylist() if v is not None})
 
 
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_binary()])
+def test_both_paths_and_the_switches_between_them_equal_the_reference(typ):
+    """Batches of >= 1024 rows: few distinct values go through dictionary_encode first, many
+    row by row for 15 batches, then a probe; ids are the same either way."""
+    rng = np.random.default_rng(9)
+    bs = []
+    for i in range(40):
+        card = 20 if (i // 10) % 2 == 0 else 50_000  # low, high, low, high cardinality
+        ids = rng.integers(0, card, 2000) + (0 if card == 20 else 1000)
+        vals = [None if rng.random() < 0.02 else f"v{x}" for x in ids]
+        arr = pa.array([v if v is None or typ == pa.string() else v.encode() for v in vals], typ)
+        bs.append(arr.slice(3, 1990))
+    si = StringInterner()
+    assert [si.intern(a).tolist() for a in bs] == intern_reference(bs)
+
+
 def test_tables_grow_and_every_value_is_kept():
     """Past the initial 512 ids / 4 KB arena / 1024 slots: re-hashing keeps every id."""
     vals = [f"value-{i}-" + "x" * (i % 50) for i in range(20_000)]
@@ -92,3 +108,19 @@ def test_key_encoder_codes_for_strings_equal_codes_for_the_same_keys_as_ints(typ
     assert enc_s.keys(np.arange(enc_s.n_codes))[0].to_pylist()[:3] == \
         [None if v is None else (f"k{v}" if typ != pa.binary() else f"k{v}".encode())
          for v in enc_i.keys(np.arange(3))[0].to_pylist()]
+
+
+def test_bench_keys_runs_small(capsys, monkeypatch):
+    """experiments/bench_keys.py stays alive (no timing asserted: speed is for the benchmark)."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "experiments" / "bench_keys.py"
+    spec = importlib.util.spec_from_file_location("bench_keys", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.setattr(sys, "argv", ["bench_keys.py", "--rows", "3000", "--repeat", "0"])
+    mod.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split()[:2] == ["distinct", "keys"] and len(lines) == 4

@@ -234,6 +234,32 @@ def test_string_revisions_under_late_update_converge_to_the_oracle(method):
     assert final == {(r["key"], r["window_start"]): r for r in exp}
 
 
+BASELINE_TYPES = [n for n, (_, what) in TYPES.items() if what == "numeric" or
+                  what == "order" and n not in ("string", "large_string", "binary", "dictionary string")]
+
+
+@pytest.mark.parametrize("name", BASELINE_TYPES)
+@settings(max_examples=8)
+@given(data=st.data())
+def test_buffering_baseline_takes_every_numeric_and_temporal_type(name, data):
+    make, what = TYPES[name]
+    t = data.draw(disordered_tables(max_rows=30, max_delay=0)).sort_by("ts")
+    t = t.set_column(t.schema.get_field_index("val"), "val", make(data, t.num_rows))
+    aggs = [agg.count(), agg.min("val"), agg.max("val")]
+    if what == "numeric":
+        aggs += [agg.sum("val"), agg.mean("val"), agg.var("val")]
+    s = oop.from_batches(t.to_batches(max_chunksize=7), time="ts", unit="ms", schema=t.schema)
+    got = s.via(BufferingWindow(Sliding(10, 3), aggs, by=["key"])).run().table
+    assert_same_rows(got, window_oracle(t, Sliding(10, 3), aggs, by=["key"], time="ts", unit="ms"))
+
+
+def test_buffering_baseline_refuses_strings_with_a_clear_error():
+    t = pa.table({"ts": [1, 2], "key": ["a", "a"], "val": ["x", "y"]})
+    s = oop.from_batches(t.to_batches(), time="ts", unit="ms", schema=t.schema)
+    with pytest.raises(oop.errors.ConfigError, match="max_val on column 'val' of type string.*WID"):
+        s.via(BufferingWindow(Sliding(10, 3), [agg.max("val")], by=["key"])).run()
+
+
 def test_uint64_beyond_int64_raises_naming_column_and_value():
     t = pa.table({"ts": pa.array([1, 2], pa.int64()), "key": ["k", "k"],
                   "val": pa.array([1, 2 ** 63 + 5], pa.uint64())})

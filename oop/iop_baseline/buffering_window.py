@@ -60,7 +60,8 @@ from numba import njit
 from oop.errors import ConfigError
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
-from oop.window.store import check_decimal_sum, column_values, decimal_array
+from oop.window.store import (check_agg_types, check_decimal_sum, column_values, is_numeric_type,
+                              lane_array)
 from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -349,6 +350,16 @@ class BufferingWindow(DropsLate):
         tt = pa.int64() if self.row_based else info.schema.field(self.attr).type
         if not self.row_based and not pa.types.is_timestamp(tt):
             tt = pa.int64()
+        check_agg_types(self.aggs, info.schema, self.name)
+        for a in self.aggs:
+            if a.column and not is_numeric_type(info.schema.field(a.column).type):
+                raise ConfigError(
+                    f"{self.name}: {a.name} on column {a.column!r} of type "
+                    f"{info.schema.field(a.column).type}: the buffering baseline aggregates "
+                    "numeric, boolean, temporal and decimal columns; use the WID window "
+                    "(oop.window) for strings")
+        self.decimal_max = {c: 0 for c in self.value_cols
+                            if pa.types.is_decimal(info.schema.field(c).type)}
         fields = [info.schema.field(c) for c in self.by]
         fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
         for a in self.aggs:
@@ -365,20 +376,11 @@ class BufferingWindow(DropsLate):
 
     # ---- input -------------------------------------------------------------
     def _values(self, batch: pa.RecordBatch, col: str, float_: bool) -> tuple[np.ndarray, np.ndarray]:
-        arr = batch.column(col)
-        valid = np.zeros(0, np.uint8)
-        if arr.null_count:
-            valid = np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
-        t = arr.type
-        if pa.types.is_decimal(t) and not float_:  # unscaled int64: exact sums, min and max
-            cv = column_values(batch, col)
-            self.decimal_max[col] = max(self.decimal_max.get(col, 0), cv.max_abs)
-            return cv.values, cv.valid
-        if float_ or not (pa.types.is_integer(t) or pa.types.is_boolean(t)):
-            v = pc.cast(arr, pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
-            return np.asarray(v, np.float64), valid
-        v = pc.cast(arr, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-        return np.asarray(v, np.int64), valid
+        """Column ``col`` as the window operators read it (int64, float64, or unscaled decimal)."""
+        cv = column_values(batch, col, as_float=float_)
+        if col in self.decimal_max:
+            self.decimal_max[col] = max(self.decimal_max[col], cv.max_abs)
+        return cv.values, cv.valid
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         n = batch.num_rows
@@ -553,11 +555,8 @@ class BufferingWindow(DropsLate):
                 scale = 10.0 ** self.inputs[0].schema.field(a.column).type.scale
                 if a.fn != "min" and a.fn != "max":
                     check_decimal_sum(self.name, a.column, orows, self.decimal_max[a.column], ft)
-                if a.fn in ("sum", "min", "max"):
-                    cols[a.name] = decimal_array(acc, null, ft)
-                    continue
             if a.fn == "sum" or a.fn in ("min", "max"):
-                arr = pa.array(acc, mask=null)
+                arr = lane_array(acc, null, ft)  # any lane type back to the column's type
             elif a.fn == "mean":
                 arr = pa.array(acc.astype(np.float64) / np.maximum(nn, 1) / scale, mask=null)
             else:

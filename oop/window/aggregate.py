@@ -79,9 +79,9 @@ from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder, ValueRanks
 from oop.window.kinds import Landmark, Sliding, WindowKind
-from oop.window.store import (ColumnValues, Multiset, Ring, check_agg_types, check_decimal_sum,
-                              column_values, decimal_array, group_bounds, is_numeric_type, lane_infos,
-                              quantiles_from_counts)
+from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
+                              check_decimal_sum, column_values, group_bounds, is_numeric_type,
+                              lane_array, lane_infos, quantiles_from_counts)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
@@ -252,7 +252,8 @@ class WindowAggregate(Operator):
         # min/max/first/last over strings (and other ordered non-numeric values): lanes hold ranks
         self.value_ranks = {
             c: ValueRanks(c, info.schema.field(c).type)
-            for c in {li.lane.column for li in self.lanes if li.lane.op in _SELECT and li.lane.column}
+            for c in {li.lane.column for li in self.lanes
+                      if li.lane.op in _SELECT and li.lane.column}
             if not is_numeric_type(info.schema.field(c).type)}
         self.lwm = INT64_MIN
         self.emitted: int | None = None  # first window id not yet emitted
@@ -458,8 +459,8 @@ class WindowAggregate(Operator):
     def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
         """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by
         :meth:`_add_holistic`, any type), noting each decimal column's largest ``|value|``."""
-        cols = {c: column_values(batch, c) for c in {li.lane.column for li in self.lanes if li.lane.column}
-                if c not in self.value_ranks}
+        lane_cols = {li.lane.column for li in self.lanes if li.lane.column}
+        cols = {c: column_values(batch, c) for c in lane_cols if c not in self.value_ranks}
         for c, vr in self.value_ranks.items():
             if vr.enc.n_codes >= vr.compact_at:  # drop the values no cell holds any more
                 remap = vr.compact(self._held_values(c))
@@ -721,17 +722,17 @@ class WindowAggregate(Operator):
             return self._finalize_holistic(a, parts)
         nn = lanes[("nn", c)]
         # an inactive nn lane is the rows lane (no null seen): every emitted cell has a value
-        null = _NO_NULLS if nn is lanes[("rows", None)] else nn == 0
+        null = NO_NULLS if nn is lanes[("rows", None)] else nn == 0
         scale = 1.0  # decimal lanes hold unscaled values
         if c in self.decimal_max:
             scale = 10.0 ** self.schema_in.field(c).type.scale
             if f in ("sum", "mean", "var", "std"):
                 check_decimal_sum(self.name, c, lanes[("rows", None)], self.decimal_max[c], typ)
         if f == "sum":
-            return _masked(lanes[("sum", c)], null, typ)
+            return lane_array(lanes[("sum", c)], null, typ)
         if f == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
-                return _masked(lanes[("sum", c)].astype(np.float64) / nn / scale, null, typ)
+                return lane_array(lanes[("sum", c)].astype(np.float64) / nn / scale, null, typ)
         if f in ("var", "std"):
             assert self.ring is not None
             shift = self.ring.shift.get(c, 0.0)  # type: ignore[arg-type]
@@ -741,11 +742,11 @@ class WindowAggregate(Operator):
                 v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0) / (scale * scale)
                 if f == "std":
                     v = np.sqrt(v)
-            return _masked(v, nn < 2, typ)
+            return lane_array(v, nn < 2, typ)
         if f in _SELECT:
             if c in self.value_ranks:
                 return self.value_ranks[c].values(lanes[(f, c)], null)
-            return _masked(lanes[(f, c)], null, typ)
+            return lane_array(lanes[(f, c)], null, typ)
         raise AssertionError(f)  # pragma: no cover
 
     def _finalize_holistic(self, a: Agg, parts: list) -> pa.Array:
@@ -755,7 +756,7 @@ class WindowAggregate(Operator):
         if self.units is not None and a.fn in ("median", "quantile"):  # all windows, one call
             res = self.units.quantiles(ms, parts, 0.5 if a.fn == "median" else float(a.q))  # type: ignore[arg-type]
             if res is not None:
-                return _masked(res[0], ~res[1], typ)
+                return lane_array(res[0], ~res[1], typ)
         if self.units is not None and a.fn == "distinct" and self.late is not LatePolicy.UPDATE:
             # all windows in one call, from a running multiplicity table (revisions: below)
             return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
@@ -780,7 +781,7 @@ class WindowAggregate(Operator):
                 qs = quantiles_from_counts(v, n, bounds, q) if gcodes.shape[0] else np.zeros(0)
                 vals = np.zeros(codes.shape[0])
                 vals[present] = qs[pos[present]]
-                chunks.append(_masked(vals, ~present, typ))
+                chunks.append(lane_array(vals, ~present, typ))
             elif a.fn == "distinct":
                 d = np.diff(bounds)
                 vals = np.zeros(codes.shape[0], np.int64)
@@ -920,24 +921,3 @@ def _as_type(values: np.ndarray, typ: pa.DataType) -> pa.Array:
     if pa.types.is_int64(typ):
         return arr
     return arr.view(typ) if pa.types.is_timestamp(typ) else arr.cast(typ)
-
-
-_NO_NULLS = np.zeros(0, bool)  # _masked: no cell is null
-
-
-def _masked(values: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
-    """An Arrow array of ``typ`` from numpy values with nulls where ``null`` (empty: none)."""
-    mask = null if null.shape[0] and null.any() else None
-    if pa.types.is_floating(typ) or pa.types.is_integer(typ) and values.dtype == np.int64:
-        arr = pa.array(values, mask=mask)
-        return arr if arr.type == typ else arr.cast(typ)
-    if pa.types.is_boolean(typ):
-        return pa.array(values.astype(bool), mask=mask)
-    if pa.types.is_integer(typ):
-        return pa.array(values, mask=mask).cast(typ)
-    if pa.types.is_decimal(typ):  # decimal lanes hold unscaled int64 values
-        return decimal_array(values, null, typ)
-    # temporal types stored as int64
-    if typ.bit_width == 64:
-        return pa.array(values.astype(np.int64), pa.int64(), mask=mask).view(typ)
-    return pa.array(values.astype(np.int64), pa.int64(), mask=mask).cast(pa.int32()).view(typ)

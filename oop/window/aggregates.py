@@ -426,10 +426,10 @@ def output_type(a: Agg, column_type: Any) -> Any:
     if f in ("count", "distinct"):
         return pa.int64()
     if f == "sum":
+        if pa.types.is_decimal256(t):
+            return pa.decimal256(_builtin_min(76, t.precision + 10), t.scale)
         if pa.types.is_decimal(t):
-            wide = pa.types.is_decimal256(t)
-            return (pa.decimal256 if wide else pa.decimal128)(_builtin_min(76 if wide else 38,
-                                                                          t.precision + 10), t.scale)
+            return pa.decimal128(_builtin_min(38, t.precision + 10), t.scale)
         return pa.float64() if pa.types.is_floating(t) else pa.int64()
     if f in ("min", "max", "first", "last"):
         return t

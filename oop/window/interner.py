@@ -14,8 +14,12 @@ an arena. New strings are appended to the arena. When a new string does not fit
 (ids, arena bytes, or table load > 1/2), the kernel returns where it
 stopped; the tables double and it resumes, so memory stays within about
 twice what the distinct strings need. Null rows get id 0 (the caller keeps
-the null bits). ``string_view`` arrays are cast to ``string`` first;
-dictionary arrays intern their dictionary and map the indices.
+the null bits). A batch with few distinct values (at most a quarter of its
+rows) goes through Arrow's ``dictionary_encode`` first and interns only its
+distinct values; once a batch shows more, the next 15 go row by row
+straight into the table, then another batch probes. ``string_view``
+arrays are cast to ``string`` first; dictionary arrays intern their
+dictionary and map the indices.
 
 :func:`intern_reference` is the obviously correct version (a Python dict)
 the tests compare with.
@@ -75,6 +79,14 @@ def _hash_bytes(data: np.ndarray, s: int, e: int) -> np.uint64:
     return h
 
 
+@nb.njit(cache=True, inline="always")
+def _same_bytes(a: np.ndarray, i: int, b: np.ndarray, j: int, ln: int) -> bool:
+    for k in range(ln):
+        if a[i + k] != b[j + k]:
+            return False
+    return True
+
+
 @nb.njit(cache=True)
 def _intern(data, offsets, base, start, n, valid, table, hashes, aoff, arena, n_ids, out):
     """Ids of rows ``start .. n`` (row i's bytes at ``offsets[base + i]``).
@@ -107,16 +119,10 @@ def _intern(data, offsets, base, start, n, valid, table, hashes, aoff, arena, n_
                 out[i] = n_ids
                 n_ids += 1
                 break
-            if hashes[c] == h and aoff[c + 1] - aoff[c] == ln:
-                a = aoff[c]
-                same = True
-                for k in range(ln):
-                    if arena[a + k] != data[s + k]:
-                        same = False
-                        break
-                if same:
-                    out[i] = c
-                    break
+            if (hashes[c] == h and aoff[c + 1] - aoff[c] == ln
+                    and _same_bytes(arena, aoff[c], data, s, ln)):
+                out[i] = c
+                break
             slot = (slot + np.uint64(1)) & mask
     return n_ids, n
 
@@ -134,8 +140,11 @@ def _rehash(hashes, n_ids, table):
 class StringInterner:
     """Persistent byte string -> id table (see the module docstring). Not thread-safe."""
 
+    PROBE_EVERY = 16  # batches between two looks at how many distinct values a batch has
+
     def __init__(self) -> None:
         self.n_ids = 0
+        self._rows_left = 0  # batches still to intern row by row before the next probe
         self.table = np.full(1024, -1, np.int64)
         self.hashes = np.zeros(512, np.uint64)
         self.aoff = np.zeros(513, np.int64)  # id i's bytes: arena[aoff[i]:aoff[i + 1]]
@@ -154,6 +163,24 @@ class StringInterner:
             return out
         if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
             arr = pc.cast(arr, pa.string() if pa.types.is_string_view(t) else pa.binary())
+        if self._rows_left > 0 or len(arr) < 1024:
+            self._rows_left -= 1
+            return self._intern_rows(arr)
+        # few distinct values per batch: Arrow's dictionary_encode (C++) first, then only the
+        # batch's distinct values through the table; many: every row straight through the table
+        enc = pc.dictionary_encode(arr)
+        if 4 * len(enc.dictionary) > len(arr):
+            self._rows_left = self.PROBE_EVERY - 1
+        ids = self._intern_rows(enc.dictionary)
+        if not len(ids):
+            return np.zeros(len(arr), np.int64)
+        out = ids[np.asarray(enc.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)]
+        if arr.null_count:
+            out[np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), bool)] = 0
+        return out
+
+    def _intern_rows(self, arr: pa.Array) -> np.ndarray:
+        """Every row of a plain string/binary array through the compiled table."""
         n = len(arr)
         out = np.empty(n, np.int64)
         if n == 0:

@@ -39,7 +39,8 @@ def output_schema(schema: pa.Schema, kind: WindowKind, aggs: Sequence[Agg], by: 
     fields = [schema.field(c) for c in by]
     fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
     for a in aggs:
-        fields.append(pa.field(a.name, output_type(a, schema.field(a.column).type if a.column else None)))
+        ct = schema.field(a.column).type if a.column else None
+        fields.append(pa.field(a.name, output_type(a, ct)))
     if emit_wid:
         fields.append(pa.field("wid", pa.int64()))
     return pa.schema(fields)
@@ -115,7 +116,9 @@ def window_oracle(
             r["window_start"], r["window_end"] = s, e
             for a in aggs:
                 st = a.init()
-                vals = floats[a.column] if a.column in floats and a.fn not in exact else cols.get(a.column)
+                vals = cols.get(a.column)  # type: ignore[arg-type]
+                if a.column in floats and a.fn not in exact:
+                    vals = floats[a.column]
                 for i in idx:
                     st = a.update(st, vals[i] if vals is not None else None, int(times[i]))
                 v = a.finalize(st)

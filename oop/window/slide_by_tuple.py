@@ -368,7 +368,8 @@ class SlideByTupleAggregate(WindowAggregate):
     def _held_values(self, col: str) -> np.ndarray:
         return np.concatenate([np.zeros(0, np.int64)] + [
             held_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op)
-            for li in self.lanes if li.lane.column == col and li.lane.op in ("min", "max", "first", "last")])
+            for li in self.lanes
+            if li.lane.column == col and li.lane.op in ("min", "max", "first", "last")])
 
     def snapshot(self) -> Any:
         return {

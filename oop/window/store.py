@@ -131,7 +131,7 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
 
 @dataclass
 class ColumnValues:
-    """One input column as numpy: values (int64 or float64) and a uint8 validity (empty = all valid).
+    """One input column as numpy: values (int64 or float64), uint8 validity (empty = all valid).
 
     Decimal columns are read as their *unscaled* int64 values (``12.34`` in
     ``decimal(p, 2)`` is ``1234``), so sums, min/max and first/last stay
@@ -740,3 +740,24 @@ def quantiles_from_counts(values: np.ndarray, counts: np.ndarray, bounds: np.nda
     lo_v = values[np.searchsorted(cum, start_cum + lo_r, side="right")].astype(np.float64)
     hi_v = values[np.searchsorted(cum, start_cum + hi_r, side="right")].astype(np.float64)
     return lo_v + (hi_v - lo_v) * frac
+
+
+NO_NULLS = np.zeros(0, bool)  # lane_array: no cell is null
+
+
+def lane_array(values: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """An Arrow array of ``typ`` from numpy values with nulls where ``null`` (empty: none)."""
+    mask = null if null.shape[0] and null.any() else None
+    if pa.types.is_floating(typ) or pa.types.is_integer(typ) and values.dtype == np.int64:
+        arr = pa.array(values, mask=mask)
+        return arr if arr.type == typ else arr.cast(typ)
+    if pa.types.is_boolean(typ):
+        return pa.array(values.astype(bool), mask=mask)
+    if pa.types.is_integer(typ):
+        return pa.array(values, mask=mask).cast(typ)
+    if pa.types.is_decimal(typ):  # decimal lanes hold unscaled int64 values
+        return decimal_array(values, null, typ)
+    # temporal types stored as int64
+    if typ.bit_width == 64:
+        return pa.array(values.astype(np.int64), pa.int64(), mask=mask).view(typ)
+    return pa.array(values.astype(np.int64), pa.int64(), mask=mask).cast(pa.int32()).view(typ)
