@@ -54,7 +54,6 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numba import njit
 
 from oop.errors import ConfigError

@@ -67,7 +67,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError, ValueRangeError
+from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
@@ -474,25 +474,20 @@ class WindowAggregate(Operator):
             self.decimal_max[c] = max(self.decimal_max[c], cols[c].max_abs)
         return cols
 
+    def _rank_holders(self, col: str) -> list[tuple[Any, tuple[str, str | None]]]:
+        """(state part, lane key) of every place that holds ranks of column ``col``."""
+        keys = [li.key for li in self.lanes if li.lane.column == col and li.lane.op in _SELECT]
+        return [(part, k) for part in (self.ring, self.units) if part is not None for k in keys]
+
     def _remap_values(self, col: str, remap: np.ndarray) -> None:
         """New values re-ranked column ``col``: apply ``remap`` to every rank the state holds."""
-        for li in self.lanes:
-            if li.lane.column == col and li.lane.op in _SELECT:
-                if self.ring is not None:
-                    self.ring.remap_values(li.key, remap)
-                if self.units is not None:
-                    self.units.remap_values(li.key, remap)
+        for part, key in self._rank_holders(col):
+            part.remap_values(key, remap)
 
     def _held_values(self, col: str) -> np.ndarray:
         """Every rank of column ``col`` the state holds (with repeats)."""
-        held = [np.zeros(0, np.int64)]
-        for li in self.lanes:
-            if li.lane.column == col and li.lane.op in _SELECT:
-                if self.ring is not None:
-                    held.append(self.ring.held_values(li.key))
-                if self.units is not None:
-                    held.append(self.units.held_values(li.key))
-        return np.concatenate(held)
+        return np.concatenate([np.zeros(0, np.int64)] + [part.held_values(key)
+                                                         for part, key in self._rank_holders(col)])
 
     def _add_holistic(self, batch: pa.RecordBatch, codes: np.ndarray, ulo: np.ndarray,
                       uhi: np.ndarray, cols: dict[str, ColumnValues]) -> None:

@@ -73,7 +73,6 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
