@@ -77,7 +77,7 @@ from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
 from oop.window.kernels import minmax
-from oop.window.keys import KeyEncoder, ValueRanks
+from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
                               check_decimal_sum, column_values, group_bounds, is_numeric_type,
@@ -811,9 +811,7 @@ class WindowAggregate(Operator):
         enc = self.value_enc[col]  # type: ignore[index]
         hit = self._rank_cache.get(col)
         if hit is None or hit.shape[0] != enc.n_codes:
-            kt = enc.key_table().column(0)
-            if pa.types.is_dictionary(kt.type):  # sort the values, not the indices
-                kt = kt.cast(kt.type.value_type)
+            kt = sortable(enc.key_table().column(0))  # the values, not dictionary indices
             hit = np.empty(kt.length(), np.int64)
             hit[np.asarray(pc.sort_indices(kt).to_numpy(), np.int64)] = np.arange(kt.length())
             self._rank_cache[col] = hit

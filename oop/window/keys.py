@@ -43,7 +43,7 @@ import pyarrow.compute as pc
 from oop.hashing import mix64
 from oop.window.interner import StringInterner, is_internable
 
-__all__ = ["KeyEncoder", "ValueRanks"]
+__all__ = ["KeyEncoder", "ValueRanks", "sortable"]
 
 _DIRECT_LIMIT = 1 << 22
 _EMPTY = -1
@@ -166,7 +166,7 @@ class KeyEncoder:
             if interner is None:
                 interner = self._interners[j] = StringInterner()
             return interner.intern(arr)
-        enc = pc.dictionary_encode(arr)
+        enc = pc.dictionary_encode(sortable(arr))  # decimal32/64 have no Arrow hash kernel
         uniq = enc.dictionary.to_pylist()
         d = self._dicts[j]
         ids = np.empty(len(uniq), np.int64)
@@ -352,6 +352,16 @@ class KeyEncoder:
 builtins_sum = sum
 
 
+def sortable(arr: pa.Array) -> pa.Array:
+    """``arr`` in a type Arrow can sort and hash: dictionaries decoded, decimal32/64 widened."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.cast(t.value_type), t.value_type
+    if pa.types.is_decimal(t) and t.bit_width < 128:
+        arr = arr.cast(pa.decimal128(t.precision, t.scale))
+    return arr
+
+
 class ValueRanks:
     """Values of one column (strings, binary, ...) -> their rank in the sorted distinct values.
 
@@ -398,9 +408,7 @@ class ValueRanks:
 
     def _rerank(self) -> np.ndarray | None:
         old = self.rank_of_code
-        vals = self.enc.key_table().column(0).combine_chunks()
-        if pa.types.is_dictionary(vals.type):  # order by the values, not the indices
-            vals = vals.cast(vals.type.value_type)
+        vals = sortable(self.enc.key_table().column(0).combine_chunks())
         order = np.asarray(pc.sort_indices(vals).to_numpy(), np.int64)  # nulls last
         self.rank_of_code = np.empty(order.shape[0], np.int64)
         self.rank_of_code[order] = np.arange(order.shape[0])
