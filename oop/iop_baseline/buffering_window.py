@@ -59,8 +59,8 @@ from numba import njit
 from oop.errors import ConfigError
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
-from oop.window.store import (check_agg_types, check_decimal_sum, column_values, is_numeric_type,
-                              lane_array)
+from oop.window.store import (ColumnValues, check_agg_types, check_exact_sum, column_values,
+                              is_numeric_type, lane_array, max_abs, pick_shift)
 from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -70,7 +70,7 @@ __all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference", "nonempt
 
 SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std")
 _DIFFERENTIAL = ("count", "sum", "mean", "var", "std")
-_OPS = {"sum": 0, "min": 1, "max": 2, "sumsq": 3}
+_OPS = {"sum": 0, "fsum": 0, "min": 1, "max": 2, "sumsq": 3}  # fsum: a sum in float64
 
 
 @dataclass(frozen=True)
@@ -328,7 +328,9 @@ class BufferingWindow(DropsLate):
         self.buf_minw = np.zeros(0, np.int64)  # first window each row may count in (generous)
         self.buf_vals: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self.diff_state: dict[tuple[str | None, str], tuple[np.ndarray, ...]] = {}
-        self.decimal_max: dict[str, int] = {}  # decimal column -> largest |unscaled value| seen
+        self.decimals: set[str] = set()  # decimal columns (held unscaled)
+        self.sum_max: dict[str, int] = {}  # column summed in int64 -> largest |value| seen
+        self.shift: dict[str, Any] = {}  # column -> variance shift (see _lane_values)
 
     # ---- opening -----------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -357,8 +359,12 @@ class BufferingWindow(DropsLate):
                     f"{info.schema.field(a.column).type}: the buffering baseline aggregates "
                     "numeric, boolean, temporal and decimal columns; use the WID window "
                     "(oop.window) for strings")
-        self.decimal_max = {c: 0 for c in self.value_cols
-                            if pa.types.is_decimal(info.schema.field(c).type)}
+        # columns summed exactly in int64 (as the window operators: decimals, and integers
+        # under sum); mean/var/std of integers sum in float64 (their "fsum" lane)
+        sums = {a.column for a in self.aggs if a.fn == "sum"}
+        self.decimals = {c for c in self.value_cols if pa.types.is_decimal(info.schema.field(c).type)}
+        self.sum_max = {c: 0 for c in self.value_cols if c in self.decimals or (
+            c in sums and not pa.types.is_floating(info.schema.field(c).type))}
         fields = [info.schema.field(c) for c in self.by]
         fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
         for a in self.aggs:
@@ -377,8 +383,9 @@ class BufferingWindow(DropsLate):
     def _values(self, batch: pa.RecordBatch, col: str, float_: bool) -> tuple[np.ndarray, np.ndarray]:
         """Column ``col`` as the window operators read it (int64, float64, or unscaled decimal)."""
         cv = column_values(batch, col, as_float=float_)
-        if col in self.decimal_max:
-            self.decimal_max[col] = max(self.decimal_max[col], cv.max_abs)
+        if col in self.sum_max:
+            m = cv.max_abs if col in self.decimals else max_abs(cv.values)
+            self.sum_max[col] = max(self.sum_max[col], m)
         return cv.values, cv.valid
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
@@ -546,21 +553,29 @@ class BufferingWindow(DropsLate):
             if a.fn == "count":
                 cols[a.name] = pa.array(orows, pa.int64())
                 continue
-            _, _, _, nn, acc = lane(a.column, "sum" if a.fn in ("sum", "mean", "var", "std") else a.fn)
+            op = "sum" if a.fn in ("sum", "mean", "var", "std") else a.fn
+            if (op == "sum" and a.column not in self.sum_max
+                    and self.buf_vals[a.column][0].dtype == np.int64):
+                op = "fsum"  # mean/var/std of an integer column: summed in float64
+            _, _, _, nn, acc = lane(a.column, op)
             null = nn == 0
             ft = self.output.schema.field(a.name).type  # type: ignore[union-attr]
             scale = 1.0  # decimal values are held unscaled
-            if a.column in self.decimal_max:
+            if a.column in self.decimals:
                 scale = 10.0 ** self.inputs[0].schema.field(a.column).type.scale
-                if a.fn != "min" and a.fn != "max":
-                    check_decimal_sum(self.name, a.column, orows, self.decimal_max[a.column], ft)
+            if op == "sum" and a.column in self.sum_max:
+                check_exact_sum(self.name, a.column, orows, self.sum_max[a.column], ft)
             if a.fn == "sum" or a.fn in ("min", "max"):
                 arr = lane_array(acc, null, ft)  # any lane type back to the column's type
             elif a.fn == "mean":
-                arr = pa.array(acc.astype(np.float64) / np.maximum(nn, 1) / scale, mask=null)
+                if op == "fsum":  # the fsum lane sums value - shift
+                    mean = acc / np.maximum(nn, 1) + self.shift.get(a.column, 0)
+                else:
+                    mean = acc.astype(np.float64) / np.maximum(nn, 1) / scale
+                arr = pa.array(mean, mask=null)
             else:
-                _, _, _, _, ss = lane(a.column, "sumsq")
-                s = acc.astype(np.float64)
+                _, _, _, _, ss = lane(a.column, "sumsq")  # sum of (value - shift)**2
+                s = self._shifted_sum(a.column, op, acc, nn)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     var = np.maximum((ss - s * s / np.maximum(nn, 1)) / np.maximum(nn - 1, 1), 0.0)
                 var /= scale * scale
@@ -583,10 +598,29 @@ class BufferingWindow(DropsLate):
         return [pa.RecordBatch.from_arrays(arrays, schema=schema)] if len(oe) else []
 
     def _lane_values(self, col: str | None, op: str) -> tuple[np.ndarray, np.ndarray]:
+        """The buffered values lane ``op`` reduces: ``sumsq`` and ``fsum`` take ``value -
+        shift`` as float64 (the difference in int64 for integer columns, as the window
+        operators do, so large values keep their low digits)."""
         if col is None:
             return np.zeros(len(self.buf_t), np.int64), np.zeros(0, np.uint8)
         v, valid = self.buf_vals[col]
-        return (v.astype(np.float64) if op == "sumsq" else v), valid
+        if op not in ("sumsq", "fsum"):
+            return v, valid
+        if col not in self.shift:
+            shift = pick_shift(ColumnValues(v, valid))
+            if shift is None:  # nothing valid yet: nothing is folded
+                return v.astype(np.float64), valid
+            self.shift[col] = shift
+        return (v - v.dtype.type(self.shift[col])).astype(np.float64), valid
+
+    def _shifted_sum(self, col: str, op: str, acc: np.ndarray, nn: np.ndarray) -> np.ndarray:
+        """The sum of ``value - shift`` per output row from the sum lane ``acc`` of ``op``."""
+        if op == "fsum":
+            return acc
+        shift = self.shift.get(col, 0)
+        if acc.dtype == np.int64:  # wraps, and is exact whenever the difference fits
+            return (acc - nn * np.int64(shift)).astype(np.float64)
+        return acc - nn * float(shift)
 
     def _diff(self, col: str | None, op: str, elo: np.ndarray, ehi: np.ndarray, v: np.ndarray,
               valid: np.ndarray, ng: int) -> tuple[np.ndarray, ...]:
@@ -669,7 +703,8 @@ class BufferingWindow(DropsLate):
                 "vals": {c: (v.copy(), m.copy()) for c, (v, m) in self.buf_vals.items()},
                 "bound": self.bound, "hwm": self.hwm, "next": self.next_wid,
                 "rows": self.rows_seen, "p": self.punct_out, "enc": self.encoder,
-                "dropped": self.dropped, "decimal_max": dict(self.decimal_max)}
+                "dropped": self.dropped, "sum_max": dict(self.sum_max),
+                "shift": dict(self.shift)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -678,7 +713,7 @@ class BufferingWindow(DropsLate):
         self.bound, self.hwm, self.next_wid = state["bound"], state["hwm"], state["next"]
         self.rows_seen, self.punct_out = state["rows"], state["p"]
         self.encoder, self.dropped = state["enc"], state["dropped"]
-        self.decimal_max = dict(state["decimal_max"])
+        self.sum_max, self.shift = dict(state["sum_max"]), dict(state["shift"])
         self.diff_state = {}
 
     def _check(self) -> None:

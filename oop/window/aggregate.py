@@ -80,8 +80,9 @@ from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
-                              check_decimal_sum, column_values, group_bounds, is_numeric_type,
-                              lane_array, lane_infos, quantiles_from_counts)
+                              check_exact_sum, column_values, exact_sum_columns, group_bounds,
+                              int_valued, is_numeric_type, lane_array, lane_infos, max_abs,
+                              quantiles_from_counts)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
@@ -245,10 +246,9 @@ class WindowAggregate(Operator):
                     self.holistic[key] = Multiset(np.int64 if store == "code" else np.float64)
                 if store == "code" and a.column not in self.value_enc:
                     self.value_enc[a.column] = KeyEncoder([a.column])  # type: ignore[list-item]
-        # per decimal lane column: the largest |unscaled value| seen (bounds exact int64 sums)
-        self.decimal_max: dict[str, int] = {
-            li.lane.column: 0 for li in self.lanes
-            if li.lane.column and pa.types.is_decimal(info.schema.field(li.lane.column).type)}
+        # per column with an int64 sum lane (integers, unscaled decimals): the largest
+        # |value| seen, which bounds every window sum (exactness check at emission)
+        self.sum_max: dict[str, int] = exact_sum_columns(self.lanes)
         # min/max/first/last over strings (and other ordered non-numeric values): lanes hold ranks
         self.value_ranks = {
             c: ValueRanks(c, info.schema.field(c).type)
@@ -470,8 +470,10 @@ class WindowAggregate(Operator):
             if remap is not None:
                 self._remap_values(c, remap)
             cols[c] = ColumnValues(ranks, valid)
-        for c in self.decimal_max:
-            self.decimal_max[c] = max(self.decimal_max[c], cols[c].max_abs)
+        for c in self.sum_max:
+            m = cols[c].max_abs if pa.types.is_decimal(self.schema_in.field(c).type) \
+                else max_abs(cols[c].values)
+            self.sum_max[c] = max(self.sum_max[c], m)
         return cols
 
     def _rank_holders(self, col: str) -> list[tuple[Any, tuple[str, str | None]]]:
@@ -719,21 +721,23 @@ class WindowAggregate(Operator):
         # an inactive nn lane is the rows lane (no null seen): every emitted cell has a value
         null = NO_NULLS if nn is lanes[("rows", None)] else nn == 0
         scale = 1.0  # decimal lanes hold unscaled values
-        if c in self.decimal_max:
-            scale = 10.0 ** self.schema_in.field(c).type.scale
-            if f in ("sum", "mean", "var", "std"):
-                check_decimal_sum(self.name, c, lanes[("rows", None)], self.decimal_max[c], typ)
+        ct = self.schema_in.field(c).type
+        if pa.types.is_decimal(ct):
+            scale = 10.0 ** ct.scale
+        if f in ("sum", "mean") and c in self.sum_max:
+            check_exact_sum(self.name, c, lanes[("rows", None)], self.sum_max[c], typ)
         if f == "sum":
             return lane_array(lanes[("sum", c)], null, typ)
+        if f in ("mean", "var", "std"):
+            assert self.ring is not None
+            shift = self.ring.shift.get(c, 0)  # type: ignore[arg-type]
+            sd = self._shifted_sum(c, lanes[("sum", c)], nn, shift)  # sum of (value - shift)
         if f == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
-                return lane_array(lanes[("sum", c)].astype(np.float64) / nn / scale, null, typ)
+                return lane_array((sd / nn + shift) / scale, null, typ)
         if f in ("var", "std"):
-            assert self.ring is not None
-            shift = self.ring.shift.get(c, 0.0)  # type: ignore[arg-type]
             n = nn.astype(np.float64)
             with np.errstate(invalid="ignore", divide="ignore"):
-                sd = lanes[("sum", c)].astype(np.float64) - n * shift
                 v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0) / (scale * scale)
                 if f == "std":
                     v = np.sqrt(v)
@@ -743,6 +747,21 @@ class WindowAggregate(Operator):
                 return self.value_ranks[c].values(lanes[(f, c)], null)
             return lane_array(lanes[(f, c)], null, typ)
         raise AssertionError(f)  # pragma: no cover
+
+    def _shifted_sum(self, c: str, s: np.ndarray, nn: np.ndarray, shift: Any) -> np.ndarray:
+        """The sum of ``value - shift`` per cell as float64, from sum lane ``s``.
+
+        An integer column's float lane already holds it (:func:`~oop.window.store.lane_input`);
+        an int64 lane (integers under ``sum``, unscaled decimals) subtracts ``nn * shift`` in
+        int64 -- wrapping, and exact whenever the difference fits, even if the sum does not;
+        a float column's lane subtracts in float64.
+        """
+        if s.dtype == np.int64:
+            with np.errstate(over="ignore"):
+                return (s - nn * np.int64(shift)).astype(np.float64)
+        if int_valued(self.schema_in.field(c).type):
+            return s
+        return s - nn * float(shift)
 
     def _finalize_holistic(self, a: Agg, parts: list) -> pa.Array:
         store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
@@ -868,7 +887,7 @@ class WindowAggregate(Operator):
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
             "units": None if self.units is None else self.units.snapshot(),
-            "decimal_max": dict(self.decimal_max),
+            "sum_max": dict(self.sum_max),
         }
 
     def restore(self, state: Any) -> None:
@@ -876,7 +895,7 @@ class WindowAggregate(Operator):
         self._lut_n = None  # the key-value cache follows the restored dictionary
         self._rank_cache = {}  # and so do the value ranks
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
-        self.decimal_max = dict(state["decimal_max"])
+        self.sum_max = dict(state["sum_max"])
         if state["method"] is not None:
             self._set_method(state["method"], {})
         self.plan_info = dict(state["plan"])

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Sequence
 
@@ -60,6 +61,13 @@ __all__ = ["Agg", "Lane", "UdafFns", "count", "sum", "mean", "min", "max", "var"
            "as_aggs", "output_type"]
 
 _builtin_sum, _builtin_min, _builtin_max = sum, min, max
+
+
+def _exact(value: Any) -> int | Fraction:
+    """A value as an exact number for the reference's variance (ints stay ints, floats become
+    the Fraction they are exactly), so that the reference is exact and the kernels are the ones
+    measured against it."""
+    return int(value) if isinstance(value, (bool, int)) else Fraction(value)
 
 #: the lane operations the compiled kernels implement
 LaneOp = Literal["rows", "nn", "sum", "sumsq", "min", "max", "first", "last"]
@@ -180,7 +188,7 @@ class Agg:
         if f in ("sum", "mean", "min", "max"):
             return (0, None)
         if f in ("var", "std"):
-            return (0, 0.0, 0.0)
+            return (0, 0, 0)  # n, sum, sum of squares: exact (ints, Fractions of floats)
         if f in ("first", "last"):
             return None
         if f == "udaf":
@@ -205,7 +213,8 @@ class Agg:
             return (n + 1, value if m is None else pick(m, value))
         if f in ("var", "std"):
             n, s, ss = state
-            return (n + 1, s + float(value), ss + float(value) * float(value))
+            x = _exact(value)
+            return (n + 1, s + x, ss + x * x)
         if f in ("first", "last"):
             return self.merge(state, (time, value))
         if f == "udaf":
@@ -260,7 +269,8 @@ class Agg:
             return (n - 1, None if n == 1 else s - value)
         if f in ("var", "std"):
             n, s, ss = state
-            return (n - 1, s - float(value), ss - float(value) * float(value))
+            x = _exact(value)
+            return (n - 1, s - x, ss - x * x)
         if f == "udaf":
             assert self.fns is not None and self.fns.revert is not None
             return self.fns.revert(state, value)
@@ -285,7 +295,7 @@ class Agg:
             n, s, ss = state
             if n < 2:
                 return None
-            v = _builtin_max((ss - s * s / n) / (n - 1), 0.0)
+            v = _builtin_max(float((ss - Fraction(s) * s / n) / (n - 1)), 0.0)  # rounded once
             return v if f == "var" else math.sqrt(v)
         if f in ("first", "last"):
             return None if state is None else state[1]

@@ -46,7 +46,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
-from oop.window.store import held_ranks, remap_ranks
+from oop.window.store import held_ranks, lane_input, remap_ranks
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
@@ -215,7 +215,7 @@ class SlideByTupleAggregate(WindowAggregate):
         self.live_cells = 0
         self.larr: dict = {}
         self.ltarr: dict = {}
-        self.shift: dict[str, float] = {}
+        self.shift: dict[str, Any] = {}  # column -> variance shift (store.lane_input)
         self._alloc(self.S, self.C)
         return out
 
@@ -279,14 +279,12 @@ class SlideByTupleAggregate(WindowAggregate):
         dummy_t = np.zeros(0, np.int64)
         for li in self.lanes:
             op, col = li.key
+            shift = 0.0
             if col is None:
                 vals, valid = np.zeros(n, li.dtype), empty_u8
             else:
                 cv = cols[col]
-                vals, valid = cv.values.astype(li.dtype, copy=False), cv.valid
-            shift = 0.0
-            if op == "sumsq":
-                shift = self.shift.setdefault(col, float(vals[0]) if n else 0.0)  # type: ignore[arg-type]
+                (vals, shift), valid = lane_input(li, cv, self.shift), cv.valid
             tacc = self.ltarr.get(li.key, dummy_t)
             tid = np.iinfo(np.int64).max if op == "first" else np.iinfo(np.int64).min
             sbt_replay(self.larr[li.key], tacc, li.dtype(li.identity()), tid, lk, la, lb, nlog,
@@ -379,7 +377,7 @@ class SlideByTupleAggregate(WindowAggregate):
             "next_slot": self.next_slot, "S": self.S, "C": self.C, "rows": self.rows_seen,
             "larr": {k: v.copy() for k, v in self.larr.items()},
             "ltarr": {k: v.copy() for k, v in self.ltarr.items()}, "shift": dict(self.shift),
-            "decimal_max": dict(self.decimal_max),
+            "sum_max": dict(self.sum_max),
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
         }
 
@@ -392,7 +390,7 @@ class SlideByTupleAggregate(WindowAggregate):
             setattr(self, k, {a: b.copy() for a, b in v.items()} if isinstance(v, dict) else v.copy())
         self.nbins, self.nfree, self.next_slot = s["nbins"], s["nfree"], s["next_slot"]
         self.S, self.C, self.rows_seen, self.shift = s["S"], s["C"], s["rows"], dict(s["shift"])
-        self.decimal_max = dict(s["decimal_max"])
+        self.sum_max = dict(s["sum_max"])
         for k, v in s["vranks"].items():
             self.value_ranks[k].restore(v)
         self._count_live()

@@ -73,6 +73,12 @@ def _numeric_kind(t: pa.DataType) -> str:
 _ARITH = {"sum", "mean", "var", "std", "median", "quantile", "udaf"}
 
 
+def int_valued(t: pa.DataType) -> bool:
+    """Whether the lanes read ``t``'s values as int64 integers (integers, booleans, temporal
+    types; not decimals, which are unscaled int64 with a scale)."""
+    return _numeric_kind(t) == "int"
+
+
 def is_numeric_type(t: pa.DataType) -> bool:
     """Whether lanes hold ``t``'s values themselves (numbers, booleans, temporal, decimal)."""
     return _numeric_kind(t) != "other"
@@ -108,7 +114,16 @@ def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> Non
 
 
 def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
-    """The de-duplicated lanes of ``aggs``; ``rows`` is always first."""
+    """The de-duplicated lanes of ``aggs``; ``rows`` is always first.
+
+    Storage: counts are int64, ``sumsq`` float64, float columns float64,
+    decimal columns unscaled int64. The ``sum`` lane of an integer (boolean,
+    temporal) column is int64 -- exact, checked against overflow at emission
+    (:func:`check_exact_sum`) -- when the query asks for ``sum`` of that
+    column, and float64 when only ``mean``/``var``/``std`` read it (as
+    Spark's ``avg`` does: a mean of epoch-nanosecond values must not wrap).
+    """
+    exact_sums = {a.column for a in aggs if a.fn == "sum"}
     out: dict[tuple[str, str | None], LaneInfo] = {("rows", None): LaneInfo(Lane("rows"), np.int64)}
     for a in aggs:
         for ln in a.lanes():
@@ -120,13 +135,65 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
                 dt = np.float64
             else:
                 assert ln.column is not None
-                t = schema.field(ln.column).type
-                dt = np.float64 if _numeric_kind(t) == "float" else np.int64
-                if a.fn in ("mean", "var", "std") and ln.op == "sum" and dt == np.int64:
-                    # a shared int sum stays int64 (exact); mean/var convert at the end
-                    pass
+                kind = _numeric_kind(schema.field(ln.column).type)
+                dt = np.float64 if kind == "float" else np.int64
+                if ln.op == "sum" and kind == "int" and ln.column not in exact_sums:
+                    dt = np.float64
             out[(ln.op, ln.column)] = LaneInfo(ln, dt)
     return list(out.values())
+
+
+def exact_sum_columns(lanes: Sequence[LaneInfo]) -> dict[str, int]:
+    """``{column: 0}`` for every column with an int64 ``sum`` lane: the running largest
+    ``|value|`` seen, which :func:`check_exact_sum` needs at emission."""
+    return {li.lane.column: 0 for li in lanes
+            if li.lane.op == "sum" and li.lane.column and li.dtype == np.int64}
+
+
+def pick_shift(cv: ColumnValues) -> float | int | None:
+    """A column's variance shift: its first valid value (an int for int64-held columns, so that
+    ``value - shift`` is exact before the float conversion); None when every value is null."""
+    v = cv.values if cv.valid.shape[0] == 0 else cv.values[cv.valid.astype(bool)]
+    if not v.size:
+        return None
+    return int(v[0]) if v.dtype == np.int64 else float(v[0])
+
+
+def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[np.ndarray, float]:
+    """The values lane ``li``'s kernel folds for column values ``cv``, and the shift a
+    ``sumsq`` kernel subtracts.
+
+    Integer (and unscaled decimal) values enter the float lanes shifted:
+    ``sumsq`` sums ``(value - shift)**2`` and the float ``sum`` lane of an
+    integer column (mean/var/std only, see :func:`lane_infos`) sums
+    ``value - shift``, the difference taken in int64 before the float
+    conversion -- exact for a spread below ``2**53``, so the mean and the
+    variance of epoch-nanosecond values keep their low digits.
+    ``shifts[column]`` is picked (:func:`pick_shift`) from the first batch
+    with a valid value and then fixed (an all-null batch folds nothing).
+    """
+    op, col = li.key
+    v = cv.values
+    if op == "sumsq" or (op == "sum" and li.dtype == np.float64 and v.dtype == np.int64):
+        shift = shifts.get(col)
+        if shift is None:
+            shift = pick_shift(cv)
+            if shift is None:
+                shift = 0
+            else:
+                shifts[col] = shift
+        if v.dtype == np.int64:
+            return (v - np.int64(shift)).astype(np.float64), 0.0
+        return v, float(shift)
+    return v.astype(li.dtype, copy=False), 0.0
+
+
+def max_abs(values: np.ndarray) -> int:
+    """The largest ``|value|`` of an int64 array as a Python int (``|INT64_MIN|`` included)."""
+    if not values.shape[0]:
+        return 0
+    lo, hi = K.minmax(values)
+    return max(int(hi), -int(lo), 0)
 
 
 @dataclass
@@ -158,7 +225,7 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
         v = decimal_unscaled(arr, col)
         if valid.shape[0]:
             v[valid == 0] = 0
-        return ColumnValues(v, valid, int(np.abs(v).max()) if v.shape[0] else 0)
+        return ColumnValues(v, valid, max_abs(v))
     if kind == "float" or as_float:
         a = arr if pa.types.is_float64(t) else pc.cast(arr, pa.float64())
         if a.null_count:
@@ -234,26 +301,35 @@ def held_ranks(values: np.ndarray, times: np.ndarray | None, op: str) -> np.ndar
     return values[_held(values, times, op)]
 
 
-def check_decimal_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
-                      typ: pa.DataType) -> None:
-    """Raise unless every int64 sum of decimal column ``col`` over ``rows[i]`` rows is exact.
+def check_exact_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
+                    typ: pa.DataType) -> None:
+    """Raise unless every int64 sum of column ``col`` over ``rows[i]`` rows is exact.
 
-    A sum over ``n`` rows is at most ``n * max_abs`` (``max_abs``: the
-    largest unscaled ``|value|`` seen). int64 arithmetic wraps but stays
-    exact while the true sum is in range, so this bound -- against int64 and
-    the output precision of ``typ`` -- is all that is needed.
+    For integer columns and decimal columns (unscaled). A sum over ``n`` rows
+    is at most ``n * max_abs`` (``max_abs``: the largest ``|value|`` seen).
+    int64 arithmetic wraps but the wrapped result equals the true sum
+    whenever the true sum is in range, whatever the arrival order and however
+    Paned-WID adds and subtracts panes -- so this bound, against int64 and
+    the output precision of a decimal ``typ``, decides exactness. It is
+    conservative: a sum whose bound fails raises even if its true value would
+    have fitted (values that large are near the int64 range themselves).
     """
-    if not rows.shape[0]:
+    if not rows.shape[0] or not max_abs:
         return
     limit = 2 ** 63 - 1
-    if pa.types.is_decimal(typ):
+    decimal = pa.types.is_decimal(typ)
+    if decimal:
         limit = min(limit, 10 ** typ.precision - 1)
-    n = int(rows.max())
+    n = int(K.minmax(np.ascontiguousarray(rows, np.int64))[1])
     if n * max_abs > limit:
+        what = "decimal column" if decimal else "integer column"
+        unit = " unscaled" if decimal else ""
+        fix = ("to float64, or to a decimal with a smaller scale," if decimal
+               else "to float64 (exact up to 2**53)")
         raise ValueRangeError(
-            f"{op_name}: a window sum of decimal column {col!r} may exceed {limit} unscaled "
-            f"({n} rows x max |value| {max_abs}); cast {col!r} to float64, or to a decimal "
-            "with a smaller scale, before aggregating")
+            f"{op_name}: a window sum of {what} {col!r} may exceed {limit}{unit} "
+            f"({n} rows x max |value| {max_abs}), the int64 range it is summed in exactly; "
+            f"cast {col!r} {fix} before aggregating")
 
 
 def decimal_array(unscaled: np.ndarray, null: np.ndarray, typ: pa.DataType) -> pa.Array:
@@ -287,7 +363,7 @@ class Ring:
         # a column's non-null count equals the row count until it shows a null: its nn lane
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
-        self.shift: dict[str, float] = {}
+        self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -444,7 +520,8 @@ class Ring:
         dummy_i, dummy_f = np.zeros(1, np.int64), np.zeros(1, np.float64)
         nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
         facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
-        fvals = tuple(cols[li.lane.column].values for li in ff) or (dummy_f,)  # type: ignore[index]
+        fvals = tuple(lane_input(li, cols[li.lane.column], self.shift)[0]  # type: ignore[index]
+                      for li in ff) or (dummy_f,)
         if single:
             self.live += K.upd_rows_sums1(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                           len(ff), codes, lo, C, mask)
@@ -464,12 +541,10 @@ class Ring:
             if op == "nn":
                 K.upd_nn(acc, codes, lo, hi, C, mask, cv.valid)
             elif op == "sum":
-                K.upd_sum(acc, codes, lo, hi, C, mask, cv.values.astype(li.dtype, copy=False),
-                          cv.valid)
+                K.upd_sum(acc, codes, lo, hi, C, mask, lane_input(li, cv, self.shift)[0], cv.valid)
             elif op == "sumsq":
-                shift = self.shift.setdefault(col, self._pick_shift(cv))  # type: ignore[arg-type]
-                K.upd_sumsq(acc, codes, lo, hi, C, mask, cv.values.astype(np.float64, copy=False),
-                            shift, cv.valid)
+                vals, shift = lane_input(li, cv, self.shift)
+                K.upd_sumsq(acc, codes, lo, hi, C, mask, vals, shift, cv.valid)
             elif op == "min":
                 K.upd_min(acc, codes, lo, hi, C, mask, cv.values.astype(li.dtype, copy=False),
                           cv.valid)
@@ -482,11 +557,6 @@ class Ring:
             elif op == "last":
                 K.upd_last(self.tarr[li.key], acc, codes, lo, hi, C, mask, times,
                            cv.values.astype(li.dtype, copy=False), cv.valid)
-
-    @staticmethod
-    def _pick_shift(cv: ColumnValues) -> float:
-        v = cv.values if cv.valid.shape[0] == 0 else cv.values[cv.valid.astype(bool)]
-        return float(v[0]) if v.size else 0.0
 
     # ---- reading / purging ----------------------------------------------------
     def row(self, unit: int) -> dict[tuple[str, str | None], np.ndarray]:
