@@ -36,6 +36,7 @@ KINDS = [Tumbling(7), Sliding(10, 3), Sliding(9, 6, origin=2), Landmark(8), RowS
          PartitionedRows(4, 2), SlideByTuple(6, 1)]
 MAX_ROWS = 40
 BOUND = (2 ** 63 - 1) // MAX_ROWS  # any window of <= 40 rows of |value| <= BOUND fits int64
+SPREAD = 2 ** 20  # epoch-ns tests: values base .. base + SPREAD (see the test's docstring)
 
 
 @st.composite
@@ -66,10 +67,13 @@ def test_sums_of_values_near_the_int64_range_are_exact(kind, data):
 @settings(max_examples=10)
 @given(data=st.data())
 def test_mean_var_std_of_epoch_nanoseconds_do_not_wrap(kind, data):
-    """Epoch-nanosecond-sized values (1.7e18 + up to a second): mean/var/std == the oracle's
-    (exact rationals, rounded once); before, their int64 sum wrapped after five rows."""
+    """Epoch-nanosecond-sized values (1.7e18 + up to 2**20 ns; float64 steps by 256 there):
+    mean/var/std == the oracle's (exact rationals, rounded once); before, their int64 sum
+    wrapped after five rows. (A spread under 2**20 keeps every shifted square sum exact in
+    float64, so differential add/subtract -- Paned-WID, the differential baseline -- adds no
+    rounding of its own; wider spreads get the usual float drift of differential sums.)"""
     base = 1_700_000_000_000_000_000
-    t, items = data.draw(int_feeds(base, base + 10 ** 9))
+    t, items = data.draw(int_feeds(base, base + SPREAD))
     aggs = [agg.count(), agg.mean("val"), agg.var("val"), agg.std("val")]
     res = run(items, t.schema, kind, aggs, data.draw(st.sampled_from(methods_for(kind))))
     assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
@@ -141,7 +145,7 @@ def test_the_buffering_baseline_sums_near_the_int64_range_exactly(data):
 @given(data=st.data())
 def test_the_buffering_baseline_keeps_the_low_digits_of_epoch_nanoseconds(differential, data):
     base = 1_700_000_000_000_000_000
-    t, _ = data.draw(int_feeds(base, base + 10 ** 9))
+    t, _ = data.draw(int_feeds(base, base + SPREAD))
     aggs = [agg.count(), agg.mean("val"), agg.var("val"), agg.std("val")]
     kind = Sliding(10, 3)
     got = oop.from_batches(t.sort_by("ts").to_batches(max_chunksize=7), time="ts", unit="ms",
@@ -191,3 +195,21 @@ def test_the_buffering_baseline_variance_keeps_the_low_digits(differential, with
     assert r["mean_val"] == pytest.approx(base + statistics.mean(offs), rel=1e-15)
     if with_sum:
         assert r["sum_val"] == 5 * base + sum(offs)
+
+
+@pytest.mark.parametrize("kind", [Tumbling(100), Sliding(100, 50)], ids=repr)
+def test_adaptwid_integer_sums_are_exact_or_refused_too(kind):
+    """AdaptWID keeps its own partials (004 §6.3): the same bound at emission."""
+    from oop.adapt import AdaptWID
+
+    def adapt(t):
+        return oop.from_batches(t.to_batches(max_chunksize=3), time="ts", unit="ms",
+                                schema=t.schema).via(AdaptWID(kind, [agg.sum("val"), agg.count()],
+                                                              by="key")).run().table
+
+    with pytest.raises(ValueRangeError, match=r"integer column 'val'.*10 rows x max \|value\|"):
+        adapt(_big(10))
+    res = adapt(_big(9))
+    full = [s for s, c in zip(res.column("sum_val").to_pylist(), res.column("count").to_pylist())
+            if c == 9]
+    assert full and all(s == 9 * 10 ** 18 for s in full)

@@ -57,6 +57,7 @@ from oop.stream.timecol import check_time_column, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import WindowKind
+from oop.window.store import check_exact_sum, max_abs
 
 __all__ = ["AdaptWID"]
 
@@ -100,6 +101,7 @@ class AdaptWID(Operator):
         self.time_config = time
         self.kind_spec = kind
         self.aggs = as_aggs(aggs)
+        self.sum_max: dict[str, int] = {}  # filled at open (infer_output)
         self.by = (by,) if isinstance(by, str) else tuple(by)
         self.n_inputs = int(n_inputs)
         if self.n_inputs < 1:
@@ -150,6 +152,10 @@ class AdaptWID(Operator):
                 )
             dtypes[c] = np.dtype(t.to_pandas_dtype())
         self.logic = self.cfg.build(dtypes)
+        # integer columns under sum: the largest |value| seen bounds every window sum (int64)
+        self.sum_max: dict[str, int] = {
+            a.column: 0 for a in self.aggs
+            if a.fn == "sum" and a.column and np.issubdtype(dtypes[a.column], np.integer)}
         fields = [first.schema.field(c) for c in self.by]
         ts_type = first.schema.field(self._time).type
         fields += [pa.field("window_start", ts_type), pa.field("window_end", ts_type)]
@@ -185,6 +191,8 @@ class AdaptWID(Operator):
         gids = self.keys.encode(batch)
         ts = time_values(batch, self._time, self.inputs[port].name)
         vals = {c: _values(batch, c) for c in self.logic.value_cols}
+        for c in self.sum_max:
+            self.sum_max[c] = max(self.sum_max[c], max_abs(vals[c][0].astype(np.int64, copy=False)))
         src = self._src(batch.num_rows, port) if self.n_inputs > 1 else None
         late = self.logic.on_batch(gids, ts, src, vals, top=self.keys.n_codes)
         self.metrics.count_late("drop", late)
@@ -264,6 +272,9 @@ class AdaptWID(Operator):
                 st = blocks[0].states[j] if one else [
                     np.concatenate([b.states[j][k] for b in blocks])
                     for k in range(len(blocks[0].states[j]))]
+                col = self.aggs[j].column
+                if a.fn == "sum" and col in self.sum_max:  # st = [non-null count, sum]
+                    check_exact_sum(self.name, col, st[0], self.sum_max[col], t)
                 arr = a.finalize(st)
                 cols.append(arr if arr.type == t else arr.cast(t))
                 continue
@@ -299,13 +310,15 @@ class AdaptWID(Operator):
     def snapshot(self) -> Any:
         assert self.logic is not None
         return {**super().snapshot(), "logic": self.logic.snapshot(), "keys": self.keys.snapshot(),
-                "frontier": (list(self.frontier.values), self.frontier.emitted)}
+                "frontier": (list(self.frontier.values), self.frontier.emitted),
+                "sum_max": dict(self.sum_max)}
 
     def restore(self, state: Any) -> None:
         assert self.logic is not None
         super().restore(state)
         self.logic.restore(state["logic"])
         self.keys.restore(state["keys"])
+        self.sum_max = dict(state["sum_max"])
         self.frontier.values, self.frontier.emitted = list(state["frontier"][0]), state["frontier"][1]
 
     def _check(self) -> None:
