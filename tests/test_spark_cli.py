@@ -109,3 +109,73 @@ def test_no_java_one_line_exit_2(flows, tmp_path) -> None:  # type: ignore[no-un
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert p.returncode == 2, p.stderr
     assert lines[-1].startswith("oop: error: no Java found") and "Traceback" not in p.stderr
+
+
+def test_late_side_writes_every_late_tuple_and_accounts_for_every_input(spark, flows,  # noqa: F811
+                                                                         capsys, tmp_path) -> None:
+    """``--late side --late-out`` with ``--spark``: the late tuples (input columns) go to the
+    file; per window, emitted count + late tuples == the input rows it covers. (Which tuples
+    are late depends on the batches Spark's partitions make, so it is not compared with the
+    local replay row by row; the schema is.)"""
+    argv = ["--input", str(flows), "--time", "ts", "--arrival", "arr", "--key", "k",
+            "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms",
+            "--batch-size", "64", "--late", "side"]
+    late_f, out_f, m = tmp_path / "late.parquet", tmp_path / "w.parquet", tmp_path / "m.json"
+    rc, _, err = _run(capsys, *argv, "--late-out", str(late_f), "--out", str(out_f),
+                      "--metrics", str(m), "--spark")
+    assert rc == 0 and any("late tuples ->" in line for line in err), err
+    late, out, src = pq.read_table(late_f), pq.read_table(out_f), pq.read_table(flows)
+    summary = json.loads(m.read_text())
+    assert late.num_rows == summary["late"] == summary["late_out_rows"] > 0
+    assert late.schema == src.schema
+    src_rows = {tuple(r.values()) for r in src.to_pylist()}
+    assert all(tuple(r.values()) in src_rows for r in late.to_pylist())  # real input rows
+    assert len({tuple(r.values()) for r in late.to_pylist()}) == late.num_rows  # each once
+
+    def per_window(t):  # (key, 1 s window) -> rows
+        c: dict = {}
+        for k, ts in zip(t.column("k").to_pylist(), t.column("ts").to_pylist()):
+            c[(k, ts // 1000)] = c.get((k, ts // 1000), 0) + 1
+        return c
+
+    emitted = {(k, s // 1000): n for k, s, n in zip(out.column("k").to_pylist(),
+                                                   out.column("window_start").to_pylist(),
+                                                   out.column("count").to_pylist())}
+    late_n, all_n = per_window(late), per_window(src)
+    assert all(emitted.get(w, 0) + late_n.get(w, 0) == n for w, n in all_n.items())
+    # the local replay writes the same columns
+    rc, _, _ = _run(capsys, *argv, "--late-out", str(tmp_path / "local.parquet"))
+    assert rc == 0 and pq.read_schema(tmp_path / "local.parquet") == late.schema
+
+
+def test_late_side_with_shards_is_refused_in_one_line(spark, flows, capsys, tmp_path  # noqa: F811
+                                                      ) -> None:
+    rc = main(["replay", "--input", str(flows), "--time", "ts", "--window", "tumbling:1s",
+               "--agg", "count", "--late-out", str(tmp_path / "l.parquet"), "--spark",
+               "--shards", "2"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not supported with --shards" in err
+
+
+def test_late_update_revises_windows_to_the_true_counts(spark, flows, capsys, tmp_path  # noqa: F811
+                                                        ) -> None:
+    """``--late update`` with ``--spark`` re-emits revised rows (``is_revision``) as the local
+    replay does; the last row of each window holds its true count (disorder < lateness)."""
+    out_f = tmp_path / "w.parquet"
+    rc, _, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr", "--key",
+                    "k", "--window", "tumbling:1s", "--agg", "count", "--punctuation",
+                    "bounded:20ms", "--batch-size", "64", "--late", "update",
+                    "--allowed-lateness", "1s", "--out", str(out_f), "--spark")
+    assert rc == 0
+    out = pq.read_table(out_f).to_pylist()
+    assert any(r["is_revision"] for r in out) and not all(r["is_revision"] for r in out)
+    final = {(r["k"], r["window_start"]): r["count"] for r in out}  # later rows revise earlier
+    src = pq.read_table(flows).to_pylist()
+    want: dict = {}
+    for r in src:
+        w = (r["k"], r["ts"] // 1000 * 1000)
+        want[w] = want.get(w, 0) + 1
+    assert final == want
+    rc = main(["replay", "--input", str(flows), "--time", "ts", "--window", "tumbling:1s",
+               "--agg", "count", "--late", "update", "--spark", "--shards", "2"])
+    assert rc == 2 and "not supported with --shards" in capsys.readouterr().err

@@ -191,13 +191,14 @@ def resolve_late(args: argparse.Namespace) -> str:
     if late == "side" and not args.late_out:
         raise ConfigError("--late side writes the late tuples to a file: add --late-out "
                           "PATH.parquet (or use --late drop to count them only)")
-    if late == "side" and args.spark:
-        raise ConfigError("--late side / --late-out is not supported with --spark yet; use "
-                          "--late drop (the late count is in the summary)")
+    if late == "side" and args.spark and getattr(args, "shards", None):
+        raise ConfigError("--late side / --late-out is not supported with --shards yet (the "
+                          "late tuples stay in the Spark tasks); drop --shards, or use --late "
+                          "drop (the late count is in the summary)")
     return late
 
 
-def _write_late(res: Any, path: str, schema: pa.Schema) -> int:
+def write_late(res: Any, path: str, schema: pa.Schema) -> int:
     """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
     import pyarrow.parquet as pq
 
@@ -241,7 +242,7 @@ def run_replay(args: argparse.Namespace) -> int:
     else:
         print_csv(res.table)
     if args.late_out:
-        summary["late_out_rows"] = _write_late(res, args.late_out, table.schema)
+        summary["late_out_rows"] = write_late(res, args.late_out, table.schema)
         print(f"oop replay: {summary['late_out_rows']} late tuples -> {args.late_out}",
               file=sys.stderr)
     if args.metrics:

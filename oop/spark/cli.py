@@ -104,6 +104,10 @@ def run_replay(args: argparse.Namespace) -> int:
         raise ConfigError(f"--spark runs the oop plan; --strategy {strategy!r} is not supported "
                           "with --spark (drop --spark to run IOP baselines)")
     method = getattr(args, "method", "auto") or "auto"
+    if late == "update" and args.shards:
+        raise ConfigError("--late update is not supported with --shards yet (revisions would "
+                          "have to be merged across shards); drop --shards")
+    summary_late = 0
     with spark_errors(f"replay of {args.input!r}"):
         if args.shards:
             # Parquet input: the file path (each Spark task reads its own fragments with
@@ -120,12 +124,26 @@ def run_replay(args: argparse.Namespace) -> int:
             src = replay_stream(df, time=args.time, unit=unit, arrival=args.arrival,
                                 punctuation=punct, late=late, batch_size=batch_size,
                                 name="input")
-            res = src.window(kind, aggs, by=keys, method=method, name="window").run()
+            extra: dict[str, Any] = {}
+            if late == "update":  # the window re-emits revised rows (column is_revision)
+                from oop.stream.timecol import parse_duration
+
+                extra = {"late": "update", "allowed_lateness": parse_duration(
+                    getattr(args, "allowed_lateness", "0") or "0", unit)}
+            res = src.window(kind, aggs, by=keys, method=method, name="window", **extra).run()
             table, late_total, tuples_in = res.table, res.late_total, res.tuples_in
+            if getattr(args, "late_out", None):  # --late side: the source's late tuples
+                from oop.replay.cli import write_late
+
+                summary_late = write_late(res, args.late_out, src.node.op.output.schema)
     wall = _time.perf_counter() - t0
     summary: dict[str, Any] = {"tuples_in": tuples_in, "late": late_total,
                                "windows_out": table.num_rows, "wall_s": wall, "jvm_s": jvm_s,
                                "shards": args.shards, "master": spark.sparkContext.master}
+    if getattr(args, "late_out", None):
+        summary["late_out_rows"] = summary_late
+        print(f"oop replay --spark: {summary_late} late tuples -> {args.late_out}",
+              file=sys.stderr)
     if args.out:
         import pyarrow.parquet as pq
 
