@@ -124,3 +124,41 @@ def test_bench_keys_runs_small(capsys, monkeypatch):
     mod.main()
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].split()[:2] == ["distinct", "keys"] and len(lines) == 4
+
+
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary(),
+                                 pa.dictionary(pa.int32(), pa.string())])
+@pytest.mark.parametrize("snapshot_at", [None, 1, 3])
+def test_one_string_key_column_takes_the_interner_ids_as_codes_until_a_null(typ, snapshot_at):
+    """The direct string path (interner ids = codes, no hash table) gives the codes the
+    int-key encoder gives for the same keys, decodes them, survives snapshot/restore, and
+    leaves for the hash table at the first null (batch 3) without renumbering."""
+    rng = np.random.default_rng(7)
+    enc_s, enc_i = KeyEncoder(["k"]), KeyEncoder(["k"])
+    for b in range(6):
+        ids = rng.integers(0, 2000, 3000)
+        if b >= 3:
+            ids[rng.random(3000) < 0.05] = -1  # nulls from batch 3 on
+        vals = [None if i < 0 else f"k{i}" for i in ids]
+        if typ == pa.binary():
+            vals = [None if v is None else v.encode() for v in vals]
+        arr = pa.array(vals, pa.string() if pa.types.is_dictionary(typ) else typ)
+        if pa.types.is_dictionary(typ):
+            arr = arr.dictionary_encode()
+        if b == snapshot_at:
+            other = KeyEncoder(["k"])
+            other.restore(enc_s.snapshot())
+            enc_s = other
+        cs = enc_s.encode(pa.record_batch([arr], names=["k"]))
+        assert enc_s._sdirect == (b < 3)
+        ci = enc_i.encode(pa.record_batch([pa.array([None if i < 0 else int(i) for i in ids],
+                                                    pa.int64())], names=["k"]))
+        assert (cs == ci).all()
+        enc_s._check()
+    back = enc_s.keys(np.arange(enc_s.n_codes))[0]
+    if pa.types.is_dictionary(back.type):
+        back = back.cast(back.type.value_type)
+    want = [None if v is None else f"k{v}" for v in enc_i.keys(np.arange(enc_i.n_codes))[0].to_pylist()]
+    if typ == pa.binary():
+        want = [None if v is None else v.encode() for v in want]
+    assert back.to_pylist() == want

@@ -18,8 +18,11 @@ How (per batch, never per tuple in Python):
 2. one more component carries the null bits of the row's key columns;
 3. a numba open-addressing hash table (linear probing, power-of-two
    capacity, load <= 1/2) maps the component tuple to its dense code.
-   Fast path: one non-null integer key column whose values lie in
-   ``[0, 2**22)`` uses a direct lookup array instead of hashing.
+   Fast paths: one non-null integer key column whose values lie in
+   ``[0, 2**22)`` uses a direct lookup array instead of hashing; one
+   string key column without nulls takes the interner's ids (dense, in
+   first-appearance order) as its codes. Either leaves for the hash table
+   for good at the first batch that does not fit.
 
 >>> import pyarrow as pa
 >>> enc = KeyEncoder(["k"])
@@ -144,6 +147,7 @@ class KeyEncoder:
         self._key_table: pa.Table | None = None
         self._lut: np.ndarray | None = None  # direct path, or None when disabled
         self._direct = len(self.columns) == 1
+        self._sdirect = False  # direct path of one string key column (interner ids = codes)
         self._types: list[pa.DataType] | None = None
         self._ints: np.ndarray | None = np.empty(1024, np.int64) if self._direct else None
 
@@ -193,6 +197,8 @@ class KeyEncoder:
         new_rows = np.empty(n, np.int64)
         if self._direct:
             a = arrs[0]
+            if self._strings_direct(a):
+                return self._encode_strings(batch, a)
             if pa.types.is_integer(a.type) and not a.null_count and (self._lut is not None or not self.n_codes):
                 v = np.asarray(a.to_numpy(zero_copy_only=False), np.int64)
                 if self._lut is None:
@@ -234,9 +240,43 @@ class KeyEncoder:
         self._add_keys(batch, new_rows[:n_new])
         return out
 
+    def _strings_direct(self, a: pa.Array) -> bool:
+        """Whether this batch of the one string key column takes the interner's ids as codes."""
+        if not self.n_codes:  # decided by the first batch: a string-like column
+            self._sdirect = is_internable(a.type)
+        if not self._sdirect:
+            return False
+        nulls = a.null_count or (pa.types.is_dictionary(a.type) and a.dictionary.null_count)
+        return not nulls  # a null key needs the hash table's null bits: leave for good
+
+    def _encode_strings(self, batch: pa.RecordBatch, a: pa.Array) -> np.ndarray:
+        """One string key column without nulls: the interner's ids (dense, first-appearance
+        order, like the codes) are the codes -- no hash table (004 keeps a dictionary per
+        group-by column too). New codes record the row of their first appearance for
+        :meth:`keys`, in code order."""
+        interner = self._interners.get(0)
+        if interner is None:
+            interner = self._interners[0] = StringInterner()
+        before = self.n_codes
+        ids = interner.intern(a)
+        if interner.n_ids > before:
+            rows = np.flatnonzero(ids >= before)
+            _, first = np.unique(ids[rows], return_index=True)  # sorted by id = by code
+            self._add_keys(batch, rows[first])
+            self.n_codes = interner.n_ids
+        return ids
+
     def _leave_direct(self) -> None:
         """Move codes found by the direct path into the hash table (once)."""
         self._direct = False
+        if self._sdirect:  # the interner's ids were the codes: code c is the tuple (c, no null)
+            self._sdirect, self._ints = False, None
+            self._reserve(max(self.n_codes, 1))
+            self._codekeys[: self.n_codes, 0] = np.arange(self.n_codes)
+            self._codekeys[: self.n_codes, 1] = 0
+            self._slots[:] = _EMPTY
+            _rehash(self._codekeys, self.n_codes, self._slots)
+            return
         if self._lut is not None and self._ints is not None and self._types is not None:
             self._key_chunks = [self._int_key_batch()]
             self._key_table = None
@@ -313,7 +353,8 @@ class KeyEncoder:
             "n": self.n_codes, "codekeys": self._codekeys[: self.n_codes].copy(),
             "dicts": [dict(d) for d in self._dicts], "lut": None if self._lut is None else self._lut.copy(),
             "interners": {j: si.snapshot() for j, si in self._interners.items()},
-            "direct": self._direct, "keys": list(self._key_chunks), "types": self._types,
+            "direct": self._direct, "sdirect": self._sdirect, "keys": list(self._key_chunks),
+            "types": self._types,
             "ints": None if self._ints is None else self._ints[: self.n_codes].copy(),
         }
 
@@ -333,7 +374,7 @@ class KeyEncoder:
             self._interners[j] = StringInterner()
             self._interners[j].restore(st)
         self._lut = None if s["lut"] is None else s["lut"].copy()
-        self._direct = s["direct"]
+        self._direct, self._sdirect = s["direct"], s["sdirect"]
         self._key_chunks = list(s["keys"])
         self._key_table = None
         self._types = s["types"]
@@ -345,6 +386,11 @@ class KeyEncoder:
             return
         n_keys = 0 if not self._key_chunks else builtins_sum(b.num_rows for b in self._key_chunks)
         assert n_keys == self.n_codes, (n_keys, self.n_codes)
+        if self._sdirect and self.n_codes:  # codes are the interner's ids
+            si = self._interners[0]
+            assert si.n_ids == self.n_codes
+            last = self.key_table().column(0)[self.n_codes - 1].as_py()
+            assert si.value(self.n_codes - 1) == (last.encode() if isinstance(last, str) else last)
         if self._lut is not None:
             assert int((self._lut != _EMPTY).sum()) == self.n_codes
 
