@@ -87,12 +87,11 @@ from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_w
 
 __all__ = ["WindowAggregate", "choose_method"]
 
-_SELECT = ("min", "max", "first", "last")
+#: the aggregates (and lane ops) that keep one value of the window: min, max, first, last
+SELECT = ("min", "max", "first", "last")
 
 _METHODS = ("auto", "wid", "paned")
 
-
-_SELECT_FNS = ("min", "max", "first", "last")
 
 #: layout="auto": hash cells need this many keys, and switch at these densities
 #: (live cells / (open units x keys)); the gap between the two avoids flapping
@@ -144,7 +143,7 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
     def wlq_of(a: Agg) -> float:
         if a.differential == "full":
             return 2.0 * per_slide
-        if a.fn in _SELECT_FNS:
+        if a.fn in SELECT:
             return float(min(P, 2 * per_slide + 1))
         return float(P)
 
@@ -253,7 +252,7 @@ class WindowAggregate(Operator):
         self.value_ranks = {
             c: ValueRanks(c, info.schema.field(c).type)
             for c in {li.lane.column for li in self.lanes
-                      if li.lane.op in _SELECT and li.lane.column}
+                      if li.lane.op in SELECT and li.lane.column}
             if not is_numeric_type(info.schema.field(c).type)}
         self.lwm = INT64_MIN
         self.emitted: int | None = None  # first window id not yet emitted
@@ -478,7 +477,7 @@ class WindowAggregate(Operator):
 
     def _rank_holders(self, col: str) -> list[tuple[Any, tuple[str, str | None]]]:
         """(state part, lane key) of every place that holds ranks of column ``col``."""
-        keys = [li.key for li in self.lanes if li.lane.column == col and li.lane.op in _SELECT]
+        keys = [li.key for li in self.lanes if li.lane.column == col and li.lane.op in SELECT]
         return [(part, k) for part in (self.ring, self.units) if part is not None for k in keys]
 
     def _remap_values(self, col: str, remap: np.ndarray) -> None:
@@ -742,7 +741,7 @@ class WindowAggregate(Operator):
                 if f == "std":
                     v = np.sqrt(v)
             return lane_array(v, nn < 2, typ)
-        if f in _SELECT:
+        if f in SELECT:
             if c in self.value_ranks:
                 return self.value_ranks[c].values(lanes[(f, c)], null)
             return lane_array(lanes[(f, c)], null, typ)

@@ -43,7 +43,7 @@ from oop.metrics import StateSize
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
-from oop.window.aggregate import WindowAggregate
+from oop.window.aggregate import SELECT, WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
 from oop.window.store import held_ranks, lane_input, remap_ranks
@@ -360,14 +360,14 @@ class SlideByTupleAggregate(WindowAggregate):
 
     def _remap_values(self, col: str, remap: np.ndarray) -> None:
         for li in self.lanes:
-            if li.lane.column == col and li.lane.op in ("min", "max", "first", "last"):
+            if li.lane.column == col and li.lane.op in SELECT:
                 remap_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op, remap)
 
     def _held_values(self, col: str) -> np.ndarray:
         return np.concatenate([np.zeros(0, np.int64)] + [
             held_ranks(self.larr[li.key], self.ltarr.get(li.key), li.lane.op)
             for li in self.lanes
-            if li.lane.column == col and li.lane.op in ("min", "max", "first", "last")])
+            if li.lane.column == col and li.lane.op in SELECT])
 
     def snapshot(self) -> Any:
         return {
