@@ -242,12 +242,11 @@ class KeyEncoder:
 
     def _strings_direct(self, a: pa.Array) -> bool:
         """Whether this batch of the one string key column takes the interner's ids as codes."""
-        if not self.n_codes:  # decided by the first batch: a string-like column
-            self._sdirect = is_internable(a.type)
-        if not self._sdirect:
-            return False
-        nulls = a.null_count or (pa.types.is_dictionary(a.type) and a.dictionary.null_count)
-        return not nulls  # a null key needs the hash table's null bits: leave for good
+        if not self.n_codes:  # decided by the first batch: a plain string-like column
+            self._sdirect = is_internable(a.type) and not pa.types.is_dictionary(a.type)
+        # a null key needs the hash table's null bits; a dictionary array would intern values
+        # no row uses (codes without a key row): either leaves for good
+        return self._sdirect and not a.null_count and not pa.types.is_dictionary(a.type)
 
     def _encode_strings(self, batch: pa.RecordBatch, a: pa.Array) -> np.ndarray:
         """One string key column without nulls: the interner's ids (dense, first-appearance
