@@ -51,3 +51,7 @@ class ConfigError(OopError, ValueError):
 class ValueRangeError(OopError, ValueError):
     """A value (uint64, unscaled decimal) or a sum beyond the int64 range that the window
     aggregates keep exactly."""
+
+
+class StateLimitError(OopError, MemoryError):
+    """An operator's state would outgrow the memory it may take (raised before allocating)."""

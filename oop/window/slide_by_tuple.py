@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, StateLimitError
 from oop.metrics import StateSize
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -51,6 +51,23 @@ from oop.window.store import held_ranks, lane_input, remap_ranks
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
 _OPS = {"rows": 0, "nn": 1, "sum": 2, "sumsq": 3, "min": 4, "max": 5, "first": 6, "last": 7}
+
+#: the share of physical memory the lanes may take before :class:`StateLimitError`
+STATE_LIMIT_FRACTION = 0.5
+#: most copy/update steps one :func:`sbt_plan` call logs (17 bytes each) before it is replayed
+LOG_BUDGET = 1 << 22
+_NO_NULLS = np.zeros(0, np.uint8)
+_NO_TIMES = np.zeros(0, np.int64)
+
+
+def _physical_memory() -> int:
+    """Bytes of physical memory (``os.sysconf``; 16 GiB where it is not available)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16 << 30
 
 
 @nb.njit(cache=True)
@@ -66,19 +83,26 @@ def _search(ids, nbins, x):
 
 
 @nb.njit(cache=True)
-def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_slot, r):
-    """Plan a batch: insert bins, allocate slots, and log copy/update steps.
+def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_slot, r,
+             start=0, max_log=1 << 62):
+    """Plan rows ``start ..`` of a batch: insert bins, allocate slots, and log copy/update steps.
 
-    Returns (nbins, nfree, next_slot, log_kind, log_a, log_b, nlog). Needs
-    capacity for ``nbins + 2 * len(times)`` in ``ids``/``slots`` and free
-    slots or fresh ones in ``is_win``.
+    Stops before the first row after which the log holds ``max_log`` steps or more (each row
+    logs one update per bin in its RANGE, so the log of a whole batch can outgrow memory);
+    the caller replays that log and calls again from the returned row.
+    Returns (nbins, nfree, next_slot, log_kind, log_a, log_b, nlog, stop). Needs
+    capacity for ``nbins`` plus the batch's new bins in ``ids``/``slots`` and
+    free slots or fresh ones in ``is_win`` (``SlideByTupleAggregate._new_bins``
+    counts them exactly).
     """
     cap = 4 * times.shape[0] + 16
     log_k = np.empty(cap, np.int8)
     log_a = np.empty(cap, np.int64)
     log_b = np.empty(cap, np.int64)
     nlog = 0
-    for i in range(times.shape[0]):
+    for i in range(start, times.shape[0]):
+        if nlog >= max_log and i > start:
+            return nbins, nfree, next_slot, log_k, log_a, log_b, nlog, i
         s = times[i]
         for which in range(2):
             target = s if which == 0 else s + r
@@ -123,7 +147,7 @@ def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_
             log_a[nlog] = slots[p]
             log_b[nlog] = i
             nlog += 1
-    return nbins, nfree, next_slot, log_k, log_a, log_b, nlog
+    return nbins, nfree, next_slot, log_k, log_a, log_b, nlog, times.shape[0]
 
 
 @nb.njit(cache=True)
@@ -235,8 +259,19 @@ class SlideByTupleAggregate(WindowAggregate):
                 self.ltarr[li.key] = newt
         self.S, self.C = S, C
 
-    def _reserve(self, n: int, n_codes: int) -> None:
-        need = self.nbins + 2 * n + 1
+    def _new_bins(self, times: np.ndarray) -> int:
+        """How many bins a batch inserts: its distinct start (``t``) and end (``t + r``) ids
+        that are not bins yet (the exact count :func:`sbt_plan` needs room for)."""
+        cand = np.unique(np.concatenate([times, times + self.r]))
+        ids = self.ids[: self.nbins]
+        pos = np.searchsorted(ids, cand)
+        present = np.zeros(cand.shape[0], np.bool_)
+        inside = pos < self.nbins
+        present[inside] = ids[pos[inside]] == cand[inside]
+        return int(cand.shape[0] - np.count_nonzero(present))
+
+    def _reserve(self, new_bins: int, n_codes: int) -> None:
+        need = self.nbins + new_bins + 1
         if need > self.ids.shape[0]:
             cap = max(need, 2 * self.ids.shape[0])
             for attr in ("ids", "slots", "free"):
@@ -248,16 +283,31 @@ class SlideByTupleAggregate(WindowAggregate):
             w[: self.is_win.shape[0]] = self.is_win
             self.is_win = w
         S, C = self.S, self.C
-        while S < self.next_slot + 2 * n + 1:
+        while S < self.next_slot + max(0, new_bins - self.nfree) + 1:
             S *= 2
         while C < n_codes:
             C *= 2
         if (S, C) != (self.S, self.C):
+            self._check_state_limit(S, C)
             self._alloc(S, C)
         if self.is_win.shape[0] < S:
             w = np.zeros(S, np.bool_)
             w[: self.is_win.shape[0]] = self.is_win
             self.is_win = w
+
+    def _check_state_limit(self, S: int, C: int) -> None:
+        """Raise :class:`StateLimitError` before allocating lanes of ``S`` bins x ``C`` group
+        columns beyond :data:`STATE_LIMIT_FRACTION` of this machine's memory."""
+        nbytes = 8 * S * C * (len(self.lanes) + len(self.ltarr))
+        limit = STATE_LIMIT_FRACTION * _physical_memory()
+        if nbytes > limit:
+            raise StateLimitError(
+                f"{self.name}: slide-by-tuple state would need {nbytes / 2**30:.1f} GiB ({S} bin "
+                f"slots x {C} group columns x {len(self.lanes) + len(self.ltarr)} lanes; limit "
+                f"{limit / 2**30:.1f} GiB): the bins algorithm (004 §6.1.4) keeps one partial "
+                f"aggregate per (bin, group), about two bins per distinct event time in RANGE "
+                f"plus the disorder, and updates every bin in RANGE per tuple. Use a coarser "
+                f"time unit, a shorter RANGE, fewer groups, or a time-sliding window (Sliding)")
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         if batch.num_rows == 0:
@@ -269,28 +319,32 @@ class SlideByTupleAggregate(WindowAggregate):
         if n == 0:
             return []
         codes = self.enc.encode(batch)
-        self._reserve(n, self.enc.n_codes)
-        (self.nbins, self.nfree, self.next_slot, lk, la, lb, nlog) = sbt_plan(
-            times, self.rows_seen, self.kind.slide_rows, self.ids, self.slots, self.is_win,
-            self.nbins, self.free, self.nfree, self.next_slot, self.r)
-        self.rows_seen += n
+        self._reserve(self._new_bins(times), self.enc.n_codes)
         cols = self._lane_columns(batch)
-        empty_u8 = np.zeros(0, np.uint8)
-        dummy_t = np.zeros(0, np.int64)
-        for li in self.lanes:
-            op, col = li.key
-            shift = 0.0
-            if col is None:
-                vals, valid = np.zeros(n, li.dtype), empty_u8
-            else:
-                cv = cols[col]
-                (vals, shift), valid = lane_input(li, cv, self.shift), cv.valid
-            tacc = self.ltarr.get(li.key, dummy_t)
-            tid = np.iinfo(np.int64).max if op == "first" else np.iinfo(np.int64).min
-            sbt_replay(self.larr[li.key], tacc, li.dtype(li.identity()), tid, lk, la, lb, nlog,
-                       self.C, codes, vals, times, valid, _OPS[op], shift)
+        inputs = [self._replay_input(li, cols, n) for li in self.lanes]
+        start = 0
+        while start < n:  # the log of one plan call stays within LOG_BUDGET steps
+            (self.nbins, self.nfree, self.next_slot, lk, la, lb, nlog, start) = sbt_plan(
+                times, self.rows_seen, self.kind.slide_rows, self.ids, self.slots, self.is_win,
+                self.nbins, self.free, self.nfree, self.next_slot, self.r, start, LOG_BUDGET)
+            for li, (vals, valid, shift) in zip(self.lanes, inputs):
+                op = li.key[0]
+                tacc = self.ltarr.get(li.key, _NO_TIMES)
+                tid = np.iinfo(np.int64).max if op == "first" else np.iinfo(np.int64).min
+                sbt_replay(self.larr[li.key], tacc, li.dtype(li.identity()), tid, lk, la, lb,
+                           nlog, self.C, codes, vals, times, valid, _OPS[op], shift)
+        self.rows_seen += n
         self._count_live()
         return []
+
+    def _replay_input(self, li: Any, cols: dict, n: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """(values, validity, shift) lane ``li`` folds for this batch (see ``lane_input``)."""
+        col = li.key[1]
+        if col is None:
+            return np.zeros(n, li.dtype), _NO_NULLS, 0.0
+        cv = cols[col]
+        vals, shift = lane_input(li, cv, self.shift)
+        return vals, cv.valid, shift
 
     def _count_live(self) -> None:
         rows = self.larr[("rows", None)].reshape(self.S, self.C)
