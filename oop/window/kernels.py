@@ -19,7 +19,9 @@ import numpy as np
 
 __all__ = [
     "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
-    "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "update_ref",
+    "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "distinct_codes",
+    "cut_chunks",
+    "update_ref",
     "paned_select", "paned_select_ref", "SELECT_OPS", "merge_counted", "merge_counted_ref",
 ]
 
@@ -179,6 +181,49 @@ def rank_in_partition(codes, counters):
         out[i] = counters[c]
         counters[c] += 1
     return out
+
+
+@nb.njit(cache=True)
+def distinct_codes(codes, seen):
+    """The distinct values of ``codes`` in first-appearance order (a linear-time
+    ``np.unique`` for dense codes). ``seen``: a zeroed uint8 scratch of size > max code,
+    left zeroed."""
+    out = np.empty(codes.shape[0], np.int64)
+    k = 0
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        if seen[c] == 0:
+            seen[c] = 1
+            out[k] = c
+            k += 1
+    for j in range(k):
+        seen[out[j]] = 0
+    return out[:k]
+
+
+@nb.njit(cache=True)
+def cut_chunks(codes, limit, count):
+    """Chunk boundaries ``[0, ..., len(codes)]`` such that no code occurs more than ``limit``
+    times in a chunk (greedy: a chunk ends before the row that would make it ``limit + 1``).
+    ``count``: a zeroed int64 scratch of size > max code, left zeroed."""
+    n = codes.shape[0]
+    bounds = np.empty(n + 2, np.int64)
+    nb_ = 1
+    bounds[0] = 0
+    start = 0
+    for i in range(n):
+        c = codes[i]
+        if count[c] == limit:
+            for j in range(start, i):
+                count[codes[j]] = 0
+            bounds[nb_] = i
+            nb_ += 1
+            start = i
+        count[c] += 1
+    for j in range(start, n):
+        count[codes[j]] = 0
+    bounds[nb_] = n
+    return bounds[: nb_ + 1]
 
 
 @nb.njit(cache=True)

@@ -11,10 +11,12 @@ arrive in rank order by definition): the Bucket logic ranks rows per
 partition (numba counter kernel), every row updates the cells
 ``(w mod R, p)`` of its ``range/slide`` windows in the dense ring, and as
 soon as a partition's row count reaches ``(w+1)*slide`` window ``(w, p)``
-is emitted and its cells are reset. The batch is processed in chunks of
-``32 * slide`` rows so that a partition completes at most 33 windows per
-chunk and ``R >= range/slide + 34`` ring rows never collide
-(each partition has at most ``ceil(range/slide)`` open windows).
+is emitted and its cells are reset. The batch is processed in chunks in
+which no partition has more than ``32 * slide`` rows (cut in one compiled
+pass over the codes: a batch spread over many partitions is one chunk), so
+that a partition completes at most 33 windows per chunk and
+``R >= range/slide + 34`` ring rows never collide (each partition has at
+most ``ceil(range/slide)`` open windows).
 Punctuation in: ``P(time, v)`` is consumed and not forwarded (results
 do not depend on it; see below).
 
@@ -94,6 +96,8 @@ class PartitionedRowsAggregate(WindowAggregate):
         self.R = -(-self.kind.range // self.kind.slide) + _CHUNK_WINDOWS + 2
         self.done = np.zeros(64, np.int64)  # per partition: first window not emitted
         self.counters = np.zeros(64, np.int64)
+        self.seen = np.zeros(64, np.uint8)
+        self.counts = np.zeros(64, np.int64)
         self._key_schema = pa.schema([self.out_schema.field(c) for c in self.by])
         return StreamInfo(out.name, out.schema, {}, None)
 
@@ -105,19 +109,23 @@ class PartitionedRowsAggregate(WindowAggregate):
                 old = getattr(self, attr)
                 a[: old.shape[0]] = old
                 setattr(self, attr, a)
+            self.seen = np.zeros(size, np.uint8)  # distinct_codes scratch (left zeroed)
+            self.counts = np.zeros(size, np.int64)  # cut_chunks scratch (left zeroed)
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         if batch.num_rows == 0:
             return []
-        from oop.window.kernels import rank_in_partition
+        from oop.window.kernels import cut_chunks, distinct_codes, rank_in_partition
 
         out: list[Element] = []
         advanced: list[np.ndarray] = []
-        for start in range(0, batch.num_rows, self.chunk):
-            b = batch.slice(start, self.chunk)
+        all_codes = self.enc.encode(batch)
+        self._grow(self.enc.n_codes)
+        bounds = cut_chunks(all_codes, self.chunk, self.counts)
+        for start, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            b = batch.slice(start, stop - start)
             times = time_values(b, self.time, self.inputs[0].name)
-            codes = self.enc.encode(b)
-            self._grow(self.enc.n_codes)
+            codes = all_codes[start:stop]
             ranks = rank_in_partition(codes, self.counters)
             lo, hi = self.kind.wids(ranks)
             if self.ring is None:
@@ -126,7 +134,7 @@ class PartitionedRowsAggregate(WindowAggregate):
             cols = self._lane_columns(b)
             self.ring.update(codes, lo, hi, cols, times, self.enc.n_codes)
             self._add_holistic(b, codes, lo, hi, cols)
-            touched = np.unique(codes)
+            touched = distinct_codes(codes, self.seen)  # first-appearance order
             complete = self.counters[touched] // self.kind.slide
             advanced.append(touched[complete > self.done[touched]])
             res = self._emit_upto(touched, complete)
@@ -156,14 +164,11 @@ class PartitionedRowsAggregate(WindowAggregate):
         pw, pc_ = pw[live], pc_[live]
         lanes = {k: v[live] for k, v in lanes.items()}
         batch = None
-        if pw.shape[0]:
+        if pw.shape[0]:  # one batch ordered by (window, partition), no per-window Python
             order = np.lexsort((pc_, pw))
             pw, pc_ = pw[order], pc_[order]
             lanes = {k: v[order] for k, v in lanes.items()}
-            bounds = np.flatnonzero(np.r_[True, pw[1:] != pw[:-1], True])
-            parts_l = [(int(pw[a]), pc_[a:b], {k: v[a:b] for k, v in lanes.items()})
-                       for a, b in zip(bounds[:-1], bounds[1:])]
-            batch = self._build(parts_l, revision=False)
+            batch = self._build_arrays(pw, pc_, lanes, revision=False)
         if self.holistic:
             done = self.done
             for ms in self.holistic.values():
@@ -189,6 +194,8 @@ class PartitionedRowsAggregate(WindowAggregate):
         if self.ring is not None:
             self.ring.fixed = True
         self.done, self.counters = state["done"].copy(), state["counters"].copy()
+        self.seen = np.zeros(self.done.shape[0], np.uint8)
+        self.counts = np.zeros(self.done.shape[0], np.int64)
 
     def _check(self) -> None:
         self.enc._check()
