@@ -176,6 +176,14 @@ def test_late_update_revises_windows_to_the_true_counts(spark, flows, capsys, tm
         w = (r["k"], r["ts"] // 1000 * 1000)
         want[w] = want.get(w, 0) + 1
     assert final == want
+    # --verify checks each window's last revision against Spark SQL (was: exit 2, "duplicate
+    # window rows")
+    rc, out_lines, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
+                            "--key", "k", "--window", "tumbling:1s", "--agg", "count",
+                            "--punctuation", "bounded:20ms", "--batch-size", "64", "--late",
+                            "update", "--allowed-lateness", "1s", "--spark", "--verify")
+    rep = json.loads(out_lines[0])
+    assert rc == 0 and rep["matched"] == rep["windows"] == len(want)
     rc = main(["replay", "--input", str(flows), "--time", "ts", "--window", "tumbling:1s",
                "--agg", "count", "--late", "update", "--spark", "--shards", "2"])
     assert rc == 2 and "not supported with --shards" in capsys.readouterr().err

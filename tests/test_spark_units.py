@@ -111,3 +111,15 @@ def test_compare_windows_counts_each_case() -> None:
                              "extra": 1, "late": 3}
     assert not rep.ok and rep.accuracy == 0.5
     assert compare_windows(truth, truth, by=["k"], values=["count"]).ok
+
+
+def test_last_revisions_keeps_each_windows_last_row_in_emission_order() -> None:
+    from oop.spark.verify import last_revisions
+
+    t = pa.table({"k": [1, 2, 1, 1, 2], "window_start": [0, 0, 0, 10, 0],
+                  "window_end": [10, 10, 10, 20, 10], "count": [3, 1, 4, 2, 5],
+                  "is_revision": [False, False, True, False, True]})
+    got = last_revisions(t, ["k"]).to_pylist()
+    assert [(r["k"], r["window_start"], r["count"]) for r in got] == [(1, 0, 4), (1, 10, 2),
+                                                                      (2, 0, 5)]
+    assert last_revisions(t.slice(0, 0), ["k"]).num_rows == 0

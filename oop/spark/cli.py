@@ -77,7 +77,7 @@ def run_replay(args: argparse.Namespace) -> int:
     from oop.spark.plans import sharded_window
     from oop.spark.replay import IDEAL, check_time, parse_punctuation_arg, replay_stream
     from oop.spark.session import get_spark, spark_errors
-    from oop.spark.verify import compare_windows, spark_windows
+    from oop.spark.verify import compare_windows, last_revisions, spark_windows
 
     t_jvm = _time.perf_counter()
     spark = get_spark(getattr(args, "master", None) or "local[*]", app_name="oop replay")
@@ -158,7 +158,8 @@ def run_replay(args: argparse.Namespace) -> int:
         with spark_errors("Spark SQL ground truth"):
             truth = spark_windows(df, time=args.time, unit=unit, kind=kind, aggs=aggs,
                                   by=keys).toArrow()
-        rep = compare_windows(table, truth, by=keys, values=[a.name for a in aggs],
+        final = last_revisions(table, keys) if late == "update" else table  # revisions folded
+        rep = compare_windows(final, truth, by=keys, values=[a.name for a in aggs],
                               late=late_total)
         summary["verify"] = rep.as_dict()
         print(rep.json())

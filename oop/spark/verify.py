@@ -38,7 +38,8 @@ from oop.stream.timecol import UNIT_NS
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame
 
-__all__ = ["VerifyReport", "spark_windows", "compare_windows", "spark_agg", "window_params"]
+__all__ = ["VerifyReport", "spark_windows", "compare_windows", "last_revisions", "spark_agg",
+           "window_params"]
 
 WINDOW_COLS = ("window_start", "window_end")
 
@@ -159,6 +160,20 @@ def _as_int(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     if pa.types.is_timestamp(col.type):
         col = col.cast(pa.int64())
     return np.asarray(col.to_numpy(zero_copy_only=False))
+
+
+def last_revisions(table: pa.Table, by: Sequence[str] = ()) -> pa.Table:
+    """The last row of every window ``(*by, window_start, window_end)`` in emission order.
+
+    Under ``late="update"`` a window is emitted, then re-emitted revised
+    (``is_revision``); its last row is its final value, the one to verify.
+    """
+    keys = [*by, *WINDOW_COLS]
+    if table.num_rows == 0:
+        return table
+    idx = table.append_column("__row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    last = idx.group_by(keys, use_threads=False).aggregate([("__row", "max")])
+    return table.take(pa.array(np.sort(last.column("__row_max").to_numpy())))
 
 
 def compare_windows(
