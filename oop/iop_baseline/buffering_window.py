@@ -59,8 +59,10 @@ from numba import njit
 from oop.errors import ConfigError
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
-from oop.window.store import (ColumnValues, check_agg_types, check_exact_sum, column_values,
-                              is_numeric_type, lane_array, max_abs, pick_shift)
+from oop.window.aggregates import Lane
+from oop.window.store import (ColumnValues, LaneInfo, check_agg_types, check_exact_sum,
+                              column_values, exact_sum_columns, is_numeric_type, lane_array,
+                              lane_infos, lane_input, max_abs, shifted_sum)
 from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -359,12 +361,10 @@ class BufferingWindow(DropsLate):
                     f"{info.schema.field(a.column).type}: the buffering baseline aggregates "
                     "numeric, boolean, temporal and decimal columns; use the WID window "
                     "(oop.window) for strings")
-        # columns summed exactly in int64 (as the window operators: decimals, and integers
-        # under sum); mean/var/std of integers sum in float64 (their "fsum" lane)
-        sums = {a.column for a in self.aggs if a.fn == "sum"}
+        # columns summed exactly in int64, by the window operators' rule (decimals, and
+        # integers under sum); mean/var/std of integers sum in float64 (their "fsum" lane)
         self.decimals = {c for c in self.value_cols if pa.types.is_decimal(info.schema.field(c).type)}
-        self.sum_max = {c: 0 for c in self.value_cols if c in self.decimals or (
-            c in sums and not pa.types.is_floating(info.schema.field(c).type))}
+        self.sum_max = exact_sum_columns(lane_infos(self.aggs, info.schema))
         fields = [info.schema.field(c) for c in self.by]
         fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
         for a in self.aggs:
@@ -384,8 +384,7 @@ class BufferingWindow(DropsLate):
         """Column ``col`` as the window operators read it (int64, float64, or unscaled decimal)."""
         cv = column_values(batch, col, as_float=float_)
         if col in self.sum_max:
-            m = cv.max_abs if col in self.decimals else max_abs(cv.values)
-            self.sum_max[col] = max(self.sum_max[col], m)
+            self.sum_max[col] = max(self.sum_max[col], max_abs(cv.values))
         return cv.values, cv.valid
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
@@ -575,7 +574,7 @@ class BufferingWindow(DropsLate):
                 arr = pa.array(mean, mask=null)
             else:
                 _, _, _, _, ss = lane(a.column, "sumsq")  # sum of (value - shift)**2
-                s = self._shifted_sum(a.column, op, acc, nn)
+                s = shifted_sum(acc, nn, self.shift.get(a.column, 0), op == "fsum")
                 with np.errstate(invalid="ignore", divide="ignore"):
                     var = np.maximum((ss - s * s / np.maximum(nn, 1)) / np.maximum(nn - 1, 1), 0.0)
                 var /= scale * scale
@@ -606,21 +605,9 @@ class BufferingWindow(DropsLate):
         v, valid = self.buf_vals[col]
         if op not in ("sumsq", "fsum"):
             return v, valid
-        if col not in self.shift:
-            shift = pick_shift(ColumnValues(v, valid))
-            if shift is None:  # nothing valid yet: nothing is folded
-                return v.astype(np.float64), valid
-            self.shift[col] = shift
-        return (v - v.dtype.type(self.shift[col])).astype(np.float64), valid
-
-    def _shifted_sum(self, col: str, op: str, acc: np.ndarray, nn: np.ndarray) -> np.ndarray:
-        """The sum of ``value - shift`` per output row from the sum lane ``acc`` of ``op``."""
-        if op == "fsum":
-            return acc
-        shift = self.shift.get(col, 0)
-        if acc.dtype == np.int64:  # wraps, and is exact whenever the difference fits
-            return (acc - nn * np.int64(shift)).astype(np.float64)
-        return acc - nn * float(shift)
+        li = LaneInfo(Lane("sum" if op == "fsum" else "sumsq", col), np.float64)
+        vals, shift = lane_input(li, ColumnValues(v, valid), self.shift)
+        return (vals - shift if shift else vals), valid
 
     def _diff(self, col: str | None, op: str, elo: np.ndarray, ehi: np.ndarray, v: np.ndarray,
               valid: np.ndarray, ng: int) -> tuple[np.ndarray, ...]:

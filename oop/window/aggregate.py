@@ -82,7 +82,7 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
                               check_exact_sum, column_values, exact_sum_columns, group_bounds,
                               int_valued, is_numeric_type, lane_array, lane_infos, max_abs,
-                              quantiles_from_counts)
+                              quantiles_from_counts, shifted_sum)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
@@ -470,9 +470,7 @@ class WindowAggregate(Operator):
                 self._remap_values(c, remap)
             cols[c] = ColumnValues(ranks, valid)
         for c in self.sum_max:
-            m = cols[c].max_abs if pa.types.is_decimal(self.schema_in.field(c).type) \
-                else max_abs(cols[c].values)
-            self.sum_max[c] = max(self.sum_max[c], m)
+            self.sum_max[c] = max(self.sum_max[c], max_abs(cols[c].values))
         return cols
 
     def _rank_holders(self, col: str) -> list[tuple[Any, tuple[str, str | None]]]:
@@ -730,7 +728,8 @@ class WindowAggregate(Operator):
         if f in ("mean", "var", "std"):
             assert self.ring is not None
             shift = self.ring.shift.get(c, 0)  # type: ignore[arg-type]
-            sd = self._shifted_sum(c, lanes[("sum", c)], nn, shift)  # sum of (value - shift)
+            s = lanes[("sum", c)]
+            sd = shifted_sum(s, nn, shift, s.dtype == np.float64 and int_valued(ct))
         if f == "mean":
             with np.errstate(invalid="ignore", divide="ignore"):
                 return lane_array((sd / nn + shift) / scale, null, typ)
@@ -746,21 +745,6 @@ class WindowAggregate(Operator):
                 return self.value_ranks[c].values(lanes[(f, c)], null)
             return lane_array(lanes[(f, c)], null, typ)
         raise AssertionError(f)  # pragma: no cover
-
-    def _shifted_sum(self, c: str, s: np.ndarray, nn: np.ndarray, shift: Any) -> np.ndarray:
-        """The sum of ``value - shift`` per cell as float64, from sum lane ``s``.
-
-        An integer column's float lane already holds it (:func:`~oop.window.store.lane_input`);
-        an int64 lane (integers under ``sum``, unscaled decimals) subtracts ``nn * shift`` in
-        int64 -- wrapping, and exact whenever the difference fits, even if the sum does not;
-        a float column's lane subtracts in float64.
-        """
-        if s.dtype == np.int64:
-            with np.errstate(over="ignore"):
-                return (s - nn * np.int64(shift)).astype(np.float64)
-        if int_valued(self.schema_in.field(c).type):
-            return s
-        return s - nn * float(shift)
 
     def _finalize_holistic(self, a: Agg, parts: list) -> pa.Array:
         store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"

@@ -96,10 +96,15 @@ class PartitionedRowsAggregate(WindowAggregate):
         self.R = -(-self.kind.range // self.kind.slide) + _CHUNK_WINDOWS + 2
         self.done = np.zeros(64, np.int64)  # per partition: first window not emitted
         self.counters = np.zeros(64, np.int64)
-        self.seen = np.zeros(64, np.uint8)
-        self.counts = np.zeros(64, np.int64)
+        self._scratch(64)
         self._key_schema = pa.schema([self.out_schema.field(c) for c in self.by])
         return StreamInfo(out.name, out.schema, {}, None)
+
+    def _scratch(self, size: int) -> None:
+        """Zeroed per-partition scratch of the compiled helpers (they leave it zeroed):
+        ``seen`` for ``distinct_codes``, ``counts`` for ``cut_chunks``."""
+        self.seen = np.zeros(size, np.uint8)
+        self.counts = np.zeros(size, np.int64)
 
     def _grow(self, n: int) -> None:
         if n > self.done.shape[0]:
@@ -109,8 +114,7 @@ class PartitionedRowsAggregate(WindowAggregate):
                 old = getattr(self, attr)
                 a[: old.shape[0]] = old
                 setattr(self, attr, a)
-            self.seen = np.zeros(size, np.uint8)  # distinct_codes scratch (left zeroed)
-            self.counts = np.zeros(size, np.int64)  # cut_chunks scratch (left zeroed)
+            self._scratch(size)
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         if batch.num_rows == 0:
@@ -194,8 +198,7 @@ class PartitionedRowsAggregate(WindowAggregate):
         if self.ring is not None:
             self.ring.fixed = True
         self.done, self.counters = state["done"].copy(), state["counters"].copy()
-        self.seen = np.zeros(self.done.shape[0], np.uint8)
-        self.counts = np.zeros(self.done.shape[0], np.int64)
+        self._scratch(self.done.shape[0])
 
     def _check(self) -> None:
         self.enc._check()

@@ -188,6 +188,23 @@ def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[
     return v.astype(li.dtype, copy=False), 0.0
 
 
+def shifted_sum(s: np.ndarray, nn: np.ndarray, shift: Any, lane_shifted: bool) -> np.ndarray:
+    """The sum of ``value - shift`` per cell as float64, from a ``sum`` lane ``s`` over ``nn``
+    values.
+
+    ``lane_shifted``: the lane already holds it (the float lane of an integer column, see
+    :func:`lane_input`). An int64 lane (integers under ``sum``, unscaled decimals) subtracts
+    ``nn * shift`` in int64 -- wrapping, and exact whenever the difference fits, even if the
+    sum does not; a float lane subtracts in float64.
+    """
+    if lane_shifted:
+        return s
+    if s.dtype == np.int64:
+        with np.errstate(over="ignore"):
+            return (s - nn * np.int64(shift)).astype(np.float64)
+    return s - nn * float(shift)
+
+
 def max_abs(values: np.ndarray) -> int:
     """The largest ``|value|`` of an int64 array as a Python int (``|INT64_MIN|`` included)."""
     if not values.shape[0]:
@@ -202,13 +219,11 @@ class ColumnValues:
 
     Decimal columns are read as their *unscaled* int64 values (``12.34`` in
     ``decimal(p, 2)`` is ``1234``), so sums, min/max and first/last stay
-    exact; ``max_abs`` is then the largest ``|value|`` of the batch (0 for
-    other types), which bounds a sum over ``n`` rows by ``n * max_abs``.
+    exact. Null slots hold 0, so :func:`max_abs` of ``values`` bounds a sum.
     """
 
     values: np.ndarray
     valid: np.ndarray
-    max_abs: int = 0
 
 
 _EMPTY_U8 = np.zeros(0, np.uint8)
@@ -225,7 +240,7 @@ def column_values(batch: pa.RecordBatch, col: str, as_float: bool = False) -> Co
         v = decimal_unscaled(arr, col)
         if valid.shape[0]:
             v[valid == 0] = 0
-        return ColumnValues(v, valid, max_abs(v))
+        return ColumnValues(v, valid)
     if kind == "float" or as_float:
         a = arr if pa.types.is_float64(t) else pc.cast(arr, pa.float64())
         if a.null_count:
