@@ -42,10 +42,11 @@ I64 = st.integers(-(2 ** 62), 2 ** 62)
 def test_pane_ids_equal_floor_division(times, o, g):
     t = np.asarray(times, np.int64)
     t = np.clip(t, -(2 ** 62) + 2 ** 41, 2 ** 62 - 2 ** 41)  # t - o stays inside int64
-    p, lo, hi = pane_ids(t, o, g)
+    p, lo, hi, tmin = pane_ids(t, o, g)
     ref = pane_ids_ref(t, o, g)
     assert p.tolist() == ref
     assert (lo, hi) == (min(ref), max(ref))
+    assert tmin == int(t.min())
 
 
 @st.composite
@@ -349,3 +350,4 @@ def test_bench_window_runs_small_and_its_methods_agree(capsys):
     assert mod.main(["--rows", "60000", "--repeat", "1", "--extra-rows", "20000"]) == 0
     out = capsys.readouterr().out
     assert "row counts agree with numpy: True" in out and "layout [sliding 10s/1s Paned-WID]" in out
+    assert "Paned-WID vs plain WID round by round" in out

@@ -399,6 +399,10 @@ class WindowAggregate(Operator):
         times = time_values(batch, self.time, self.inputs[0].name)
         out: list[Element] = []
         revise = None
+        panes = None  # Paned-WID: (pane ids, min, max, smallest time) before the late check
+        if (self.units is not None and self.late is not LatePolicy.UPDATE
+                and not isinstance(self.kind, Landmark)):
+            panes = self.units.pane_ids(times)  # one compiled pass that also finds min(times)
         if self.kind.row_based:
             pass
         elif self.late is LatePolicy.UPDATE:
@@ -408,8 +412,9 @@ class WindowAggregate(Operator):
                 keep = ~too_late
                 batch, times = batch.filter(pa.array(keep)), times[keep]
             revise = times < self.lwm if self.lwm > INT64_MIN else None
-        elif self.lwm > INT64_MIN:
+        elif self.lwm > INT64_MIN and (panes is None or panes[3] < self.lwm):
             batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
+            panes = None  # late rows left: ids of the rest below
         if isinstance(self.kind, Landmark):
             before = times < self.kind.o
             if before.any():
@@ -428,7 +433,7 @@ class WindowAggregate(Operator):
             low, high = (int(x) for x in minmax(ulo))
         else:  # panes: the window ids are only needed to re-emit revised windows
             lo = hi = None
-            ulo, low, high = self.units.pane_ids(times)  # one compiled pass, no hi array
+            ulo, low, high, _ = panes or self.units.pane_ids(times)  # compiled, no hi array
             uhi = ulo + 1 if (self.ring is None or self.holistic) else None
         if self.ring is None:
             if self._choose_layout(codes, ulo) == "hash":

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 from typing import Union
 
 import numpy as np
@@ -163,15 +164,15 @@ class Sliding(WindowKind):
                 "would be gaps between windows whose tuples no window reports"
             )
 
-    @property
+    @cached_property
     def r(self) -> int:
         return _int(self.range, "range", type(self).__name__)
 
-    @property
+    @cached_property
     def s(self) -> int:
         return _int(self.slide, "slide", type(self).__name__)
 
-    @property
+    @cached_property
     def o(self) -> int:
         return _int(self.origin, "origin", type(self).__name__)
 
@@ -200,7 +201,7 @@ class Sliding(WindowKind):
         # end(w) = o + (w+1)s <= bound  <=>  w <= floor((bound-o)/s) - 1
         return (int(bound) - self.o) // self.s
 
-    @property
+    @cached_property
     def pane(self) -> int:
         """Pane size for Paned-WID: gcd(range, slide) (004 §6.2.1)."""
         return math.gcd(self.r, self.s)
@@ -256,11 +257,11 @@ class Landmark(WindowKind):
     def __post_init__(self) -> None:
         _check_positive("Landmark", slide=self.slide)
 
-    @property
+    @cached_property
     def s(self) -> int:
         return _int(self.slide, "slide", "Landmark")
 
-    @property
+    @cached_property
     def o(self) -> int:
         return _int(self.origin, "origin", "Landmark")
 
@@ -366,7 +367,7 @@ class SlideByTuple(WindowKind):
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n <= 0:
             raise ConfigError(f"SlideByTuple: slide_rows must be a positive row count, got {n!r}")
 
-    @property
+    @cached_property
     def r(self) -> int:
         return _int(self.range, "range", "SlideByTuple")
 

@@ -136,10 +136,11 @@ class PaneCombiner:
         p = np.floor_divide(times - self.o, self.g)
         return p, p + 1
 
-    def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int]:
-        """(pane of every time, min, max) in one compiled pass. ``times`` non-empty."""
-        p, lo, hi = PK.pane_ids(times, self.o, self.g)
-        return p, int(lo), int(hi)
+    def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int, int]:
+        """(pane of every time, min, max, smallest time) in one compiled pass. ``times``
+        non-empty."""
+        p, lo, hi, tmin = PK.pane_ids(times, self.o, self.g)
+        return p, int(lo), int(hi), int(tmin)
 
     def window_panes(self, w: int) -> tuple[int, int]:
         if self.landmark:

@@ -69,9 +69,10 @@ def _pane(t, o, g, inv):
 
 @nb.njit(cache=True)
 def pane_ids(times, o, g):
-    """Pane id of every time plus (min, max) of them. ``times`` non-empty.
+    """Pane id of every time, (min, max) of them, and the smallest time. ``times`` non-empty.
 
-    Pane ids are monotone in ``t``, so min/max come from the times' extremes.
+    Pane ids are monotone in ``t``, so min/max come from the times' extremes
+    (the smallest time is the operator's late check, without another pass).
     One branch-free (SIMD) pass computes the ids and the extremes; when every
     ``|t - o| / g < 2**50`` its float estimate was off by at most one and the
     correction exact, otherwise (checked after the pass) every id is redone
@@ -96,7 +97,7 @@ def pane_ids(times, o, g):
             and abs(thi - o) < (1 << 62)):
         for i in range(n):
             out[i] = _pane(times[i], o, g, inv)
-    return out, lo, hi
+    return out, lo, hi, tlo
 
 
 def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
