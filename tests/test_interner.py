@@ -165,3 +165,20 @@ def test_one_string_key_column_takes_the_interner_ids_as_codes_until_a_null(typ,
     if typ == pa.binary():
         want = [None if v is None else v.encode() for v in want]
     assert back.to_pylist() == want
+
+
+@settings(max_examples=200)
+@given(data=st.binary(min_size=0, max_size=48), cuts=st.lists(st.integers(0, 48), min_size=2,
+                                                              max_size=2))
+def test_word_hash_and_compare_equal_the_byte_loops(data, cuts):
+    """The interner's word loads (whole words, the overlapping last word, the masked word of a
+    short string, the byte loop at the end of a buffer) == byte-by-byte hashing and ``==``."""
+    from oop.window.interner import _hash_bytes, _hash_bytes_ref, _same_bytes
+
+    buf = np.frombuffer(data, np.uint8) if data else np.zeros(0, np.uint8)
+    s, e = sorted(min(c, len(data)) for c in cuts)
+    assert _hash_bytes(buf, s, e) == _hash_bytes_ref(buf, s, e)
+    for j in range(0, len(data) - (e - s) + 1):  # every same-length window of the buffer
+        assert _same_bytes(buf, s, buf, j, e - s) == (data[s:e] == data[j:j + e - s])
+    other = np.frombuffer(bytes(data[s:e]) + b"\x00" * 3, np.uint8)  # a copy, with slack
+    assert _same_bytes(buf, s, other, 0, e - s)

@@ -7,17 +7,20 @@ value columns, so grouping by a string column (IP addresses, URLs, device
 names) costs no Python per row or per distinct value.
 
 How: the Arrow array's offsets and data buffers are read in place by a numba
-kernel that hashes each row's bytes (8-byte words, each folded in with ``mix64``)
+kernel that hashes each row's bytes (8-byte words read in one unaligned load
+each, folded in with ``mix64``; hits compared a word at a time)
 into an open-addressing table (linear probing, power-of-two size, load <=
 1/2) of ids; a hit is confirmed by comparing the bytes with the copy kept in
 an arena. New strings are appended to the arena. When a new string does not fit
 (ids, arena bytes, or table load > 1/2), the kernel returns where it
 stopped; the tables double and it resumes, so memory stays within about
 twice what the distinct strings need. Null rows get id 0 (the caller keeps
-the null bits). A batch with few distinct values (at most a quarter of its
+the null bits). A batch with few distinct values (at most 1/16 of its
 rows) goes through Arrow's ``dictionary_encode`` first and interns only its
 distinct values; once a batch shows more, the next 15 go row by row
-straight into the table, then another batch probes. ``string_view``
+straight into the table, then another batch probes. (Measured, 64K-row
+batches: row by row is 1.2-2.6x faster from about 10k distinct values per
+batch, Arrow first 1.05-1.2x at 1000.) ``string_view``
 arrays are cast to ``string`` first; dictionary arrays intern their
 dictionary and map the indices.
 
@@ -42,6 +45,9 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from oop.hashing import mix64
 
@@ -60,30 +66,76 @@ def is_internable(t: pa.DataType) -> bool:
             or pa.types.is_binary_view(t))
 
 
+@intrinsic
+def _load_u64(typingctx, data, i):  # type: ignore[no-untyped-def]
+    """The 8 bytes ``data[i:i + 8]`` of a uint8 array as one little-endian uint64, in one
+    unaligned load (the caller guarantees ``i + 8 <= len(data)``)."""
+    if not (isinstance(data, types.Array) and data.dtype == types.uint8 and data.ndim == 1
+            and data.layout == "C" and isinstance(i, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
+        arr = context.make_array(sig.args[0])(context, builder, args[0])
+        ptr = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(64).as_pointer())
+        return builder.load(ptr, align=1)  # x86 and aarch64 are little-endian
+
+    return types.uint64(data, i), codegen
+
+
+@nb.njit(cache=True, inline="always")
+def _tail(data: np.ndarray, s: int, i: int, e: int) -> np.uint64:
+    """Bytes ``data[i:e]`` (fewer than 8) as a little-endian word: the high bytes of the word
+    ending at ``e`` when the string ``[s, e)`` is that long, else the low bytes of the word
+    at ``i`` when the array holds 8 bytes from there, else byte by byte."""
+    if e - s >= 8:
+        return _load_u64(data, e - 8) >> np.uint64(8 * (8 - (e - i)))
+    if i + 8 <= data.shape[0]:
+        return _load_u64(data, i) & ((np.uint64(1) << np.uint64(8 * (e - i))) - np.uint64(1))
+    w = np.uint64(0)
+    for k in range(e - i):
+        w |= np.uint64(data[i + k]) << np.uint64(8 * k)
+    return w
+
+
 @nb.njit(cache=True, inline="always")
 def _hash_bytes(data: np.ndarray, s: int, e: int) -> np.uint64:
-    """Bytes ``data[s:e]`` as little-endian 64-bit words, each folded in with ``mix64``."""
+    """Bytes ``data[s:e]`` as little-endian 64-bit words, each folded in with ``mix64``
+    (the last, partial word marked in its top byte). Word loads, no per-byte loop but for
+    strings under 8 bytes; equal to :func:`_hash_bytes_ref`."""
     h = _SEED ^ np.uint64(e - s)
     i = s
     while i + 8 <= e:
-        w = np.uint64(0)
-        for k in range(8):
-            w |= np.uint64(data[i + k]) << np.uint64(8 * k)
-        h = mix64(h ^ w)
+        h = mix64(h ^ _load_u64(data, i))
         i += 8
     if i < e:
+        h = mix64(h ^ _tail(data, s, i, e) ^ np.uint64(0xFF00000000000000))
+    return h
+
+
+@nb.njit(cache=True)
+def _hash_bytes_ref(data: np.ndarray, s: int, e: int) -> np.uint64:
+    """:func:`_hash_bytes` byte by byte (the tests compare the two)."""
+    h = _SEED ^ np.uint64(e - s)
+    i = s
+    while i < e:
         w = np.uint64(0)
-        for k in range(e - i):
+        for k in range(min(8, e - i)):
             w |= np.uint64(data[i + k]) << np.uint64(8 * k)
-        h = mix64(h ^ w ^ np.uint64(0xFF00000000000000))
+        h = mix64(h ^ w ^ (np.uint64(0xFF00000000000000) if e - i < 8 else np.uint64(0)))
+        i += 8
     return h
 
 
 @nb.njit(cache=True, inline="always")
 def _same_bytes(a: np.ndarray, i: int, b: np.ndarray, j: int, ln: int) -> bool:
-    for k in range(ln):
-        if a[i + k] != b[j + k]:
+    """``a[i:i + ln] == b[j:j + ln]``, a word at a time."""
+    k = 0
+    while k + 8 <= ln:
+        if _load_u64(a, i + k) != _load_u64(b, j + k):
             return False
+        k += 8
+    if k < ln:
+        return _tail(a, i, i + k, i + ln) == _tail(b, j, j + k, j + ln)
     return True
 
 
@@ -141,6 +193,7 @@ class StringInterner:
     """Persistent byte string -> id table (see the module docstring). Not thread-safe."""
 
     PROBE_EVERY = 16  # batches between two looks at how many distinct values a batch has
+    ROWS_ABOVE = 16  # row by row when a batch has more than 1/ROWS_ABOVE distinct values
 
     def __init__(self) -> None:
         self.n_ids = 0
@@ -169,7 +222,7 @@ class StringInterner:
         # few distinct values per batch: Arrow's dictionary_encode (C++) first, then only the
         # batch's distinct values through the table; many: every row straight through the table
         enc = pc.dictionary_encode(arr)
-        if 4 * len(enc.dictionary) > len(arr):
+        if len(enc.dictionary) * self.ROWS_ABOVE > len(arr):
             self._rows_left = self.PROBE_EVERY - 1
         ids = self._intern_rows(enc.dictionary)
         if not len(ids):
