@@ -127,6 +127,11 @@ def _encode_direct(vals, lut, n_codes, out, ints):
     return n_codes, vals.shape[0]
 
 
+def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
+    """The one chunk of ``col`` (combined when it has several)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def _is_int_like(t: pa.DataType) -> bool:
     return (pa.types.is_integer(t) or pa.types.is_timestamp(t) or pa.types.is_date(t)
             or pa.types.is_duration(t) or pa.types.is_time(t))
@@ -335,8 +340,11 @@ class KeyEncoder:
             return []
         if self._ints is not None and self._lut is not None and self._types is not None:
             return [pa.array(self._ints[np.asarray(codes, np.int64)]).cast(self._types[0])]
-        t = self.key_table().take(pa.array(np.asarray(codes, np.int64)))
-        return [t.column(i).combine_chunks() for i in range(t.num_columns)]
+        table = self.key_table()  # one chunk per column (combined once per new keys)
+        idx = pa.array(np.asarray(codes, np.int64))
+        # Array.take on the single chunk: a ChunkedArray's take, then combine_chunks, copied
+        # every result key a second time (a third of a string-keyed emission)
+        return [_single_chunk(table.column(i)).take(idx) for i in range(table.num_columns)]
 
     # ---- state ---------------------------------------------------------------
     def nbytes(self) -> int:
