@@ -12,12 +12,13 @@ operator. Samples are kept in a bounded reservoir so long runs stay bounded.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
-__all__ = ["OperatorMetrics", "StateSize"]
+__all__ = ["CompileTime", "OperatorMetrics", "StateSize", "compile_timer"]
 
 _MAX_LATENCY_SAMPLES = 100_000
 
@@ -97,3 +98,30 @@ class OperatorMetrics:
         d.pop("latency_ns")
         d.update(self.latency_summary())
         return d
+
+
+@dataclass
+class CompileTime:
+    """Seconds spent compiling numba kernels inside a :func:`compile_timer` block."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def compile_timer() -> Iterator[CompileTime]:
+    """Time numba's JIT compilation inside the block (numba's ``numba:compile`` events).
+
+    A fresh install compiles each kernel on its first call (seconds in all);
+    the on-disk cache makes later runs skip it. Run reports give this time
+    apart so a first run's throughput is not mistaken for the engine's.
+
+    >>> with compile_timer() as ct:
+    ...     pass
+    >>> ct.seconds
+    0.0
+    """
+    from numba.core.event import install_timer
+
+    ct = CompileTime()
+    with install_timer("numba:compile", lambda dt: setattr(ct, "seconds", dt)):
+        yield ct

@@ -23,11 +23,13 @@ from typing import Any
 import pyarrow as pa
 
 from oop.errors import ConfigError, EmptyInputError
+from oop.metrics import compile_timer
 from oop.replay.specs import AGG_FORMS
 
 __all__ = ["register", "run_replay", "read_input", "build_stream"]
 
 _PROGRESS_MIN_ROWS = 500_000
+_JIT_NOTE_S = 0.5  # report numba compile time on stderr from this many seconds
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -157,7 +159,8 @@ def _plan_of(stream: Any) -> dict[str, Any]:
     return dict(info) if isinstance(info, dict) else {}
 
 
-def _summary(res: Any, wall: float, plan: dict[str, Any] | None = None) -> dict[str, Any]:
+def _summary(res: Any, wall: float, plan: dict[str, Any] | None = None,
+             jit_s: float = 0.0) -> dict[str, Any]:
     ops = res.metrics
     peak_items = sum(m.peak_state_items for m in ops.values())
     peak_bytes = sum(m.peak_state_bytes for m in ops.values())
@@ -174,6 +177,7 @@ def _summary(res: Any, wall: float, plan: dict[str, Any] | None = None) -> dict[
         "peak_state_bytes": peak_bytes,
         "wall_s": wall,
         "tuples_per_s": tuples_in / wall if wall > 0 else None,
+        "jit_compile_s": jit_s,  # part of wall_s: numba compiling kernels (first run only)
         **lat,
         "plan": plan or {},
         "operators": res.metrics_dict(),
@@ -230,12 +234,13 @@ def run_replay(args: argparse.Namespace) -> int:
 
         bar = tqdm(total=n_batches, unit="batch", file=sys.stderr, desc="replay")
     try:
-        res = stream.run(on_round=(lambda _r: bar.update(1)) if bar is not None else None)
+        with compile_timer() as jit:
+            res = stream.run(on_round=(lambda _r: bar.update(1)) if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
     wall = _time.perf_counter() - t0
-    summary = _summary(res, wall, _plan_of(stream))
+    summary = _summary(res, wall, _plan_of(stream), jit.seconds)
     if args.out:
         res.to_parquet(args.out)
         print(f"oop replay: {summary['windows_out']} rows -> {args.out}", file=sys.stderr)
@@ -253,6 +258,9 @@ def run_replay(args: argparse.Namespace) -> int:
         f"{summary['windows_out']} windows, peak state {summary['peak_state_bytes']} B",
         file=sys.stderr,
     )
+    if jit.seconds >= _JIT_NOTE_S:
+        print(f"oop replay: {jit.seconds:.2f}s of that compiled numba kernels (a first run; "
+              "they are cached, later runs skip it)", file=sys.stderr)
     plan = summary["plan"]
     if plan.get("method"):
         switches = plan.get("layout_switches", 0)
