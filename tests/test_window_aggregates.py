@@ -218,3 +218,26 @@ def test_quantiles_from_counts_equal_numpy(rows, q):
         vals = [r[1] for r in rows if r[0] == code]
         assert math.isclose(x, float(np.quantile(vals, q)), rel_tol=1e-9, abs_tol=1e-9)
     ms._check()
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+def test_key_encoder_hash_table_grows_inside_a_batch(nulls):
+    """Two key columns (string + int64, the int with nulls or not): batches bringing up to
+    40k new keys each make the compiled table stop, grow and resume many times; the codes
+    == first appearance over the batches (a dict), and decode back to the keys."""
+    rng = np.random.default_rng(3)
+    enc = KeyEncoder(["s", "i"])
+    seen: dict = {}
+    for size, card in ((5, 3), (60_000, 40_000), (70_000, 90_000), (1_000, 10)):
+        ids = rng.integers(0, card, size)
+        s = pa.array([f"k{x % 977}" for x in ids])
+        iv = (ids // 977).tolist()
+        # nulls on a row basis: (s, None) and (s, 0) both occur, and must differ
+        i = pa.array([None if nulls and r % 5 == 0 else x for r, x in zip(ids.tolist(), iv)],
+                     pa.int64())
+        codes = enc.encode(pa.record_batch({"s": s, "i": i}))
+        want = [seen.setdefault(k, len(seen)) for k in zip(s.to_pylist(), i.to_pylist())]
+        assert codes.tolist() == want
+        enc._check()
+    back = enc.keys(np.arange(len(seen)))
+    assert list(zip(back[0].to_pylist(), back[1].to_pylist())) == list(seen)

@@ -17,7 +17,12 @@ How (per batch, never per tuple in Python):
    per batch));
 2. one more component carries the null bits of the row's key columns;
 3. a numba open-addressing hash table (linear probing, power-of-two
-   capacity, load <= 1/2) maps the component tuple to its dense code.
+   capacity, load <= 1/4) maps the component tuple to its dense code. The
+   kernel reads the components where they are (a tuple of arrays, the loop
+   over them unrolled at compile time: no stacked copy of the batch) and
+   grows the table when it fills, resuming where it stopped, so the table
+   stays about 4-8x the keys (cache-resident for 10k keys) instead of being
+   sized for a whole batch of new keys.
    Fast paths: one non-null integer key column whose values lie in
    ``[0, 2**22)`` uses a direct lookup array instead of hashing; one
    string key column without nulls takes the interner's ids (dense, in
@@ -50,56 +55,88 @@ __all__ = ["KeyEncoder", "ValueRanks", "sortable"]
 
 _DIRECT_LIMIT = 1 << 22
 _EMPTY = -1
+_NO_NULLS = np.zeros(0, np.int64)
 
 
-@nb.njit(cache=True)
-def _hash_rows(comp: np.ndarray, i: int) -> np.uint64:
-    h = np.uint64(0x9E3779B97F4A7C15)
-    for j in range(comp.shape[0]):
-        h = mix64(h ^ np.uint64(comp[j, i]) + np.uint64(j))
+@nb.njit(cache=True, inline="always")
+def _fold(h: np.uint64, v: int, j: int) -> np.uint64:
+    return mix64(h ^ np.uint64(v) + np.uint64(j))
+
+
+_H0 = np.uint64(0x9E3779B97F4A7C15)
+
+
+@nb.njit(cache=True, inline="always")
+def _hash_row(comps, nulls, i):
+    """Hash of row ``i``: its key components (a tuple of int64 arrays), then its null bits
+    (``nulls[i]``; 0 when ``nulls`` is empty: no key of the batch is null)."""
+    h = _H0
+    j = 0
+    for a in nb.literal_unroll(comps):  # unrolled per component: no indexing of the tuple
+        h = _fold(h, a[i], j)
+        j += 1
+    return _fold(h, nulls[i] if nulls.shape[0] else 0, j)
+
+
+@nb.njit(cache=True, inline="always")
+def _hash_code(codekeys, c):
+    """:func:`_hash_row` of the key stored as ``codekeys[c]`` (components, null bits last)."""
+    h = _H0
+    for j in range(codekeys.shape[1]):
+        h = _fold(h, codekeys[c, j], j)
     return h
 
 
 @nb.njit(cache=True)
-def _encode_hash(comp, slots, codekeys, n_codes, out, new_rows):
-    """Look up / insert every row of ``comp`` (k x n); returns (n_codes, n_new)."""
-    k, n = comp.shape
+def _encode_hash(comps, nulls, slots, codekeys, n_codes, out, new_rows, n_new, start):
+    """Look up / insert rows ``start ..`` (key components ``comps``: a tuple of int64 arrays,
+    null bits ``nulls`` or empty); returns (n_codes, n_new, stop).
+
+    ``stop < n`` when row ``stop`` is a new key and the tables are full (``codekeys`` has no
+    free row, or the slots' load would pass 1/4): the caller grows them and resumes there.
+    Growing on demand keeps the slots about 4-8x the keys: a batch of 64K rows over 10k keys
+    probes a 512 KB table (cache-resident), not one sized for 64K new keys. The components
+    are read where they are (no stacked copy of the batch).
+    """
+    k = len(comps)
+    n = out.shape[0]
     mask = np.uint64(slots.shape[0] - 1)
-    n_new = 0
-    for i in range(n):
-        h = _hash_rows(comp, i) & mask
+    for i in range(start, n):
+        h = _hash_row(comps, nulls, i) & mask
+        nb_ = nulls[i] if nulls.shape[0] else 0
         while True:
             c = slots[h]
             if c == -1:
-                for j in range(k):
-                    codekeys[n_codes, j] = comp[j, i]
+                if n_codes >= codekeys.shape[0] or 4 * (n_codes + 1) > slots.shape[0]:
+                    return n_codes, n_new, i
+                j = 0
+                for a in nb.literal_unroll(comps):
+                    codekeys[n_codes, j] = a[i]
+                    j += 1
+                codekeys[n_codes, k] = nb_
                 slots[h] = n_codes
                 out[i] = n_codes
                 new_rows[n_new] = i
                 n_new += 1
                 n_codes += 1
                 break
-            same = True
-            for j in range(k):
-                if codekeys[c, j] != comp[j, i]:
-                    same = False
-                    break
+            same = codekeys[c, k] == nb_
+            j = 0
+            for a in nb.literal_unroll(comps):
+                same &= codekeys[c, j] == a[i]
+                j += 1
             if same:
                 out[i] = c
                 break
             h = (h + np.uint64(1)) & mask
-    return n_codes, n_new
+    return n_codes, n_new, n
 
 
 @nb.njit(cache=True)
 def _rehash(codekeys, n_codes, slots):
     mask = np.uint64(slots.shape[0] - 1)
-    k = codekeys.shape[1]
-    tmp = np.empty((k, 1), np.int64)
     for c in range(n_codes):
-        for j in range(k):
-            tmp[j, 0] = codekeys[c, j]
-        h = _hash_rows(tmp, 0) & mask
+        h = _hash_code(codekeys, c) & mask
         while slots[h] != -1:
             h = (h + np.uint64(1)) & mask
         slots[h] = c
@@ -130,6 +167,14 @@ def _encode_direct(vals, lut, n_codes, out, ints):
 def _single_chunk(col: pa.ChunkedArray) -> pa.Array:
     """The one chunk of ``col`` (combined when it has several)."""
     return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
+def _readonly(c: np.ndarray) -> np.ndarray:
+    """``c`` as a read-only C-contiguous int64 view (Arrow's zero-copy arrays are read-only,
+    computed ones are not; the compiled encoder takes a tuple of one array type)."""
+    v = np.ascontiguousarray(c, np.int64).view()
+    v.flags.writeable = False
+    return v
 
 
 def _is_int_like(t: pa.DataType) -> bool:
@@ -232,16 +277,22 @@ class KeyEncoder:
             if n:
                 self._leave_direct()
         comps = [self._component(j, a) for j, a in enumerate(arrs)]
-        nullbits = np.zeros(n, np.int64)
+        nullbits = _NO_NULLS
         for j, a in enumerate(arrs):
             if a.null_count:
                 isnull = np.asarray(pc.is_null(a).to_numpy(zero_copy_only=False), bool)
+                if not nullbits.shape[0]:
+                    nullbits = np.zeros(n, np.int64)
                 nullbits |= isnull.astype(np.int64) << j
                 comps[j] = np.where(isnull, 0, comps[j])
-        comp = np.ascontiguousarray(np.stack([*comps, nullbits]))
-        self._reserve(self.n_codes + n)
-        self.n_codes, n_new = _encode_hash(comp, self._slots, self._codekeys, self.n_codes, out,
-                                           new_rows)
+        comp = tuple(_readonly(c) for c in comps)  # one array type: a homogeneous tuple
+        n_new = stop = 0
+        while True:
+            self.n_codes, n_new, stop = _encode_hash(comp, nullbits, self._slots, self._codekeys,
+                                                     self.n_codes, out, new_rows, n_new, stop)
+            if stop == n:
+                break
+            self._reserve(self.n_codes + 1)  # full: double what is full, then resume
         self._add_keys(batch, new_rows[:n_new])
         return out
 
@@ -304,8 +355,8 @@ class KeyEncoder:
             m = min(self.n_codes, self._codekeys.shape[0])  # the direct path leaves it unfilled
             ck[:m] = self._codekeys[:m]
             self._codekeys = ck
-        if 2 * n_total > self._slots.shape[0]:
-            cap = 1 << int(np.ceil(np.log2(max(4 * n_total, 16))))
+        if 4 * n_total > self._slots.shape[0]:
+            cap = 1 << int(np.ceil(np.log2(max(8 * n_total, 16))))
             self._slots = np.full(cap, _EMPTY, np.int64)
             _rehash(self._codekeys, self.n_codes, self._slots)
 
