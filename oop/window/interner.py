@@ -39,6 +39,7 @@ the tests compare with.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numba as nb
@@ -54,6 +55,7 @@ from oop.hashing import mix64
 __all__ = ["StringInterner", "intern_reference", "is_internable"]
 
 _SEED = np.uint64(0x9E3779B97F4A7C15)
+_LITTLE = sys.byteorder == "little"  # _tail's word tricks; big-endian reads byte by byte
 
 
 def is_internable(t: pa.DataType) -> bool:
@@ -77,7 +79,7 @@ def _load_u64(typingctx, data, i):  # type: ignore[no-untyped-def]
     def codegen(context, builder, sig, args):  # type: ignore[no-untyped-def]
         arr = context.make_array(sig.args[0])(context, builder, args[0])
         ptr = builder.bitcast(builder.gep(arr.data, [args[1]]), ir.IntType(64).as_pointer())
-        return builder.load(ptr, align=1)  # x86 and aarch64 are little-endian
+        return builder.load(ptr, align=1)  # native order: equal words <=> equal bytes
 
     return types.uint64(data, i), codegen
 
@@ -87,9 +89,9 @@ def _tail(data: np.ndarray, s: int, i: int, e: int) -> np.uint64:
     """Bytes ``data[i:e]`` (fewer than 8) as a little-endian word: the high bytes of the word
     ending at ``e`` when the string ``[s, e)`` is that long, else the low bytes of the word
     at ``i`` when the array holds 8 bytes from there, else byte by byte."""
-    if e - s >= 8:
+    if _LITTLE and e - s >= 8:  # (the shifts and masks pick bytes by little-endian order)
         return _load_u64(data, e - 8) >> np.uint64(8 * (8 - (e - i)))
-    if i + 8 <= data.shape[0]:
+    if _LITTLE and i + 8 <= data.shape[0]:
         return _load_u64(data, i) & ((np.uint64(1) << np.uint64(8 * (e - i))) - np.uint64(1))
     w = np.uint64(0)
     for k in range(e - i):
