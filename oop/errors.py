@@ -55,3 +55,15 @@ class ValueRangeError(OopError, ValueError):
 
 class StateLimitError(OopError, MemoryError):
     """An operator's state would outgrow the memory it may take (raised before allocating)."""
+
+
+class SinkError(OopError, OSError):
+    """Writing results failed (missing folder, full disk, closed pipe); the run stops."""
+
+
+class SourceError(OopError, OSError):
+    """Reading a feed failed (unreadable file, lost connection, a row outside the reorder bound)."""
+
+
+class CheckpointError(OopError, ValueError):
+    """A checkpoint that cannot be used: another query's, a newer format, or corrupt."""
