@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator
 
+import numpy as np
 import pyarrow as pa
 
+from oop.io.protocol import IDLE
 from oop.errors import (
     ConfigError,
     EmptyInputError,
@@ -35,7 +37,8 @@ from oop.operators.base import Operator, StreamInfo
 from oop.progress.watermark import HighWatermark, LowWatermark, time_bounds
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
 from oop.punctuation.ordered import Ordered
-from oop.stream.elements import INT64_MIN, Element, Punctuation
+from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
+from oop.punctuation.cadence import cadence_of
 from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import TimeSpec, check_time_column, null_time_mask, time_values
 
@@ -82,6 +85,11 @@ class Source(Operator):
         self.lwm = LowWatermark(time, stream=name)
         self.hwm = HighWatermark(time)
         self.position = 0  # feed items consumed
+        self.rows_read = 0  # input rows consumed: the source's offset in rows
+        self.cadence: int | None = None
+        self._silent = False  # the last pull found a live feed with nothing to deliver
+        self.connector: Any = None  # an oop.io SourceConnector, when the feed reads one
+        self._reset_segment()
         self._iter: Iterator[FeedItem] | None = None
         self._first: FeedItem | None = None
         self.exhausted = False
@@ -92,6 +100,8 @@ class Source(Operator):
         self._iter = iter(self.feed())
         if schema is None:
             for item in self._iter:
+                if item is IDLE:
+                    continue
                 self._first = item
                 if isinstance(item, pa.RecordBatch):
                     schema = item.schema
@@ -105,7 +115,9 @@ class Source(Operator):
         if spec is not None:  # Arrow timestamp: its own unit wins
             self.unit = spec.unit
         tspec = TimeSpec(self.time, self.unit)
-        self.generator = self.punctuation_config.build(tspec)
+        config, self.cadence = cadence_of(self.punctuation_config)
+        self.generator = config.build(tspec)
+        self._reset_segment()
         self.inputs = []
         self._ended = []
         self.output = StreamInfo(self.name, schema, {self.time: self.unit}, self.time)
@@ -117,10 +129,42 @@ class Source(Operator):
 
     # ---- pulling -----------------------------------------------------
     def skip(self, n: int) -> None:
-        """Skip the first ``n`` feed items (resume after a checkpoint)."""
+        """Skip the first ``n`` feed items (resume after a checkpoint of the same chunking)."""
         for _ in range(n - self.position):
             if self._next() is None:
                 break
+
+    def skip_rows(self, rows: int, position: int = 0) -> None:
+        """Skip the first ``rows`` input rows, whatever the chunking (resume after a checkpoint).
+
+        A batch that straddles the cut is sliced; the rest of it is read next. Feed
+        punctuation records before the cut were already applied and are skipped, and so
+        are row-less items after it up to feed item ``position`` (the checkpointed run's).
+        Cost: reads (and discards) the skipped part of the feed once.
+        """
+        done = 0
+        while done < rows:
+            item = self._next()
+            if item is None:
+                return
+            if not isinstance(item, pa.RecordBatch):
+                continue
+            if done + item.num_rows > rows:
+                cut = rows - done
+                self._first = item.slice(cut)
+                self.position -= 1
+                done = rows
+            else:
+                done += item.num_rows
+        self.rows_read = rows
+        while self.position < position:  # row-less items the checkpointed run had consumed too
+            item = self._next()
+            if item is None:
+                return
+            if isinstance(item, pa.RecordBatch) and item.num_rows:
+                self._first = item
+                self.position -= 1
+                return
 
     def _next(self) -> FeedItem | None:
         if self._first is not None:
@@ -139,6 +183,9 @@ class Source(Operator):
         item = self._next()
         if item is None:
             return None
+        self._silent = item is IDLE
+        if item is IDLE:  # a live feed has nothing now: close the segment held so far
+            return self._close_segment() if self._seg_rows else []
         if isinstance(item, Punctuation):
             return self._external_punctuation(item)
         if not isinstance(item, pa.RecordBatch):
@@ -174,7 +221,27 @@ class Source(Operator):
             )
         self.metrics.tuples_in += batch.num_rows  # sources count their own input
         self.metrics.batches_in += 1
-        out: list[Element] = []
+        self.rows_read += batch.num_rows
+        if self.cadence is None:  # punctuate after every physical batch
+            out = self._piece(batch)
+            out.extend(self._close_segment())
+            return out
+        out = []
+        start, n = 0, batch.num_rows
+        while start < n:  # cut at the cadence points: rows k * cadence of the arrival order
+            take = min(n - start, self.cadence - self._seg_rows)
+            piece = batch if take == n else batch.slice(start, take)
+            out.extend(self._piece(piece))
+            self._seg_rows += take
+            start += take
+            if self._seg_rows >= self.cadence:
+                out.extend(self._close_segment())
+        return out
+
+    def _piece(self, batch: pa.RecordBatch) -> list[Element]:
+        """Split the late rows off ``batch`` (the bound holds until the segment closes),
+        forward the on-time rows, and keep their times for the generator."""
+        assert self.generator is not None
         batch = self._route_null_times(batch)
         times = time_values(batch, self.time, self.name)
         bound = self.lwm.value
@@ -182,41 +249,73 @@ class Source(Operator):
         if extra is not None and extra > bound:
             bound = extra
         lo, hi = time_bounds(times) if len(times) else (bound, INT64_MIN)
-        fast = lo >= bound
-        if fast:
+        if lo >= bound:
             # fast path (one fused min/max pass): nothing in the batch is late
             on_time = batch
             if hi > self.hwm.value:
                 self.hwm.value = hi
+            if len(times):
+                self._seg_lo = min(self._seg_lo, lo)
+                self._seg_hi = max(self._seg_hi, hi)
         elif self.late_policy is LatePolicy.UPDATE:
             # late tuples are forwarded: a downstream operator with late="update"
             # revises the results they belong to (or counts them late itself)
             late_times = times[times < bound]
-            self.generator.on_late(late_times)
+            self._seg_late.append(late_times)
             self.metrics.count("late_forwarded", len(late_times))
             on_time = batch
             self.hwm.observe(times)
+            self._seg_exact = False
         else:
             all_times = times
             on_time, late, times = split_late(
                 batch, times, bound, self.late_policy, self.name, self.time
             )
             if late is not None:
-                self.generator.on_late(all_times[all_times < bound])
+                self._seg_late.append(all_times[all_times < bound])
                 self._route_late(late)
             if on_time.num_rows:
                 self.hwm.observe(times)
+            self._seg_exact = False
         if on_time.num_rows:
-            out.append(on_time)
-        if fast and len(times):
-            v = self.generator.on_batch_stats(on_time, times, lo, hi)
+            self._seg_batches.append(on_time)
+            self._seg_times.append(times)
+            return [on_time]
+        return []
+
+    def _close_segment(self) -> list[Element]:
+        """Give the segment's rows to the generator (late ones first) and punctuate."""
+        assert self.generator is not None
+        late, batches, times_l = self._seg_late, self._seg_batches, self._seg_times
+        exact, lo, hi = self._seg_exact, self._seg_lo, self._seg_hi
+        self._reset_segment()
+        for t in late:
+            if len(t):
+                self.generator.on_late(t)
+        if not batches:
+            v = None
+        elif len(batches) == 1:
+            batch, times = batches[0], times_l[0]
+            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact and len(times)
+                 else self.generator.on_batch(batch, times))
         else:
-            v = self.generator.on_batch(on_time, times)
-        out.extend(self._punctuate(v))
+            batch, times = pa.concat_batches(batches), np.concatenate(times_l)
+            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact
+                 else self.generator.on_batch(batch, times))
+        out = self._punctuate(v)
         gauges = self.generator.gauges()
         if gauges:
             self.metrics.gauges.update(gauges)
         return out
+
+    def _reset_segment(self) -> None:
+        self._seg_rows = 0
+        self._seg_late: list[np.ndarray] = []
+        self._seg_batches: list[pa.RecordBatch] = []
+        self._seg_times: list[np.ndarray] = []
+        self._seg_exact = True  # no late rows: lo/hi are the on-time rows' bounds
+        self._seg_lo = INT64_MAX
+        self._seg_hi = INT64_MIN
 
     def _route_null_times(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         mask = null_time_mask(batch, self.time)
@@ -235,7 +334,13 @@ class Source(Operator):
         self.route_late(late, self.late_policy)
 
     def on_idle(self, clock: int) -> list[Element]:
+        """The executor saw no elements from this source in a round. With a cadence, only a
+        live feed that really had nothing (its connector said IDLE) asks the generator:
+        a round of late or empty batches is not silence, and must not move punctuation
+        in a way that depends on the chunking."""
         assert self.generator is not None
+        if self.cadence is not None and not self._silent:
+            return []
         out = self._punctuate(self.generator.on_idle(clock))
         gauges = self.generator.gauges()
         if gauges:
@@ -260,11 +365,18 @@ class Source(Operator):
         assert self.generator is not None
         return {
             "position": self.position,
+            "rows": self.rows_read,
+            "offset": None if self.connector is None else self.connector.offset(),
             "exhausted": self.exhausted,
             "lwm": self.lwm.value,
             "hwm": self.hwm.value,
             "generator": self.generator.snapshot(),
             "late": {k: list(v) for k, v in self.side_outputs.items()},
+            "segment": {
+                "rows": self._seg_rows, "late": list(self._seg_late),
+                "batches": list(self._seg_batches), "times": list(self._seg_times),
+                "exact": self._seg_exact, "lo": self._seg_lo, "hi": self._seg_hi,
+            },
         }
 
     def restore(self, state: Any) -> None:
@@ -274,13 +386,27 @@ class Source(Operator):
                 f"source {self.name!r} reads a one-shot Python iterator and cannot resume; "
                 "build it from a table, a list of batches or a Parquet path instead"
             )
-        self.skip(state["position"])
+        if self.connector is not None and state.get("offset") is not None:
+            self.connector.seek(state["offset"])
+            self.rows_read = int(state["rows"])
+        elif "rows" in state:
+            self.skip_rows(int(state["rows"]), int(state["position"]))
+        else:
+            self.skip(state["position"])
         # an exhausted source already sent end-of-stream: do not send it twice on resume
         self.exhausted = bool(state.get("exhausted", self.exhausted))
         self.lwm.value = state["lwm"]
         self.hwm.value = state["hwm"]
         self.generator.restore(state["generator"])
         self.side_outputs = {k: list(v) for k, v in state["late"].items()}
+        seg = state.get("segment")
+        if seg is not None:
+            self._seg_rows = int(seg["rows"])
+            self._seg_late = [np.array(t, dtype=np.int64) for t in seg["late"]]
+            self._seg_batches = list(seg["batches"])
+            self._seg_times = [np.array(t, dtype=np.int64) for t in seg["times"]]
+            self._seg_exact = bool(seg["exact"])
+            self._seg_lo, self._seg_hi = int(seg["lo"]), int(seg["hi"])
 
     def _check(self) -> None:
         m = self.metrics

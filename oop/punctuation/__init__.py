@@ -8,6 +8,8 @@
 ``Idle(g, slack)``     lull rule: a silent source follows ``clock - slack``
 ``Adaptive(frac)``     delay bound estimated from observed disorder
 ``Granular(g, every)`` only multiples of ``every``, no duplicates (Describe)
+``IdleWall(g, sec)``   wall-clock idleness: silent ``sec`` seconds -> follow the clock
+``Cadence(g, rows)``   punctuate after every ``rows`` input rows, whatever the chunking
 =====================  ==========================================================
 
 :func:`parse_punctuation` turns CLI specs (``"bounded:5s+idle:1min"``) into these.
@@ -17,6 +19,7 @@ from oop.punctuation.adaptive import Adaptive, AdaptiveLogic, arrival_delays
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
 from oop.punctuation.bounded_delay import BoundedDelay, BoundedDelayLogic
 from oop.punctuation.bounded_tuples import BoundedTuples, BoundedTuplesLogic
+from oop.punctuation.cadence import DEFAULT_CADENCE_ROWS, Cadence, IdleWall, cadence_of
 from oop.punctuation.external import External, ExternalLogic
 from oop.punctuation.granularity import Granular, GranularLogic, floor_to_grid
 from oop.punctuation.idle import Idle, IdleLogic
@@ -42,6 +45,10 @@ __all__ = [
     "Granular",
     "GranularLogic",
     "floor_to_grid",
+    "Cadence",
+    "IdleWall",
+    "cadence_of",
+    "DEFAULT_CADENCE_ROWS",
     "parse_punctuation",
     "SPEC_HELP",
 ]

@@ -7,6 +7,12 @@ Grammar (case-insensitive, no spaces needed)::
               | "external" [":" COLUMN]
     MODIFIER := "idle:" DUR      -- lull rule: a silent source follows the clock - DUR
               | "every:" DUR     -- granularity: only multiples of DUR, no duplicates
+              | "idle-wall:" AMOUNT -- a source silent this long in wall time follows the clock
+              | "cadence:" N "rows" -- ask the generator after every N input rows
+
+``cadence`` makes the punctuation after a row a function of the rows before it
+and the spec only (not of how the input happened to be chunked); the CLI adds
+``+cadence:65536rows`` when a spec names none.
 
 ``DUR`` is a duration (``500ms``, ``5s``, ``1min``) or a bare integer in the
 time column's unit; ``FRACTION`` is the target late fraction in ``[0, 1)``.
@@ -19,6 +25,8 @@ BoundedTuples(n=100)
 Granular(inner=Adaptive(target_late=0.01, window=100000, min_delay=0), every='1s', origin=0)
 >>> parse_punctuation("external:eob")
 External(column='eob')
+>>> parse_punctuation("bounded:5s+cadence:10000rows")
+Cadence(inner=BoundedDelay(delay='5s'), rows=10000)
 """
 
 from __future__ import annotations
@@ -28,17 +36,19 @@ from oop.punctuation.adaptive import Adaptive
 from oop.punctuation.base import GeneratorConfig
 from oop.punctuation.bounded_delay import BoundedDelay
 from oop.punctuation.bounded_tuples import BoundedTuples
+from oop.punctuation.cadence import Cadence, IdleWall
 from oop.punctuation.external import External
 from oop.punctuation.granularity import Granular
 from oop.punctuation.idle import Idle
 from oop.punctuation.ordered import Ordered
+from oop.io.amount import parse_amount
 from oop.stream.timecol import parse_duration
 
 __all__ = ["parse_punctuation", "SPEC_HELP"]
 
 SPEC_HELP = (
     "ordered | bounded:DUR | tuples:N | adaptive:FRACTION | external[:COLUMN], "
-    "optionally followed by +idle:DUR and/or +every:DUR"
+    "optionally followed by +idle:DUR, +every:DUR, +idle-wall:DUR, +cadence:Nrows"
 )
 
 
@@ -87,6 +97,7 @@ def parse_punctuation(spec: str) -> GeneratorConfig:
         raise _fail(str(spec), "it is empty")
     parts = spec.strip().split("+")
     cfg = _base(spec, parts[0])
+    cadence: int | None = None
     for mod in parts[1:]:
         kind, _, arg = mod.partition(":")
         kind = kind.strip().lower()
@@ -94,6 +105,19 @@ def parse_punctuation(spec: str) -> GeneratorConfig:
             cfg = Idle(cfg, _duration(spec, arg.strip()))
         elif kind in ("every", "granularity"):
             cfg = Granular(cfg, _duration(spec, arg.strip()))
+        elif kind == "idle-wall":
+            try:
+                wall = parse_amount(arg, what="idle-wall", allow_rows=False)
+            except ConfigError as e:
+                raise _fail(spec, str(e)) from None
+            cfg = IdleWall(cfg, float(wall.seconds or 0))
+        elif kind == "cadence":
+            if cadence is not None:
+                raise _fail(spec, "give one +cadence")
+            try:
+                cadence = parse_amount(arg, what="cadence", allow_duration=False).rows
+            except ConfigError as e:
+                raise _fail(spec, str(e)) from None
         else:
             raise _fail(spec, f"unknown modifier {kind!r}")
-    return cfg
+    return cfg if cadence is None else Cadence(cfg, cadence)
