@@ -240,3 +240,112 @@ def test_small_read_blocks_cut_inside_rows(folders, monkeypatch, fmt):
         src = FileSource(folders[fmt])
         src.open()
         assert table_of(drain(src, max_rows)).equals(T)
+
+
+# ---- streams and sockets ---------------------------------------------------
+from oop.io.live import SocketSource, StreamSource  # noqa: E402
+
+CSV_TEXT = b"ts,name,v\n" + b"".join(f"{i},n{i % 5},{i * 0.5}\n".encode() for i in range(23))
+NDJSON_TEXT = b"".join(json.dumps(r).encode() + b"\n" for r in T.to_pylist())
+
+
+def arrow_stream_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=4)
+    return sink.getvalue().to_pybytes()
+
+
+@pytest.mark.parametrize("fmt, data", [("csv", CSV_TEXT), ("ndjson", NDJSON_TEXT),
+                                       ("arrow", arrow_stream_bytes(T))],
+                         ids=["csv", "ndjson", "arrow"])
+@pytest.mark.parametrize("max_rows", [1, 5, 100])
+def test_stream_source_reads_every_format(fmt, data, max_rows):
+    src = StreamSource(io.BytesIO(data), fmt)
+    assert isinstance(src, SourceConnector) and src.live and not src.resumable
+    src.open()
+    batches = drain(src, max_rows, timeout=1.0)
+    assert all(b.num_rows <= max_rows for b in batches)
+    assert table_of(batches).equals(T) and src.rows_read == 23 and src.offset() is None
+
+
+def test_stream_source_unparsable_chunk_is_a_source_error():
+    src = StreamSource(io.BytesIO(b"a,b\n1,2\n"), "csv")
+    src.open()
+    assert src.poll(10, 1.0).num_rows == 1
+    src = StreamSource(io.BytesIO(b'{"a": 1}\n{"a": "x"}\n'), "ndjson",
+                       schema=pa.schema([("a", pa.int64())]))
+    src.open()
+    with pytest.raises(SourceError, match="source 'stream': cannot read ndjson"):
+        drain(src, 10, 1.0)
+
+
+def serve(chunks: list[bytes], pause: float) -> tuple[int, threading.Thread]:
+    """A one-connection TCP server on 127.0.0.1 sending ``chunks`` with pauses, then closing."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def run() -> None:
+        conn, _ = server.accept()
+        with conn:
+            for chunk in chunks:
+                conn.sendall(chunk)
+                time.sleep(pause)
+        server.close()
+
+    th = threading.Thread(target=run, daemon=True)
+    th.start()
+    return port, th
+
+
+@pytest.mark.parametrize("fmt, data", [("csv", CSV_TEXT), ("ndjson", NDJSON_TEXT)],
+                         ids=["csv", "ndjson"])
+def test_socket_source_rows_arrive_with_idle_during_pauses(fmt, data):
+    cuts = [0, 7, 40, 41, 150, len(data)]  # pieces cut inside lines
+    port, th = serve([data[a:b] for a, b in zip(cuts, cuts[1:])], pause=0.15)
+    src = SocketSource("127.0.0.1", port, fmt)
+    src.open()
+    got, idle = [], 0
+    while (b := src.poll(4, timeout=0.03)) is not END:
+        if b is IDLE:
+            idle += 1
+        else:
+            got.append(b)
+    th.join()
+    src.close()
+    assert idle > 0 and all(b.num_rows <= 4 for b in got)
+    assert table_of(got).equals(T if fmt == "ndjson" else pacsv.read_csv(io.BytesIO(data)))
+
+
+def test_socket_source_arrow_and_refused_connection():
+    port, th = serve([arrow_stream_bytes(T)], pause=0.0)
+    src = SocketSource("127.0.0.1", port, "arrow")
+    src.open()
+    assert table_of(drain(src, 6, 1.0)).equals(T)
+    th.join()
+    with socket.create_server(("127.0.0.1", 0)) as s:
+        dead = s.getsockname()[1]
+    with pytest.raises(SourceError, match=f"cannot connect to 127.0.0.1:{dead}"):
+        SocketSource("127.0.0.1", dead).open()
+
+
+def test_from_stdin_gives_first_rows_before_the_input_ends(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys\nfrom oop.io.live import from_stdin\nfrom oop.io.protocol import END, IDLE\n"
+            "s = from_stdin('csv'); s.open()\n"
+            "while (b := s.poll(100, 0.05)) is not END:\n"
+            "    if b is not IDLE: print(b.num_rows, flush=True)\n"
+            "print('END', flush=True)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(root)})
+    assert p.stdin is not None and p.stdout is not None
+    p.stdin.write(b"a,b\n1,2\n3,4\n")
+    p.stdin.flush()
+    assert p.stdout.readline() == b"2\n"  # while stdin is still open
+    p.stdin.write(b"5,6\n")
+    p.stdin.close()
+    assert p.stdout.read().split() == [b"1", b"END"]
+    assert p.wait(10) == 0
