@@ -482,3 +482,56 @@ def test_arrival_column_with_nulls_is_an_error():
         src = ExternalSort(TableFeed(table), "arr")
         src.open()
         drain(src, 10)
+
+
+def test_package_exports_and_unknown_extension(tmp_path):
+    import oop.io
+
+    assert oop.io.FileSource is FileSource and oop.io.ExternalSort is ExternalSort
+    path = write(T, tmp_path / "data.txt", "csv")
+    with pytest.raises(Exception, match="pass format="):
+        FileSource(path).open()
+
+
+def test_follow_resumes_inside_a_file_then_waits(tmp_path):
+    write(T.slice(0, 10), tmp_path / "a.parquet", "parquet")
+    write(T.slice(10, 13), tmp_path / "b.parquet", "parquet")
+    src = FileSource(tmp_path, follow=True, poll_interval=0.01)
+    src.open()
+    head = [src.poll(4, 0.01) for _ in range(4)]  # 4 + 4 + 2 (a) + 4 (b)
+    off = json.loads(json.dumps(src.offset()))
+    assert off == {"file": "b.parquet", "row": 4, "done": ["a.parquet"]}
+    again = FileSource(tmp_path, follow=True, poll_interval=0.01)
+    again.open()
+    again.seek(off)
+    tail = [again.poll(100, 0.01)]
+    assert again.poll(100, 0.01) is IDLE
+    assert table_of(head + tail).equals(T)
+    again.stop()
+    assert again.poll(100, 1.0) is END
+
+
+def test_external_sort_over_a_folder_resumes(folders, tmp_path):
+    table = pa.Table.from_batches(drain(FileSource(folders["parquet"]), 100))
+    want = stable_sort(table, "name")
+    src = ExternalSort(FileSource(folders["parquet"]), "name", run_rows=6, tmpdir=tmp_path)
+    src.open()
+    head = [src.poll(5), src.poll(5)]
+    src.close()
+    again = ExternalSort(FileSource(folders["parquet"]), "name", run_rows=6, tmpdir=tmp_path)
+    again.open()
+    again.seek(10)
+    assert table_of(head + drain(again, 7)).equals(want)
+
+
+def test_stream_source_stop_ends_a_silent_feed():
+    r, w = os.pipe()
+    src = StreamSource(os.fdopen(r, "rb"), "ndjson")
+    src.open()
+    assert src.poll(10, 0.02) is IDLE
+    threading.Timer(0.05, src.stop).start()
+    t0 = time.monotonic()
+    assert src.poll(10, 5.0) is END
+    assert time.monotonic() - t0 < 2.0  # woken by stop(), not by the timeout
+    assert src.poll(10, 0.01) is END
+    os.close(w)

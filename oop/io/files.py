@@ -2,7 +2,9 @@
 
 A folder's files of the chosen (or recognised) format are read in sorted name
 order, recursively; names (and folders) starting with ``.`` or ``_`` are
-ignored, so ``_SUCCESS`` markers and hidden files never count. Every batch has
+ignored, so ``_SUCCESS`` markers and hidden files never count; with ``format=``
+a folder's files with that format's extensions or an unrecognised one are read
+(``.json`` counts as NDJSON). Every batch has
 exactly ``max_rows`` rows except the last one of each file. All files must have
 the first file's schema (see :func:`oop.io.formats.conformer`); ``columns=``
 restricts reading and checking to those columns.
@@ -93,6 +95,9 @@ class FileSource:
     def _listing(self) -> dict[str, Path]:
         """Ready files by relative name (posix)."""
         if self.path.is_file():
+            if format_of(self.path, self.format) is None:
+                raise ConfigError(f"cannot tell the format of {str(self.path)!r} from its "
+                                  "extension; pass format='parquet'|'csv'|'ndjson'|'arrow'")
             return {self.path.name: self.path}
         if not self.path.is_dir():
             if self.follow:

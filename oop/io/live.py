@@ -46,6 +46,10 @@ class _Eof:
     """Queued by the reader thread at the end of the feed."""
 
 
+class _Wake:
+    """Queued by :meth:`StreamSource.stop` to wake a poll waiting for data."""
+
+
 def _pump(read: Callable[[], Any], q: "queue.Queue[Any]", halt: threading.Event) -> None:
     """Thread body: queue what ``read`` returns until it returns None/b"" or fails."""
     try:
@@ -101,6 +105,8 @@ class StreamSource:
             if self._eof:
                 return END
             if not self._gather(max_rows - have, None if have else deadline):
+                if self._halt.is_set():
+                    break
                 return self._give(max_rows) if have else IDLE
         return END
 
@@ -112,8 +118,13 @@ class StreamSource:
                           "resume it without a checkpointed position")
 
     def stop(self) -> None:
-        """Make the next poll return END (safe from other threads and signal handlers)."""
+        """Make the next poll return END (safe from other threads and signal handlers);
+        a poll waiting for data returns END at once."""
         self._halt.set()
+        try:
+            self._queue.put_nowait(_Wake())
+        except queue.Full:  # the poller is not waiting then
+            pass
 
     def close(self) -> None:
         self._halt.set()
@@ -157,6 +168,8 @@ class StreamSource:
                 else:
                     item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
+                break
+            if isinstance(item, _Wake):
                 break
             if isinstance(item, BaseException):
                 self._fail(item)

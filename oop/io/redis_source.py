@@ -122,8 +122,8 @@ class RedisStreamSource:
     # ---- helpers -------------------------------------------------------
     def _check_id(self, entry_id: Any) -> str:
         if not isinstance(entry_id, str) or not _ID.match(entry_id):
-            raise ConfigError(f"source {self.name if hasattr(self, 'name') else self.url!r}: "
-                              f"offset {entry_id!r} is not a stream entry id 'ms-seq'")
+            raise ConfigError(f"source {self.name!r}: offset {entry_id!r} is not a stream "
+                              "entry id 'ms-seq' (from RedisStreamSource.offset())")
         return entry_id
 
     def _call(self, fn: Any) -> Any:
@@ -142,8 +142,6 @@ class RedisStreamSource:
     def _entries(self, reply: Any) -> Entries:
         if not reply:
             return []
-        if isinstance(reply, dict):  # RESP3
-            return [e for streams in reply.values() for e in streams[0]] if reply else []
         return [e for _key, stream_entries in reply for e in stream_entries]
 
     def _batch(self, entries: Entries) -> pa.RecordBatch:
