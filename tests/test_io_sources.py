@@ -535,3 +535,15 @@ def test_stream_source_stop_ends_a_silent_feed():
     assert time.monotonic() - t0 < 2.0  # woken by stop(), not by the timeout
     assert src.poll(10, 0.01) is END
     os.close(w)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "ndjson"])
+def test_text_files_take_the_first_files_types(tmp_path, fmt):
+    first = pa.table({"k": ["a", "b"], "v": [0.5, 1.5]})
+    later = pa.table({"k": ["c"], "v": pa.array([2], pa.int64())})  # integers only: would be int64
+    write(first, tmp_path / f"a{EXT[fmt]}", fmt)
+    write(later, tmp_path / f"b{EXT[fmt]}", fmt)
+    src = FileSource(tmp_path)
+    src.open()
+    out = table_of(drain(src, 10))
+    assert out.schema == first.schema and out.column("v").to_pylist() == [0.5, 1.5, 2.0]

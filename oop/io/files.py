@@ -89,11 +89,16 @@ class FileSource:
         self._conform: Conform | None = None
         self._pending: list[pa.RecordBatch] = []
         self._stop = threading.Event()
-        self._fmt: str | None = None
+        self._files: dict[str, Path] | None = None  # the listing (non-follow: made once)
 
     # ---- listing -------------------------------------------------------
     def _listing(self) -> dict[str, Path]:
-        """Ready files by relative name (posix)."""
+        """Ready files by relative name (posix); listed once unless following."""
+        if self._files is None or self.follow:
+            self._files = self._list()
+        return self._files
+
+    def _list(self) -> dict[str, Path]:
         if self.path.is_file():
             if format_of(self.path, self.format) is None:
                 raise ConfigError(f"cannot tell the format of {str(self.path)!r} from its "
@@ -241,7 +246,8 @@ class FileSource:
         fmt = format_of(path, self.format)
         assert fmt is not None and self.schema is not None
         chunk = max(max_rows, _MIN_CHUNK)
-        schema, batches = self._guard(rel, lambda: open_file(path, fmt, skip, chunk))
+        schema, batches = self._guard(rel, lambda: open_file(path, fmt, skip, chunk,
+                                                             self.schema))
         self._conform = conformer(self.schema, schema, self._where(rel))
         self._file, self._row, self._batches, self._pending = rel, skip, batches, []
 

@@ -6,7 +6,9 @@ batches starting after ``skip`` rows, never the whole file:
 * Parquet: ``ParquetFile.iter_batches``; ``skip`` drops whole row groups by
   their metadata, then slices the first batch (cost: the row groups read);
 * CSV: ``pyarrow.csv.open_csv`` streaming reader with ``block_size``; skipped
-  rows are read and dropped (cost: parsing them);
+  rows are read and dropped (cost: parsing them). The column types of later
+  files are the first file's (text has no types: a column that is all integers
+  in one file is still read as the first file's float);
 * NDJSON: blocks of bytes cut at a newline, each parsed by
   ``pyarrow.json.read_json`` with the schema inferred from the first block
   (later fields ignored); skipped rows are parsed and dropped;
@@ -58,11 +60,22 @@ def format_of(path: Path, fmt: str | None) -> str | None:
     return EXTENSIONS.get(path.suffix.lower())
 
 
-def open_file(path: Path, fmt: str, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]:
+def open_file(path: Path, fmt: str, skip: int, chunk_rows: int,
+              types: pa.Schema | None = None) -> tuple[pa.Schema, Batches]:
     """The file's schema and its batches after ``skip`` rows (at most ``chunk_rows`` for
-    Parquet; other formats give the reader's own chunks). Arrow errors propagate."""
-    opener = {"parquet": _parquet, "csv": _csv, "ndjson": _ndjson, "arrow": _arrow}[fmt]
-    return opener(path, skip, chunk_rows)
+    Parquet; other formats give the reader's own chunks). ``types`` (the first file's
+    schema) fixes the types of the columns that CSV and NDJSON text would otherwise
+    infer per file. Arrow errors propagate."""
+    if fmt == "csv":
+        return _csv(path, skip, types)
+    if fmt == "ndjson":
+        return _ndjson(path, skip, types)
+    return _parquet(path, skip, chunk_rows) if fmt == "parquet" else _arrow(path, skip)
+
+
+def _text_types(types: pa.Schema | None) -> dict[str, pa.DataType]:
+    """The column types to impose on text formats (null-typed columns left to inference)."""
+    return {f.name: f.type for f in types or [] if not pat.is_null(f.type)}
 
 
 def _drop(batches: Batches, skip: int) -> Batches:
@@ -97,8 +110,9 @@ def _parquet(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches
 
 
 # ---- CSV -----------------------------------------------------------------
-def _csv(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]:
-    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK))
+def _csv(path: Path, skip: int, types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
+    reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                            convert_options=pacsv.ConvertOptions(column_types=_text_types(types)))
 
     def gen() -> Batches:
         try:
@@ -129,16 +143,21 @@ def _blocks(f: io.BufferedReader) -> Iterator[bytes]:
             yield data[: cut + 1]
 
 
-def _ndjson(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]:
+def _ndjson(path: Path, skip: int, types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
     f = open(path, "rb")
     blocks = _blocks(f)
+    fixed = _text_types(types)
     try:
         first = next(blocks, None)
         head = pajson.read_json(io.BytesIO(first)) if first else pa.table({})
+        schema = pa.schema([(n, fixed.get(n, t)) for n, t in zip(head.schema.names,
+                                                                 head.schema.types)])
+        opts = pajson.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+        if schema != head.schema:
+            head = pajson.read_json(io.BytesIO(first), parse_options=opts)  # type: ignore[arg-type]
     except BaseException:
         f.close()
         raise
-    opts = pajson.ParseOptions(explicit_schema=head.schema, unexpected_field_behavior="ignore")
 
     def chunks() -> Batches:
         yield from head.to_batches()
@@ -155,7 +174,7 @@ def _ndjson(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]
 
 
 # ---- Arrow IPC (file or stream) -----------------------------------------
-def _arrow(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]:
+def _arrow(path: Path, skip: int) -> tuple[pa.Schema, Batches]:
     with open(path, "rb") as f:
         magic = f.read(6)
     if magic == b"ARROW1":
