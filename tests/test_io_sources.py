@@ -334,7 +334,8 @@ def test_from_stdin_gives_first_rows_before_the_input_ends(tmp_path):
     import sys
 
     root = Path(__file__).resolve().parents[1]
-    code = ("import sys\nfrom oop.io.live import from_stdin\nfrom oop.io.protocol import END, IDLE\n"
+    code = ("import sys\nfrom oop.io.live import from_stdin\n"
+            "from oop.io.protocol import END, IDLE\n"
             "s = from_stdin('csv'); s.open()\n"
             "while (b := s.poll(100, 0.05)) is not END:\n"
             "    if b is not IDLE: print(b.num_rows, flush=True)\n"

@@ -132,7 +132,8 @@ class FileSource:
 
     # ---- contract ------------------------------------------------------
     def open(self) -> pa.Schema | None:
-        """The first file's schema (restricted to ``columns``); None when following an empty folder."""
+        """The first file's schema (restricted to ``columns``); None when following an empty
+        folder."""
         files = self._listing()
         self._formats_agree(files)
         if not files:
@@ -153,7 +154,8 @@ class FileSource:
             missing = [c for c in self.columns if c not in schema.names]
             if missing:
                 raise SchemaMismatchError(
-                    f"{self._where(rel)}: has no column(s) {missing}; its columns are {schema.names}"
+                    f"{self._where(rel)}: has no column(s) {missing}; its columns are "
+                    f"{schema.names}"
                 )
             schema = pa.schema([schema.field(c) for c in self.columns])
         self.schema = pa.schema([pa.field(f.name, f.type) for f in schema])

@@ -55,7 +55,8 @@ def format_of(path: Path, fmt: str | None) -> str | None:
     """The format to read ``path`` with: ``fmt`` if given, else by its extension (None: unknown)."""
     if fmt is not None:
         if fmt not in FORMATS:
-            raise ConfigError(f"format {fmt!r} is not one of {', '.join(FORMATS)}; pass one of them")
+            raise ConfigError(f"format {fmt!r} is not one of {', '.join(FORMATS)}; "
+                              "pass one of them")
         return fmt
     return EXTENSIONS.get(path.suffix.lower())
 

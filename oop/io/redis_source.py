@@ -36,7 +36,7 @@ Entries = list[tuple[bytes, dict[bytes, bytes]]]
 
 
 def parse_redis_url(url: str) -> tuple[str, int, int, str]:
-    """``(host, port, db, stream key)`` of ``redis://host:port/key?db=N``; SourceError if malformed."""
+    """``(host, port, db, key)`` of ``redis://host:port/key?db=N``; SourceError if malformed."""
     try:
         parts = urlsplit(url)
         port = parts.port or 6379
