@@ -548,3 +548,16 @@ def test_text_files_take_the_first_files_types(tmp_path, fmt):
     src.open()
     out = table_of(drain(src, 10))
     assert out.schema == first.schema and out.column("v").to_pylist() == [0.5, 1.5, 2.0]
+
+
+def test_a_file_failing_midway_keeps_failing(tmp_path, monkeypatch):
+    import oop.io.formats as formats
+
+    monkeypatch.setattr(formats, "_CSV_BLOCK", 64)
+    rows = "".join(f"{i},{i}\n" for i in range(30))
+    (tmp_path / "a.csv").write_text("a,b\n" + rows + "x,y\n" + "1,2\n" * 5)
+    src = FileSource(tmp_path / "a.csv")
+    src.open()
+    for _ in range(2):  # never mistaken for the file's end
+        with pytest.raises(SourceError, match=r"file 'a.csv': unreadable .*'x'"):
+            drain(src, 5)

@@ -89,6 +89,7 @@ class FileSource:
         self._conform: Conform | None = None
         self._pending: list[pa.RecordBatch] = []
         self._stop = threading.Event()
+        self._broken: SourceError | None = None  # a file that failed stays failed until seek
         self._files: dict[str, Path] | None = None  # the listing (non-follow: made once)
 
     # ---- listing -------------------------------------------------------
@@ -169,7 +170,7 @@ class FileSource:
             if self._stop.is_set():
                 return END
             if self._batches is not None:
-                batch = self._next_rows(max_rows)
+                batch = self._next_rows_once(max_rows)
                 if batch is not None:
                     return batch
                 self._finish_file()
@@ -197,6 +198,7 @@ class FileSource:
             raise ConfigError(f"source {self.name!r}: offset {offset!r} is not "
                               "{'file': ..., 'row': ...} from FileSource.offset()")
         self._close_file()
+        self._broken = None
         rel, row = offset["file"], int(offset["row"])
         files = self._listing()
         if self.follow:
@@ -252,6 +254,16 @@ class FileSource:
                                                              self.schema))
         self._conform = conformer(self.schema, schema, self._where(rel))
         self._file, self._row, self._batches, self._pending = rel, skip, batches, []
+
+    def _next_rows_once(self, max_rows: int) -> pa.RecordBatch | None:
+        """:meth:`_next_rows`, but a failed file keeps failing (never read as ended early)."""
+        if self._broken is not None:
+            raise self._broken
+        try:
+            return self._next_rows(max_rows)
+        except SourceError as e:
+            self._broken = e
+            raise
 
     def _next_rows(self, max_rows: int) -> pa.RecordBatch | None:
         """Exactly ``max_rows`` rows of the current file, fewer at its end, None after it."""

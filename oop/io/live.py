@@ -57,10 +57,20 @@ def _pump(read: Callable[[], Any], q: "queue.Queue[Any]", halt: threading.Event)
             item = read()
             if item is None or (isinstance(item, bytes) and not item):
                 break
-            q.put(item)
-        q.put(_Eof())
+            _put(q, item, halt)
+        _put(q, _Eof(), halt)
     except BaseException as e:  # handed to the polling thread
-        q.put(e)
+        _put(q, e, halt)
+
+
+def _put(q: "queue.Queue[Any]", item: Any, halt: threading.Event) -> None:
+    """Queue ``item``, waiting while the queue is full, unless the feed was stopped."""
+    while not halt.is_set():
+        try:
+            q.put(item, timeout=0.1)
+            return
+        except queue.Full:
+            continue
 
 
 class StreamSource:
