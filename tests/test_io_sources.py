@@ -561,3 +561,19 @@ def test_a_file_failing_midway_keeps_failing(tmp_path, monkeypatch):
     for _ in range(2):  # never mistaken for the file's end
         with pytest.raises(SourceError, match=r"file 'a.csv': unreadable .*'x'"):
             drain(src, 5)
+
+
+def test_parquet_reads_only_the_needed_columns(tmp_path, monkeypatch):
+    write(T, tmp_path / "a.parquet", "parquet")
+    asked = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        asked.append(kwargs.get("columns"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    src = FileSource(tmp_path, columns=["v"])
+    src.open()
+    assert table_of(drain(src, 50)).equals(T.select(["v"]))
+    assert asked == [["v"]]

@@ -66,12 +66,12 @@ def open_file(path: Path, fmt: str, skip: int, chunk_rows: int,
     """The file's schema and its batches after ``skip`` rows (at most ``chunk_rows`` for
     Parquet; other formats give the reader's own chunks). ``types`` (the first file's
     schema) fixes the types of the columns that CSV and NDJSON text would otherwise
-    infer per file. Arrow errors propagate."""
+    infer per file; Parquet reads only the columns of ``types``. Arrow errors propagate."""
     if fmt == "csv":
         return _csv(path, skip, types)
     if fmt == "ndjson":
         return _ndjson(path, skip, types)
-    return _parquet(path, skip, chunk_rows) if fmt == "parquet" else _arrow(path, skip)
+    return _parquet(path, skip, chunk_rows, types) if fmt == "parquet" else _arrow(path, skip)
 
 
 def _text_types(types: pa.Schema | None) -> dict[str, pa.DataType]:
@@ -90,8 +90,11 @@ def _drop(batches: Batches, skip: int) -> Batches:
 
 
 # ---- Parquet -------------------------------------------------------------
-def _parquet(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches]:
+def _parquet(path: Path, skip: int, chunk_rows: int,
+             types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
     pf = pq.ParquetFile(path)
+    names = pf.schema_arrow.names
+    columns = None if types is None else [n for n in types.names if n in names]
     meta = pf.metadata
     first, skipped = 0, 0
     while first < meta.num_row_groups and skipped + meta.row_group(first).num_rows <= skip:
@@ -102,8 +105,9 @@ def _parquet(path: Path, skip: int, chunk_rows: int) -> tuple[pa.Schema, Batches
         try:
             if first < meta.num_row_groups:
                 groups = list(range(first, meta.num_row_groups))
-                yield from _drop(pf.iter_batches(batch_size=chunk_rows, row_groups=groups),
-                                 skip - skipped)
+                batches = pf.iter_batches(batch_size=chunk_rows, row_groups=groups,
+                                          columns=columns)
+                yield from _drop(batches, skip - skipped)
         finally:
             pf.close()
 
