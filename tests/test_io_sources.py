@@ -1,5 +1,5 @@
 """Source connectors: files and folders (every format, offsets, schema drift, follow mode),
-streams and sockets, and arrival reordering (bounded and external sort)."""
+streams, standard input and sockets. Arrival reordering: test_io_reorder.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
@@ -352,143 +351,10 @@ def test_from_stdin_gives_first_rows_before_the_input_ends(tmp_path):
     assert p.wait(10) == 0
 
 
-# ---- arrival reordering ------------------------------------------------------
-from oop.io.reorder import BoundedReorder, ExternalSort  # noqa: E402
-
-
-class TableFeed:
-    """A finite in-memory connector over ``table`` in batches of ``chunk`` rows."""
-
-    live, resumable = False, True
-
-    def __init__(self, table: pa.Table, chunk: int = 7) -> None:
-        self.table, self.chunk, self.row, self.name = table, chunk, 0, "table"
-
-    def open(self):
-        return self.table.schema
-
-    def poll(self, max_rows, timeout=0.1):
-        if self.row >= self.table.num_rows:
-            return END
-        n = min(max_rows, self.chunk, self.table.num_rows - self.row)
-        b = self.table.slice(self.row, n).combine_chunks().to_batches()[0]
-        self.row += n
-        return b
-
-    def offset(self):
-        return self.row
-
-    def seek(self, offset):
-        self.row = offset
-
-    def close(self):
-        pass
-
-
-def stable_sort(table: pa.Table, col: str = "arr") -> pa.Table:
-    return table.take(pc.sort_indices(table, [(col, "ascending")]))
-
-
-def arrival_table(values: list[int]) -> pa.Table:
-    return pa.table({"arr": pa.array(values, pa.int64()), "pos": pa.array(range(len(values)))})
-
-
-@given(st.lists(st.integers(0, 6), max_size=80), st.integers(1, 20), st.integers(1, 20),
-       st.integers(1, 15), st.integers(1, 9))
-def test_external_sort_equals_a_stable_sort(tmp_path_factory, values, run_rows, block_rows,
-                                            max_rows, chunk):
-    table = arrival_table(values)
-    src = ExternalSort(TableFeed(table, chunk), "arr", run_rows=run_rows,
-                       block_rows=block_rows, tmpdir=tmp_path_factory.getbasetemp())
-    assert src.open() == table.schema
-    batches = drain(src, max_rows)
-    assert all(b.num_rows <= max_rows for b in batches)
-    assert table_of(batches, table.schema).equals(stable_sort(table))
-
-
-@settings(max_examples=10)
-@given(st.lists(st.integers(-3, 50), min_size=1, max_size=60), st.integers(0, 60),
-       st.integers(1, 9))
-def test_external_sort_resumes_at_any_cut(values, cut, max_rows):
-    table = arrival_table(values)
-    cut = min(cut, len(values))
-    src = ExternalSort(TableFeed(table), "arr", run_rows=8, block_rows=3)
-    src.open()
-    head = []
-    while sum(b.num_rows for b in head) < cut:
-        head.append(src.poll(min(max_rows, cut - sum(b.num_rows for b in head))))
-    assert src.offset() == cut
-    src.seek(cut)
-    tail = drain(src, max_rows)
-    assert table_of(head + tail, table.schema).equals(stable_sort(table))
-
-
-def test_external_sort_spills_only_beyond_one_run(tmp_path):
-    table = arrival_table([5, 3, 9, 1, 1, 0, 7, 2] * 5)
-    src = ExternalSort(TableFeed(table), "arr", run_rows=100, tmpdir=tmp_path)
-    src.open()
-    first = src.poll(4)
-    assert first.num_rows == 4 and list(tmp_path.iterdir()) == []
-    spilled = ExternalSort(TableFeed(table), "arr", run_rows=9, tmpdir=tmp_path)
-    spilled.open()
-    spilled.poll(4)
-    (sort_dir,) = tmp_path.iterdir()
-    assert len(list(sort_dir.iterdir())) == 5  # ceil(40 / 9) runs
-    drain(spilled, 100)
-    assert list(tmp_path.iterdir()) == []  # removed at the end
-
-
-@given(st.lists(st.integers(0, 100), max_size=80), st.integers(1, 10), st.integers(1, 12),
-       st.integers(1, 9))
-def test_bounded_reorder_equals_a_stable_sort_within_the_bound(values, bound, max_rows, chunk):
-    values = sorted(values)  # then disorder only inside blocks of `bound` rows
-    blocks = [values[i:i + bound] for i in range(0, len(values), bound)]
-    shuffled = [v for b in blocks for v in (b[::-1] if len(b) % 2 else b[1:] + b[:1])]
-    table = arrival_table(shuffled)
-    src = BoundedReorder(TableFeed(table, chunk), "arr", bound)
-    assert src.open() == table.schema and src.offset() is None
-    batches = drain(src, max_rows)
-    assert all(b.num_rows <= max_rows for b in batches)
-    assert table_of(batches, table.schema).equals(stable_sort(table))
-
-
-@given(st.lists(st.integers(0, 30), max_size=60), st.integers(0, 8), st.integers(1, 9))
-def test_bounded_reorder_sorts_or_says_the_bound_is_too_small(values, bound, chunk):
-    table = arrival_table(values)
-    src = BoundedReorder(TableFeed(table, chunk), "arr", bound)
-    src.open()
-    try:
-        out = table_of(drain(src, 5), table.schema)
-    except SourceError as e:
-        assert f"outside the reorder bound of {bound} rows" in str(e)
-        assert "--arrival-bound" in str(e)
-    else:
-        assert out.equals(stable_sort(table))
-
-
-def test_bounded_reorder_row_outside_the_bound():
-    table = arrival_table(list(range(1, 21)) + [0])
-    src = BoundedReorder(TableFeed(table, 5), "arr", 3)
-    src.open()
-    with pytest.raises(SourceError, match=r"'arr' value 0 comes after 1[0-9] was released"):
-        drain(src, 4)
-    ok = BoundedReorder(TableFeed(table, 5), "arr", 25)
-    ok.open()
-    assert table_of(drain(ok, 4)).equals(stable_sort(table))
-
-
-def test_arrival_column_with_nulls_is_an_error():
-    table = pa.table({"arr": pa.array([1, None, 3])})
-    with pytest.raises(SourceError, match="null or NaN"):
-        src = ExternalSort(TableFeed(table), "arr")
-        src.open()
-        drain(src, 10)
-
-
 def test_package_exports_and_unknown_extension(tmp_path):
     import oop.io
 
-    assert oop.io.FileSource is FileSource and oop.io.ExternalSort is ExternalSort
+    assert oop.io.FileSource is FileSource and oop.io.StreamSource is StreamSource
     path = write(T, tmp_path / "data.txt", "csv")
     with pytest.raises(Exception, match="pass format="):
         FileSource(path).open()
@@ -510,19 +376,6 @@ def test_follow_resumes_inside_a_file_then_waits(tmp_path):
     assert table_of(head + tail).equals(T)
     again.stop()
     assert again.poll(100, 1.0) is END
-
-
-def test_external_sort_over_a_folder_resumes(folders, tmp_path):
-    table = pa.Table.from_batches(drain(FileSource(folders["parquet"]), 100))
-    want = stable_sort(table, "name")
-    src = ExternalSort(FileSource(folders["parquet"]), "name", run_rows=6, tmpdir=tmp_path)
-    src.open()
-    head = [src.poll(5), src.poll(5)]
-    src.close()
-    again = ExternalSort(FileSource(folders["parquet"]), "name", run_rows=6, tmpdir=tmp_path)
-    again.open()
-    again.seek(10)
-    assert table_of(head + drain(again, 7)).equals(want)
 
 
 def test_stream_source_stop_ends_a_silent_feed():
