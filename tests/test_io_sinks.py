@@ -398,3 +398,18 @@ def test_run_still_collects(disordered: pa.Table) -> None:
     ex, sink = windowed(disordered).executor()
     ex.run()
     assert sink.table().equals(windowed(disordered).run().table)
+
+
+def test_a_single_file_refuses_to_resume_a_checkpoint_with_rows(tmp_path: Path,
+                                                                 disordered: pa.Table) -> None:
+    path = tmp_path / "out.csv"
+    writer = SinkWriter(open_sink(str(path)))
+    ex, _ = windowed(disordered).executor(terminal=writer)
+    cp = ex.run(stop_after_rounds=20)
+    assert cp is not None and cp.states["sink"]["commit"]["rows"] > 0
+    writer.abort()
+    before = path.read_bytes()
+    ex2, _ = windowed(disordered).executor(terminal=SinkWriter(open_sink(str(path))))
+    with pytest.raises(oop.errors.CheckpointError, match="folder of parts"):
+        ex2.resume(cp)
+    assert path.read_bytes() == before  # the earlier run's file is left as it was

@@ -32,7 +32,7 @@ from typing import IO, Any, Callable, Iterator
 
 import pyarrow as pa
 
-from oop.errors import ConfigError, SinkError
+from oop.errors import CheckpointError, ConfigError, SinkError
 from oop.io.formats import (
     DEFAULT_ROW_GROUP_ROWS,
     EXTENSIONS,
@@ -88,9 +88,12 @@ def _fsync(f: Any) -> None:
 class FileSink:
     """One output file written as batches come (see module doc); commit flushes and fsyncs.
 
-    ``opener`` (default :func:`open`) opens the file; tests inject one whose
-    writes fail. The file is written in place: an aborted run leaves what was
-    written (a Parquet or Arrow file without its footer is unreadable).
+    The file is created at the first write (or at close, for a run without
+    rows), not at :meth:`open`, so restoring a checkpoint can refuse before
+    an earlier run's file is truncated. ``opener`` (default :func:`open`)
+    opens it; tests inject one whose writes fail. The file is written in
+    place: an aborted run leaves what was written (a Parquet or Arrow file
+    without its footer is unreadable).
     """
 
     def __init__(self, path: str | Path, fmt: str, *, name: str = "out",
@@ -102,6 +105,7 @@ class FileSink:
         self.opener: Opener = opener or open  # type: ignore[assignment]
         self.row_group_rows = row_group_rows
         self.rows = 0
+        self.schema: pa.Schema | None = None
         self._f: IO[bytes] | None = None
         self._w: FormatWriter | None = None
         self.closed = False
@@ -110,16 +114,22 @@ class FileSink:
         return io_errors(self.name, self.path, action)
 
     def open(self, schema: pa.Schema) -> None:
-        with self._guard("opening"):
-            self._f = self.opener(self.path, "wb")
-        with self._guard():
-            self._w = make_writer(self.format, self._f, schema,
-                                  row_group_rows=self.row_group_rows)
+        self.schema = schema
+
+    def _ensure(self) -> FormatWriter:
+        if self._w is None:
+            assert self.schema is not None, "open() the sink first"
+            with self._guard("opening"):
+                self._f = self.opener(self.path, "wb")
+            with self._guard():
+                self._w = make_writer(self.format, self._f, self.schema,
+                                      row_group_rows=self.row_group_rows)
+        return self._w
 
     def write(self, batch: pa.RecordBatch) -> None:
-        assert self._w is not None, "open() the sink first"
+        w = self._ensure()
         with self._guard():
-            self._w.write(batch)
+            w.write(batch)
         self.rows += batch.num_rows
 
     def commit(self) -> Offset:
@@ -132,19 +142,31 @@ class FileSink:
                 _fsync(self._f)
         return {"rows": self.rows}
 
+    def resume(self, commit_point: Offset) -> None:
+        """Continue a checkpointed run: possible only when the checkpoint had written no row.
+
+        One file cannot be cut back to a commit point (a Parquet or Arrow file
+        has a footer), so a run that had written rows cannot resume into it:
+        CheckpointError, before the file is touched.
+        """
+        if commit_point and commit_point.get("rows"):
+            raise CheckpointError(
+                f"sink {self.name!r}: cannot resume a checkpoint into one file ({self.path}) "
+                f"that already holds {commit_point['rows']} rows; write to a folder of parts "
+                "(a path ending in /), which resumes exactly once")
+
     def close(self) -> None:
         if self.closed:
             return
-        if self._w is not None:
-            with self._guard():
-                self._w.close()
-                assert self._f is not None
-                self._f.flush()
-                _fsync(self._f)
+        w = self._ensure()
+        with self._guard():
+            w.close()
+            assert self._f is not None
+            self._f.flush()
+            _fsync(self._f)
         self.closed = True
-        if self._f is not None:
-            with self._guard("closing"):
-                self._f.close()
+        with self._guard("closing"):
+            self._f.close()
 
     def abort(self) -> None:
         """Close without finishing the encoding; errors are ignored (a failure is being raised)."""
