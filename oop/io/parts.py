@@ -140,7 +140,7 @@ class PartsSink:
         self.next_part = self.committed = parts[-1][0] + 1 if parts else 0
 
     def resume(self, commit_point: Offset) -> None:
-        """Continue after ``commit_point`` (a restored checkpoint): :func:`recover`, then number on."""
+        """Continue after ``commit_point`` (a restored checkpoint): :func:`recover`, number on."""
         recover(self.folder, commit_point)
         self.next_part = self.committed = int(commit_point["parts"]) if commit_point else 0
         self.rows_committed = int(commit_point["rows"]) if commit_point else 0

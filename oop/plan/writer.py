@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 
 from oop.errors import SchemaMismatchError
 from oop.io.protocol import Offset, Sink
-from oop.operators.base import Operator
+from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import Element
 
 __all__ = ["SinkWriter", "Drain", "LateWriter"]
@@ -37,7 +37,7 @@ class SinkWriter(Operator):
         self.rows = 0
         self.closed = False
 
-    def open(self, inputs: Any) -> Any:
+    def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         info = super().open(inputs)
         self.sink.open(info.schema)
         return info
