@@ -413,3 +413,22 @@ def test_a_single_file_refuses_to_resume_a_checkpoint_with_rows(tmp_path: Path,
     with pytest.raises(oop.errors.CheckpointError, match="folder of parts"):
         ex2.resume(cp)
     assert path.read_bytes() == before  # the earlier run's file is left as it was
+
+
+def test_commit_every_shows_parts_during_the_run(tmp_path: Path, disordered: pa.Table) -> None:
+    want = windowed(disordered).run().table
+    folder = tmp_path / "out"
+    seen: list[int] = []
+    windowed(disordered).sink(str(folder) + "/", commit_every=10,
+                              on_round=lambda r: seen.append(len(committed_parts(folder))))
+    assert 0 < seen[len(seen) // 2] < seen[-1] <= len(committed_parts(folder))
+    assert pq.read_table(folder).to_pylist() == want.to_pylist()
+
+
+def test_stdout_without_a_byte_buffer_takes_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    write_all(open_sink("-", fmt="ndjson"), batches(2, 3))
+    assert [json.loads(line)["ts"] for line in text.getvalue().splitlines()] == list(range(6))
+    with pytest.raises(ConfigError, match="text only"):
+        open_sink("-", fmt="arrow").open(batches(1)[0].schema)

@@ -215,11 +215,20 @@ class StdoutSink:
             os.dup2(devnull, sys.stdout.fileno())
             os.close(devnull)
 
+    def _stdout(self) -> IO[bytes]:
+        buf = getattr(sys.stdout, "buffer", None)
+        if buf is not None:
+            return buf  # type: ignore[no-any-return]
+        if self.format == "arrow":  # a notebook's text-only stdout
+            raise ConfigError(f"sink {self.name!r}: standard output takes text only here; "
+                              "write the Arrow stream to a file, or choose csv or ndjson")
+        return _TextOut(sys.stdout)  # type: ignore[return-value]
+
     def open(self, schema: pa.Schema) -> None:
         with self._guard():
             if self._stream is None:
                 sys.stdout.flush()  # text printed before must come first
-            self._f = self._stream if self._stream is not None else sys.stdout.buffer
+            self._f = self._stream if self._stream is not None else self._stdout()
             self._w = make_writer(self.format, self._f, schema, stream=True)
             self._f.flush()
 
@@ -247,6 +256,24 @@ class StdoutSink:
 
     def abort(self) -> None:
         self.closed = True
+
+
+class _TextOut:
+    """Bytes onto a text stream without a ``.buffer`` (notebooks): UTF-8 decoded."""
+
+    def __init__(self, text: Any) -> None:
+        self.text = text
+        self.closed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b: Any) -> int:
+        self.text.write(bytes(b).decode("utf-8"))
+        return len(b)
+
+    def flush(self) -> None:
+        self.text.flush()
 
 
 class CallbackSink:

@@ -27,14 +27,23 @@ __all__ = ["SinkWriter", "Drain", "LateWriter"]
 
 
 class SinkWriter(Operator):
-    """Writes its single input to ``sink`` batch by batch; O(1) memory of its own."""
+    """Writes its single input to ``sink`` batch by batch; O(1) memory of its own.
+
+    ``commit_rows``: also commit the sink at the first punctuation after that
+    many rows were written since the last commit (part folders then show
+    their parts while the run goes on); None commits only at checkpoints
+    (:meth:`snapshot`) and at the end.
+    """
 
     n_inputs = 1
 
-    def __init__(self, sink: Sink, name: str = "sink") -> None:
+    def __init__(self, sink: Sink, name: str = "sink", commit_rows: int | None = None) -> None:
         super().__init__(name)
         self.sink = sink
+        self.commit_rows = commit_rows
         self.rows = 0
+        self.uncommitted = 0
+        self.commits = 0
         self.closed = False
 
     def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -45,20 +54,30 @@ class SinkWriter(Operator):
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         self.sink.write(batch)
         self.rows += batch.num_rows
+        self.uncommitted += batch.num_rows
         return []
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        if self.commit_rows is not None and self.uncommitted >= self.commit_rows:
+            self.commit()
         return []
+
+    def commit(self) -> Offset:
+        """Commit the sink now; returns its commit point."""
+        point = self.sink.commit()
+        self.uncommitted = 0
+        self.commits += 1
+        return point
 
     def flush(self) -> list[Element]:
         self.close()
         return []
 
     def close(self) -> None:
-        """Commit and close the sink (once)."""
+        """Commit and close the sink (once; after a failing close, :meth:`abort` still aborts)."""
         if not self.closed:
-            self.closed = True
             self.sink.close()
+            self.closed = True
 
     def abort(self) -> None:
         """Close the sink without committing (the run failed)."""
@@ -68,8 +87,7 @@ class SinkWriter(Operator):
 
     def snapshot(self) -> Any:
         """Commits the sink: the checkpoint records what is durably written."""
-        commit: Offset = self.sink.commit()
-        return {**super().snapshot(), "rows": self.rows, "commit": commit}
+        return {**super().snapshot(), "rows": self.rows, "commit": self.commit()}
 
     def restore(self, state: Any) -> None:
         super().restore(state)

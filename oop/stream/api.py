@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 DEFAULT_BATCH_SIZE = 65_536
+DEFAULT_COMMIT_ROWS = 1_000_000  # to_parquet: parts become visible about this often
 _Op = TypeVar("_Op", bound=Operator)
 
 
@@ -272,6 +273,7 @@ class Stream:
         )
 
     def sink(self, target: Target, *, format: str | None = None, late: Target | None = None,
+             commit_every: int | None = None,
              on_round: Callable[[int], None] | None = None) -> Result:
         """Run the plan writing every output batch to ``target`` as it is produced.
 
@@ -279,13 +281,16 @@ class Stream:
         or a path / folder / ``-`` given to :func:`oop.io.sinks.open_sink` (with
         ``format``). ``late``: the same kinds of target for the rows that
         ``side_output`` late policies route (default: kept in ``Result.late``).
+        ``commit_every``: commit the sink at the first punctuation after this
+        many rows (a part folder then shows its parts during the run; a file
+        is flushed and fsynced); None commits at the end only.
         Nothing is collected: the Result has an empty table and no
         punctuations, but metrics, late (when no ``late`` target) and wall time.
         The run opens, commits and closes the sinks; on an error it aborts
         them and re-raises (a failing write is a :class:`oop.errors.SinkError`).
         Memory: the plan's state plus at most the sink's Parquet row-group buffer.
         """
-        writer = SinkWriter(as_sink(target, format, "out"))
+        writer = SinkWriter(as_sink(target, format, "out"), commit_rows=commit_every)
         late_out = late_writer(late)
         ex, _ = self.executor(terminal=writer)
         return run_writing(ex, writer, late_out, on_round)
@@ -310,14 +315,17 @@ class Stream:
     def to_pandas(self) -> "pd.DataFrame":
         return self.collect().to_pandas()
 
-    def to_parquet(self, path: str | Path, *, late: Target | None = None) -> Result:
+    def to_parquet(self, path: str | Path, *, late: Target | None = None,
+                   commit_every: int | None = DEFAULT_COMMIT_ROWS) -> Result:
         """Run, streaming the output rows to Parquet without collecting them.
 
         A path ending in ``/`` or an existing folder gets rolling part files
-        (``part-00000.parquet`` ...); any other path is one Parquet file
-        written row group by row group. Returns the (table-less) Result of :meth:`sink`.
+        (``part-00000.parquet`` ...), committed -- renamed into view -- at the
+        first punctuation after every ``commit_every`` rows and at the end; any
+        other path is one Parquet file written row group by row group.
+        Returns the (table-less) Result of :meth:`sink`.
         """
-        return self.sink(path, format="parquet", late=late)
+        return self.sink(path, format="parquet", late=late, commit_every=commit_every)
 
 
 def _dag_nodes(node: Node) -> list[Node]:
