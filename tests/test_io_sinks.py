@@ -130,6 +130,17 @@ def test_stdout_formats_flush_each_batch(fmt: str) -> None:
     assert got.to_pylist() == pa.Table.from_batches(bs).to_pylist()
 
 
+def test_ndjson_is_strict_json_nan_and_timestamps(tmp_path: Path) -> None:
+    b = pa.record_batch({"x": pa.array([1.5, float("nan"), None, float("-inf")]),
+                         "t": pa.array([0, 1, 2, 3], pa.timestamp("ms", tz="UTC"))})
+    path = tmp_path / "out.ndjson"
+    write_all(open_sink(str(path)), [b])
+    rows = [json.loads(line, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+            for line in path.read_text().splitlines()]
+    assert [r["x"] for r in rows] == [1.5, None, None, None]
+    assert rows[1]["t"] == "1970-01-01T00:00:00.001000+00:00"
+
+
 def test_stdout_cannot_carry_parquet() -> None:
     with pytest.raises(ConfigError, match="standard output"):
         open_sink("-", fmt="parquet")

@@ -26,6 +26,7 @@ import json
 from typing import IO, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -145,9 +146,20 @@ class _Ndjson(FormatWriter):
     def write(self, batch: pa.RecordBatch) -> None:
         # one JSON object per row; a Python pass per row is acceptable for output
         dumps = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
-        lines = [dumps(row) for row in batch.to_pylist()]
+        lines = [dumps(row) for row in _finite(batch).to_pylist()]
         if lines:
             self.f.write(("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def _finite(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """NaN and infinities as null (JSON has no such numbers); vectorised, float columns only."""
+    for i, f in enumerate(batch.schema):
+        if pa.types.is_floating(f.type):
+            col = batch.column(i)
+            finite = pc.is_finite(col)
+            if not pc.all(pc.or_kleene(finite, pc.is_null(col))).as_py():
+                batch = batch.set_column(i, f.name, pc.if_else(finite, col, None))
+    return batch
 
 
 class _Arrow(FormatWriter):
