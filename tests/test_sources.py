@@ -71,7 +71,9 @@ def test_write_output_to_parquet(tmp_path):
     res = oop.from_arrow(T, time="ts", punctuation=oop.BoundedDelay(3)).select(
         pc.field("key") == 1).to_parquet(tmp_path / "out.parquet")
     back = pq.read_table(tmp_path / "out.parquet")
-    assert back.equals(res.table) and back.column("key").to_pylist() == [1, 1, 1, 1]
+    # Stream.to_parquet streams (nothing collected): the rows are in the file only
+    assert res.table.num_rows == 0 and back.num_rows == res.metrics["sink"].tuples_in
+    assert back.column("key").to_pylist() == [1, 1, 1, 1]
 
 
 def test_arrow_timestamp_time_column_keeps_type_and_uses_its_unit():

@@ -144,9 +144,7 @@ class Reorder(Operator):
             if self.late_policy is LatePolicy.RAISE:
                 raise ValueError(f"{self.name}: serial {int(serials[late][0])} arrived after serial "
                                  f"{self.next - 1} was emitted; serials must be unique")
-            if self.late_policy is LatePolicy.SIDE_OUTPUT:
-                self.side_outputs.setdefault("late", []).append(batch.filter(pa.array(late)))
-            self.metrics.count_late(self.late_policy.value, int(late.sum()))
+            self.route_late(batch.filter(pa.array(late)), self.late_policy)
             self.dropped += int(late.sum())
             batch, serials = batch.filter(pa.array(~late)), serials[~late]
             if not len(serials):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
@@ -140,6 +140,10 @@ class Operator(ABC):
     """Base class of every push-based operator. See the module docstring."""
 
     n_inputs: int = 1
+    # per-run late target: when set, side-output late rows are handed to it as they are
+    # routed instead of accumulating in ``side_outputs["late"]`` (set by Stream.sink and
+    # Stream.iter_batches on every operator of the plan)
+    late_sink: Callable[[pa.RecordBatch], None] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # Record the constructor arguments of every operator (outermost __init__ call
@@ -225,9 +229,13 @@ class Operator(ABC):
 
     def route_late(self, late: pa.RecordBatch, policy: Any, counted_as: str | None = None) -> None:
         """Account for late rows already split off: side-output them under
-        ``side_output``, and count them under ``counted_as`` (default: the policy's name)."""
+        ``side_output`` (to :attr:`late_sink` when set, else to ``side_outputs["late"]``),
+        and count them under ``counted_as`` (default: the policy's name)."""
         if policy is LatePolicy.SIDE_OUTPUT:
-            self.side_outputs.setdefault("late", []).append(late)
+            if self.late_sink is not None:
+                self.late_sink(late)
+            else:
+                self.side_outputs.setdefault("late", []).append(late)
         self.metrics.count_late(counted_as or policy.value, late.num_rows)
 
     def drop_late_rows(self, batch: pa.RecordBatch, times: Any, bound: int,

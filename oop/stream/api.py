@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time as _time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -33,9 +33,11 @@ from oop.operators.base import Operator
 from oop.operators.meld import Meld
 from oop.operators.select import Predicate, Select
 from oop.plan.executor import Checkpoint, Executor, Node
+from oop.plan.output import Target, as_sink, iterate, late_tables, late_writer, run_writing
 from oop.plan.result import Result
 from oop.plan.sink import Collect
 from oop.plan.source import FeedItem, Source
+from oop.plan.writer import Drain, SinkWriter
 from oop.punctuation.base import GeneratorConfig
 from oop.stream.late import LatePolicy
 
@@ -53,6 +55,8 @@ __all__ = [
 ]
 
 DEFAULT_BATCH_SIZE = 65_536
+DEFAULT_COMMIT_ROWS = 1_000_000  # to_parquet: parts become visible about this often
+_Op = TypeVar("_Op", bound=Operator)
 
 
 class Stream:
@@ -215,15 +219,24 @@ class Stream:
                                    name=name))
 
     # ---- running -----------------------------------------------------
-    def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]:
-        """Build (but do not run) the plan ending in a collecting sink.
+    @overload
+    def executor(self, sink_name: str = "sink") -> tuple[Executor, Collect]: ...
 
-        The first run uses this Stream's operator objects; if they have
-        already been opened by an earlier run, the DAG is rebuilt on fresh
-        operators (same constructor arguments), so running a Stream twice
-        gives the same result twice.
+    @overload
+    def executor(self, sink_name: str = "sink", *, terminal: _Op) -> tuple[Executor, _Op]: ...
+
+    def executor(self, sink_name: str = "sink", *,
+                 terminal: Operator | None = None) -> tuple[Executor, Operator]:
+        """Build (but do not run) the plan ending in ``terminal`` (default: a collecting sink).
+
+        ``terminal`` is a one-input operator that ends the plan: :class:`Collect`
+        (``run``), :class:`~oop.plan.writer.SinkWriter` (``sink``),
+        :class:`~oop.plan.writer.Drain` (``iter_batches``). The first run uses
+        this Stream's operator objects; if they have already been opened by an
+        earlier run, the DAG is rebuilt on fresh operators (same constructor
+        arguments), so running a Stream twice gives the same result twice.
         """
-        sink = Collect(sink_name)
+        sink = terminal if terminal is not None else Collect(sink_name)
         node = _fresh_dag(self.node) if _dag_used(self.node) else self.node
         return Executor([Node(sink, [node])]), sink
 
@@ -236,9 +249,12 @@ class Stream:
     ) -> Result:
         """Run the plan to the end (or stop after ``stop_after_rounds`` source rounds).
 
-        ``resume_from`` continues a checkpoint taken by an earlier, stopped run
-        of a plan built the same way; the output then includes the rows the
-        stopped run had already produced, so it equals an uninterrupted run.
+        The output is collected in memory (``Result.table``); use :meth:`sink`,
+        :meth:`iter_batches` or :meth:`to_parquet` to let it leave as it is
+        produced. ``resume_from`` continues a checkpoint taken by an earlier,
+        stopped run of a plan built the same way; the output then includes the
+        rows the stopped run had already produced, so it equals an
+        uninterrupted run.
         """
         ex, sink = self.executor()
         t0 = _time.perf_counter()
@@ -246,20 +262,51 @@ class Stream:
             ex.resume(resume_from)
         cp = ex.run(stop_after_rounds=stop_after_rounds, on_round=on_round)
         wall = _time.perf_counter() - t0
-        late = {
-            n.op.name: pa.Table.from_batches(n.op.side_outputs["late"])
-            for n in ex.nodes
-            if n.op.side_outputs.get("late")
-        }
         return Result(
             table=sink.table(),
             punctuations=list(sink.punctuations),
             metrics={n.op.name: n.op.metrics for n in ex.nodes},
-            late=late,
+            late=late_tables(ex),
             wall_s=wall,
             checkpoint=cp,
             sources=tuple(s.op.name for s in ex.sources),
         )
+
+    def sink(self, target: Target, *, format: str | None = None, late: Target | None = None,
+             commit_every: int | None = None,
+             on_round: Callable[[int], None] | None = None) -> Result:
+        """Run the plan writing every output batch to ``target`` as it is produced.
+
+        ``target``: a :class:`~oop.io.protocol.Sink`, a ``fn(batch)`` callable,
+        or a path / folder / ``-`` given to :func:`oop.io.sinks.open_sink` (with
+        ``format``). ``late``: the same kinds of target for the rows that
+        ``side_output`` late policies route (default: kept in ``Result.late``).
+        ``commit_every``: commit the sink at the first punctuation after this
+        many rows (a part folder then shows its parts during the run; a file
+        is flushed and fsynced); None commits at the end only.
+        Nothing is collected: the Result has an empty table and no
+        punctuations, but metrics, late (when no ``late`` target) and wall time.
+        The run opens, commits and closes the sinks; on an error it aborts
+        them and re-raises (a failing write is a :class:`oop.errors.SinkError`).
+        Memory: the plan's state plus at most the sink's Parquet row-group buffer.
+        """
+        writer = SinkWriter(as_sink(target, format, "out"), commit_rows=commit_every)
+        late_out = late_writer(late)
+        ex, _ = self.executor(terminal=writer)
+        return run_writing(ex, writer, late_out, on_round)
+
+    def iter_batches(self, *, late: Target | None = None) -> Iterator[pa.RecordBatch]:
+        """Run the plan lazily, yielding output batches round by round as they are produced.
+
+        Only one executor round's batches are held at a time. ``late`` is a
+        late-rows target as in :meth:`sink` (without one, late rows stay in the
+        operators' ``side_outputs`` until the generator is dropped). Closing
+        the generator early stops the run (and commits the late target).
+        """
+        late_out = late_writer(late)
+        drain = Drain()
+        ex, _ = self.executor(terminal=drain)
+        return iterate(ex, drain, late_out)
 
     def collect(self) -> pa.Table:
         """Run and return the output rows as an Arrow table."""
@@ -268,11 +315,17 @@ class Stream:
     def to_pandas(self) -> "pd.DataFrame":
         return self.collect().to_pandas()
 
-    def to_parquet(self, path: str | Path) -> Result:
-        """Run, write the output rows to Parquet, and return the result."""
-        res = self.run()
-        res.to_parquet(path)
-        return res
+    def to_parquet(self, path: str | Path, *, late: Target | None = None,
+                   commit_every: int | None = DEFAULT_COMMIT_ROWS) -> Result:
+        """Run, streaming the output rows to Parquet without collecting them.
+
+        A path ending in ``/`` or an existing folder gets rolling part files
+        (``part-00000.parquet`` ...), committed -- renamed into view -- at the
+        first punctuation after every ``commit_every`` rows and at the end; any
+        other path is one Parquet file written row group by row group.
+        Returns the (table-less) Result of :meth:`sink`.
+        """
+        return self.sink(path, format="parquet", late=late, commit_every=commit_every)
 
 
 def _dag_nodes(node: Node) -> list[Node]:

@@ -1,0 +1,118 @@
+"""Running a plan whose output leaves as it is produced (``Stream.sink``, ``Stream.iter_batches``).
+
+The plan ends in a :class:`~oop.plan.writer.SinkWriter` (every batch written
+at once) or a :class:`~oop.plan.writer.Drain` (batches handed to the caller
+after each executor round); late rows can go to a per-run late target
+(``Operator.late_sink``) instead of ``side_outputs["late"]``. Nothing here
+holds more than one round's output.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from pathlib import Path
+from typing import Callable, Iterator, Union
+
+import pyarrow as pa
+
+from oop.io.protocol import Sink
+from oop.plan.executor import Executor
+from oop.plan.result import Result
+from oop.plan.writer import Drain, LateWriter, SinkWriter
+
+__all__ = ["Target", "as_sink", "late_writer", "run_writing", "iterate", "late_tables"]
+
+Target = Union[Sink, Callable[[pa.RecordBatch], None], str, Path]
+
+
+def as_sink(target: Target, fmt: str | None = None, name: str = "out") -> Sink:
+    """``target`` as a Sink: a Sink as is, a str/Path through ``open_sink``, a callable wrapped."""
+    from oop.io.sinks import CallbackSink, open_sink
+
+    if isinstance(target, (str, Path)):
+        return open_sink(target, fmt, name)
+    if isinstance(target, Sink):
+        return target
+    if callable(target):
+        return CallbackSink(target, name=name)
+    raise TypeError("a sink target is a path, '-', a Sink or a callable taking a RecordBatch; "
+                    f"got {type(target).__name__}")
+
+
+def late_writer(late: Target | None) -> LateWriter | None:
+    """The late target of a run (None: late rows stay in ``side_outputs``)."""
+    return None if late is None else LateWriter(as_sink(late, None, "late-out"))
+
+
+def late_tables(ex: Executor) -> dict[str, pa.Table]:
+    """The side-output late rows each operator kept in memory, by operator name."""
+    return {
+        n.op.name: pa.Table.from_batches(n.op.side_outputs["late"])
+        for n in ex.nodes
+        if n.op.side_outputs.get("late")
+    }
+
+
+def _set_late(ex: Executor, late: LateWriter | None) -> None:
+    if late is not None:
+        for n in ex.nodes:
+            n.op.late_sink = late
+
+
+def _first_schema(ex: Executor) -> pa.Schema | None:
+    """The first source's schema: what an empty late file is written with."""
+    out = ex.sources[0].op.output if ex.sources else None
+    return out.schema if out is not None else None
+
+
+def run_writing(ex: Executor, writer: SinkWriter, late: LateWriter | None = None,
+                on_round: Callable[[int], None] | None = None) -> Result:
+    """Run ``ex`` (ending in ``writer``) to the end; commit and close the sinks, or abort them.
+
+    The Result has an empty table and no punctuations (nothing was collected).
+    """
+    _set_late(ex, late)
+    t0 = _time.perf_counter()
+    try:
+        ex.run(on_round=on_round)
+        writer.close()
+        if late is not None:
+            late.close(_first_schema(ex))
+    except BaseException:
+        writer.abort()
+        if late is not None:
+            late.abort()
+        raise
+    assert writer.output is not None
+    return Result(
+        table=writer.output.schema.empty_table(),
+        punctuations=[],
+        metrics={n.op.name: n.op.metrics for n in ex.nodes},
+        late=late_tables(ex),
+        wall_s=_time.perf_counter() - t0,
+        sources=tuple(s.op.name for s in ex.sources),
+    )
+
+
+def iterate(ex: Executor, drain: Drain, late: LateWriter | None = None
+            ) -> Iterator[pa.RecordBatch]:
+    """Drive ``ex`` round by round, yielding the batches ``drain`` got in each round.
+
+    Closing the generator early stops the run and commits the late target;
+    an error aborts it.
+    """
+    _set_late(ex, late)
+    try:
+        for _ in ex.steps():
+            yield from drain.take()
+        yield from drain.take()
+    except GeneratorExit:  # the caller stopped early: keep the late rows written so far
+        if late is not None:
+            late.close(_first_schema(ex))
+        raise
+    except BaseException:
+        if late is not None:
+            late.abort()
+        raise
+    if late is not None:
+        late.close(_first_schema(ex))

@@ -1,0 +1,175 @@
+"""Plan-terminal operators that hold nothing: write each batch out, or hand it to the caller.
+
+* :class:`SinkWriter` opens a :class:`oop.io.protocol.Sink` with its input's
+  schema, writes every batch the moment it arrives and closes (commits) the
+  sink when its input ends. It reports no state; its snapshot commits the sink
+  and records the commit point, so a checkpoint and the sink's visible output
+  agree (:meth:`SinkWriter.restore` hands the point to sinks that can resume).
+* :class:`Drain` keeps the batches of one executor round until the caller
+  :meth:`Drain.take`\\ s them (``Stream.iter_batches``).
+* :class:`LateWriter` is the per-run late target set on operators as
+  ``Operator.late_sink``: late rows go to a sink as they are routed instead of
+  piling up in ``side_outputs["late"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from oop.errors import SchemaMismatchError
+from oop.io.protocol import Offset, Sink
+from oop.operators.base import Operator, StreamInfo
+from oop.stream.elements import Element
+
+__all__ = ["SinkWriter", "Drain", "LateWriter"]
+
+
+class SinkWriter(Operator):
+    """Writes its single input to ``sink`` batch by batch; O(1) memory of its own.
+
+    ``commit_rows``: also commit the sink at the first punctuation after that
+    many rows were written since the last commit (part folders then show
+    their parts while the run goes on); None commits only at checkpoints
+    (:meth:`snapshot`) and at the end.
+    """
+
+    n_inputs = 1
+
+    def __init__(self, sink: Sink, name: str = "sink", commit_rows: int | None = None) -> None:
+        super().__init__(name)
+        self.sink = sink
+        self.commit_rows = commit_rows
+        self.rows = 0
+        self.uncommitted = 0
+        self.commits = 0
+        self.closed = False
+
+    def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
+        info = super().open(inputs)
+        self.sink.open(info.schema)
+        return info
+
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        self.sink.write(batch)
+        self.rows += batch.num_rows
+        self.uncommitted += batch.num_rows
+        return []
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        if self.commit_rows is not None and self.uncommitted >= self.commit_rows:
+            self.commit()
+        return []
+
+    def commit(self) -> Offset:
+        """Commit the sink now; returns its commit point."""
+        point = self.sink.commit()
+        self.uncommitted = 0
+        self.commits += 1
+        return point
+
+    def flush(self) -> list[Element]:
+        self.close()
+        return []
+
+    def close(self) -> None:
+        """Commit and close the sink (once; after a failing close, :meth:`abort` still aborts)."""
+        if not self.closed:
+            self.sink.close()
+            self.closed = True
+
+    def abort(self) -> None:
+        """Close the sink without committing (the run failed)."""
+        if not self.closed:
+            self.closed = True
+            self.sink.abort()
+
+    def snapshot(self) -> Any:
+        """Commits the sink: the checkpoint records what is durably written."""
+        return {**super().snapshot(), "rows": self.rows, "commit": self.commit()}
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        self.rows = state["rows"]
+        resume = getattr(self.sink, "resume", None)
+        if resume is not None:
+            resume(state["commit"])
+
+
+class Drain(Operator):
+    """Keeps output batches only until :meth:`take`; punctuations are counted, not kept."""
+
+    n_inputs = 1
+
+    def __init__(self, name: str = "sink") -> None:
+        super().__init__(name)
+        self.batches: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.punctuations = 0
+
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        self.batches.append(batch)
+        self.rows += batch.num_rows
+        return []
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        self.punctuations += 1
+        return []
+
+    def take(self) -> list[pa.RecordBatch]:
+        """The batches that arrived since the last take (and forget them); O(1)."""
+        out, self.batches = self.batches, []
+        return out
+
+    def snapshot(self) -> Any:
+        return {**super().snapshot(), "batches": list(self.batches), "rows": self.rows}
+
+    def restore(self, state: Any) -> None:
+        super().restore(state)
+        self.batches = list(state["batches"])
+        self.rows = state["rows"]
+
+
+class LateWriter:
+    """``Operator.late_sink`` callable writing late rows to ``sink``, opened at the first batch.
+
+    Every late batch of a run must share one schema (late rows of a plan's
+    sources do); ``close(schema)`` opens the sink with ``schema`` when no late
+    row came, so a file target still gets an empty, typed file.
+    """
+
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
+        self.schema: pa.Schema | None = None
+        self.rows = 0
+        self.closed = False
+
+    def __call__(self, batch: pa.RecordBatch) -> None:
+        if self.schema is None:
+            self.schema = batch.schema
+            self.sink.open(batch.schema)
+        elif not batch.schema.equals(self.schema, check_metadata=False):
+            raise SchemaMismatchError(
+                f"late sink {self.sink.name!r}: late rows with schema {batch.schema} after late "
+                f"rows with schema {self.schema}; one late target takes one schema (route the "
+                "late rows of different streams to separate runs or drop them)")
+        self.sink.write(batch)
+        self.rows += batch.num_rows
+
+    def close(self, schema: pa.Schema | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.schema is None:
+            if schema is None:
+                self.sink.abort()
+                return
+            self.sink.open(schema)
+        self.sink.close()
+
+    def abort(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.schema is not None:
+                self.sink.abort()
