@@ -1,0 +1,433 @@
+"""A safe encoding of operator snapshots: a tagged JSON tree plus binary arrays.
+
+:func:`encode` turns a snapshot (nested dicts, lists, tuples, sets, scalars,
+numpy arrays, Arrow data, a few known classes) into ``(tree, arrays)``:
+``tree`` is JSON-serializable, ``arrays`` maps a reference to raw bytes
+(numpy data, Arrow IPC streams). :func:`decode` rebuilds the snapshot.
+
+Decoding never unpickles and never calls a constructor chosen by the data,
+except through the explicit registry (:func:`register`) and, for plain
+dataclasses defined under ``oop.``, ``object.__new__`` plus field
+assignment. Enums are resolved by name only from ``oop.`` modules. Numpy
+arrays with object dtype are stored elementwise, never as raw pointers.
+
+Tree nodes: JSON ``null``/bools/strings/ints/finite floats stand for
+themselves, a JSON list is a Python list, and a JSON object is a tagged node
+``{"$": tag, ...}``. Shared references inside a snapshot are not preserved
+(each occurrence decodes to its own copy).
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import dataclasses
+import enum
+import importlib
+import math
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from oop.errors import CheckpointError
+
+__all__ = ["encode", "decode", "register", "Path"]
+
+#: a path into the state, innermost last: a linked list (parent, key) formatted on error
+Path = tuple[Any, ...] | None
+
+_Tree = Any
+_Arrays = dict[str, Any]
+
+
+def format_path(path: Path) -> str:
+    """``states['window']['ring']`` from a linked path (the root name bare)."""
+    keys: list[Any] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    keys.reverse()
+    if not keys:
+        return "<root>"
+    head = keys[0] if isinstance(keys[0], str) and keys[0].isidentifier() else f"[{keys[0]!r}]"
+    return str(head) + "".join(f"[{k!r}]" if not isinstance(k, _Attr) else f".{k}" for k in keys[1:])
+
+
+class _Attr(str):
+    """A path step that is an attribute (rendered ``.name``)."""
+
+
+# ---- the registry -----------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    cls: type
+    tag: str
+    to_tree: Callable[[Any], Any]
+    from_tree: Callable[[Any], Any]
+
+
+_BY_CLASS: dict[type, _Entry] = {}
+_BY_TAG: dict[str, _Entry] = {}
+
+
+def register(cls: type, to_tree: Callable[[Any], Any], from_tree: Callable[[Any], Any],
+             tag: str | None = None) -> None:
+    """Allow instances of exactly ``cls`` in checkpoints.
+
+    ``to_tree(obj)`` returns a value that is itself encodable (it is encoded
+    recursively); ``from_tree(value)`` rebuilds the object from the decoded
+    value. ``tag`` defaults to ``module.QualName``.
+    """
+    t = tag or f"{cls.__module__}.{cls.__qualname__}"
+    e = _Entry(cls, t, to_tree, from_tree)
+    _BY_CLASS[cls] = e
+    _BY_TAG[t] = e
+
+
+def _register_builtins() -> None:
+    from oop.stream.elements import (EndOfStream, GroupPunctuation, JointPunctuation,
+                                     Punctuation)
+
+    register(Fraction, lambda f: [f.numerator, f.denominator], lambda v: Fraction(*v), "Fraction")
+    register(Decimal, str, Decimal, "Decimal")
+    register(complex, lambda c: [c.real, c.imag], lambda v: complex(*v), "complex")
+    register(bytearray, bytes, bytearray, "bytearray")
+    register(Punctuation, lambda p: [p.attr, p.value], lambda v: Punctuation(*v), "Punctuation")
+    register(GroupPunctuation, lambda p: [p.attr, p.keys, p.values],
+             lambda v: GroupPunctuation(*v), "GroupPunctuation")
+    register(JointPunctuation, lambda p: p.bounds, lambda v: JointPunctuation(v), "JointPunctuation")
+    register(EndOfStream, lambda p: None, lambda v: EndOfStream(), "EndOfStream")
+    try:
+        import sortedcontainers as sc
+    except ImportError:  # pragma: no cover - a declared dependency
+        return
+    register(sc.SortedList, list, sc.SortedList, "SortedList")
+    register(sc.SortedSet, list, sc.SortedSet, "SortedSet")
+    register(sc.SortedDict, lambda d: list(d.items()), sc.SortedDict, "SortedDict")
+
+
+# ---- resolving classes by name (oop. only) ------------------------------------------
+def _resolve_oop_class(name: Any, path: Path) -> type:
+    """The class ``oop.mod.Qual`` by import + getattr; refuses anything outside ``oop.``."""
+    if not isinstance(name, str) or not name.startswith("oop."):
+        raise CheckpointError(f"checkpoint names class {name!r} at {format_path(path)}; only "
+                              "classes of oop modules are loaded")
+    parts = name.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        modname = ".".join(parts[:i])
+        try:
+            obj: Any = importlib.import_module(modname)
+        except ImportError:
+            continue
+        if not (obj.__name__ == "oop" or obj.__name__.startswith("oop.")):
+            break
+        try:
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            break
+        if isinstance(obj, type) and obj.__module__.startswith("oop."):
+            return obj
+        break
+    raise CheckpointError(f"checkpoint names class {name!r} at {format_path(path)} which this "
+                          "oop does not have (a checkpoint of another oop version?)")
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _slot_names(cls: type) -> list[str]:
+    names: list[str] = []
+    for k in cls.__mro__:
+        s = k.__dict__.get("__slots__", ())
+        names.extend([s] if isinstance(s, str) else s)
+    return [n for n in names if n not in ("__dict__", "__weakref__")]
+
+
+# ---- encoding -----------------------------------------------------------------------
+def _dtype_tree(dt: np.dtype, path: Path) -> Any:
+    if dt.hasobject:
+        raise CheckpointError(f"numpy dtype {dt} at {format_path(path)} holds Python objects")
+    return dt.descr if dt.fields is not None else dt.str
+
+
+def _ipc(obj: pa.RecordBatch | pa.Table) -> memoryview:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, obj.schema) as w:
+        w.write(obj)
+    return memoryview(sink.getvalue())
+
+
+class _Encoder:
+    def __init__(self) -> None:
+        self.arrays: _Arrays = {}
+        self._stack: set[int] = set()
+
+    def blob(self, data: Any) -> str:
+        ref = f"a{len(self.arrays)}"
+        self.arrays[ref] = data
+        return ref
+
+    def enc(self, x: Any, path: Path) -> _Tree:  # noqa: C901 - one dispatch on type
+        t = type(x)
+        if x is None or t is bool or t is str or t is int:
+            return x
+        if t is float:
+            return x if math.isfinite(x) else {"$": "float", "v": repr(x)}
+        if t is list or t is tuple or t is set or t is frozenset or t is dict \
+                or t is collections.deque:
+            if id(x) in self._stack:
+                raise CheckpointError(f"the state refers to itself at {format_path(path)}")
+            self._stack.add(id(x))
+            try:
+                return self._container(x, t, path)
+            finally:
+                self._stack.discard(id(x))
+        if isinstance(x, np.ndarray):
+            return self._ndarray(x, path)
+        if isinstance(x, np.generic):
+            dt = x.dtype
+            if dt.hasobject:
+                return self.enc(x.item(), path)
+            return {"$": "npscalar", "dtype": _dtype_tree(dt, path),
+                    "b": base64.b64encode(np.asarray(x).tobytes()).decode()}
+        if isinstance(x, np.dtype):
+            return {"$": "dtype", "v": _dtype_tree(x, path)}
+        if t is bytes:
+            return {"$": "bytes", "v": base64.b64encode(x).decode()}
+        arrow = self._arrow(x)
+        if arrow is not None:
+            return arrow
+        e = _BY_CLASS.get(t)
+        if e is not None:
+            return {"$": "reg", "t": e.tag, "v": self.enc(e.to_tree(x), (path, _Attr(e.tag)))}
+        if isinstance(x, enum.Enum):
+            if not t.__module__.startswith("oop."):
+                raise CheckpointError(f"enum {_qualname(t)} at {format_path(path)} is not an oop "
+                                      "enum; register it with oop.checkpoint.codec.register")
+            return {"$": "enum", "cls": _qualname(t), "v": self.enc(x.value, path)}
+        if dataclasses.is_dataclass(x) and t.__module__.startswith("oop."):
+            return self._dataclass(x, t, path)
+        raise CheckpointError(
+            f"cannot checkpoint a {_qualname(t)} at {format_path(path)}; make the operator's "
+            "snapshot() return plain data or register the type with "
+            "oop.checkpoint.codec.register"
+        )
+
+    def _container(self, x: Any, t: type, path: Path) -> _Tree:
+        if t is list:
+            return [self.enc(v, (path, i)) for i, v in enumerate(x)]
+        if t is tuple:
+            return {"$": "tuple", "v": [self.enc(v, (path, i)) for i, v in enumerate(x)]}
+        if t is dict:
+            if all(type(k) is str for k in x):
+                return {"$": "dict", "v": {k: self.enc(v, (path, k)) for k, v in x.items()}}
+            return {"$": "pdict", "v": [[self.enc(k, (path, k)), self.enc(v, (path, k))]
+                                        for k, v in x.items()]}
+        if t is collections.deque:
+            return {"$": "deque", "maxlen": x.maxlen,
+                    "v": [self.enc(v, (path, i)) for i, v in enumerate(x)]}
+        items = list(x)
+        try:
+            items.sort()
+        except TypeError:
+            pass
+        return {"$": t.__name__, "v": [self.enc(v, (path, i)) for i, v in enumerate(items)]}
+
+    def _ndarray(self, a: np.ndarray, path: Path) -> _Tree:
+        if a.dtype.hasobject:
+            if a.dtype.fields is not None:
+                raise CheckpointError(f"structured numpy array with object fields at "
+                                      f"{format_path(path)} cannot be checkpointed")
+            flat = a.ravel(order="C")
+            return {"$": "objarray", "shape": list(a.shape),
+                    "v": [self.enc(v, (path, i)) for i, v in enumerate(flat.tolist())]}
+        c = np.ascontiguousarray(a)
+        return {"$": "ndarray", "dtype": _dtype_tree(a.dtype, path), "shape": list(a.shape),
+                "ref": self.blob(memoryview(c.reshape(-1).view(np.uint8)) if c.size else b"")}
+
+    def _arrow(self, x: Any) -> _Tree | None:
+        if isinstance(x, pa.RecordBatch):
+            return {"$": "arrow", "k": "batch", "ref": self.blob(_ipc(x))}
+        if isinstance(x, pa.Table):
+            return {"$": "arrow", "k": "table", "ref": self.blob(_ipc(x))}
+        if isinstance(x, pa.ChunkedArray):
+            return {"$": "arrow", "k": "chunked",
+                    "ref": self.blob(_ipc(pa.table({"c": x})))}
+        if isinstance(x, pa.Array):
+            return {"$": "arrow", "k": "array",
+                    "ref": self.blob(_ipc(pa.record_batch([x], names=["c"])))}
+        if isinstance(x, pa.Scalar):
+            return {"$": "arrow", "k": "scalar",
+                    "ref": self.blob(_ipc(pa.record_batch([pa.array([x.as_py()], x.type)
+                                                           if x.is_valid else
+                                                           pa.nulls(1, x.type)], names=["c"])))}
+        if isinstance(x, pa.Schema):
+            return {"$": "arrow", "k": "schema", "ref": self.blob(_ipc(x.empty_table()))}
+        if isinstance(x, pa.Field):
+            return {"$": "arrow", "k": "field", "ref": self.blob(_ipc(pa.schema([x]).empty_table()))}
+        if isinstance(x, pa.DataType):
+            return {"$": "arrow", "k": "type",
+                    "ref": self.blob(_ipc(pa.schema([pa.field("c", x)]).empty_table()))}
+        return None
+
+    def _dataclass(self, x: Any, t: type, path: Path) -> _Tree:
+        names = [f.name for f in dataclasses.fields(x)]
+        extra = [n for n in (vars(x) if hasattr(x, "__dict__") else {}) if n not in names]
+        return {"$": "obj", "cls": _qualname(t),
+                "v": {n: self.enc(getattr(x, n), (path, _Attr(n))) for n in names + extra
+                      if hasattr(x, n)}}
+
+
+def encode(state: Any, root: str = "state") -> tuple[_Tree, _Arrays]:
+    """``(tree, arrays)`` for ``state``; raises :class:`CheckpointError` naming an
+    unsupported type and its path (``root['window']['ring']...``; ``root=""`` makes the
+    first key the bare head, e.g. ``states['window']``)."""
+    e = _Encoder()
+    tree = e.enc(state, (None, root) if root else None)
+    return tree, e.arrays
+
+
+# ---- decoding -----------------------------------------------------------------------
+def _dtype_from(v: Any, path: Path) -> np.dtype:
+    try:
+        dt = np.dtype([tuple(f) for f in v] if isinstance(v, list) else str(v))
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"bad numpy dtype {v!r} at {format_path(path)}: {exc}") from None
+    if dt.hasobject:
+        raise CheckpointError(f"refusing numpy dtype {dt} (Python objects) at {format_path(path)}")
+    return dt
+
+
+def _read_ipc(data: Any, path: Path) -> pa.Table:
+    try:
+        t = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        t.validate(full=True)
+    except (pa.ArrowException, ValueError) as exc:
+        raise CheckpointError(f"bad Arrow data at {format_path(path)}: {exc}") from None
+    return t
+
+
+class _Decoder:
+    def __init__(self, arrays: _Arrays) -> None:
+        self.arrays = arrays
+
+    def blob(self, ref: Any, path: Path) -> Any:
+        if not isinstance(ref, str) or ref not in self.arrays:
+            raise CheckpointError(f"checkpoint misses array {ref!r} for {format_path(path)}")
+        return self.arrays[ref]
+
+    def dec(self, x: Any, path: Path) -> Any:  # noqa: C901 - one dispatch on tag
+        if x is None or isinstance(x, (bool, str, int, float)):
+            return x
+        if isinstance(x, list):
+            return [self.dec(v, (path, i)) for i, v in enumerate(x)]
+        if not isinstance(x, dict) or "$" not in x:
+            raise CheckpointError(f"malformed checkpoint node at {format_path(path)}")
+        tag, v = x["$"], x.get("v")
+        if tag == "tuple":
+            return tuple(self.dec(e, (path, i)) for i, e in enumerate(v))
+        if tag == "dict":
+            return {k: self.dec(e, (path, k)) for k, e in v.items()}
+        if tag == "pdict":
+            out = {}
+            for k, e in v:
+                key = self.dec(k, path)
+                out[key] = self.dec(e, (path, key))
+            return out
+        if tag in ("set", "frozenset"):
+            items = [self.dec(e, (path, i)) for i, e in enumerate(v)]
+            return set(items) if tag == "set" else frozenset(items)
+        if tag == "deque":
+            return collections.deque((self.dec(e, (path, i)) for i, e in enumerate(v)),
+                                     maxlen=x.get("maxlen"))
+        if tag == "float":
+            if v not in ("nan", "inf", "-inf"):
+                raise CheckpointError(f"bad float {v!r} at {format_path(path)}")
+            return float(v)
+        if tag == "bytes":
+            return base64.b64decode(v)
+        if tag == "npscalar":
+            dt = _dtype_from(x["dtype"], path)
+            return np.frombuffer(base64.b64decode(x["b"]), dtype=dt, count=1)[0]
+        if tag == "dtype":
+            return _dtype_from(v, path)
+        if tag == "ndarray":
+            dt = _dtype_from(x["dtype"], path)
+            shape = tuple(int(s) for s in x["shape"])
+            data = self.blob(x["ref"], path)
+            try:
+                return np.frombuffer(data, dtype=dt).reshape(shape).copy()
+            except ValueError as exc:
+                raise CheckpointError(f"bad array at {format_path(path)}: {exc}") from None
+        if tag == "objarray":
+            flat = [self.dec(e, (path, i)) for i, e in enumerate(v)]
+            a = np.empty(len(flat), dtype=object)
+            a[:] = flat
+            return a.reshape(tuple(int(s) for s in x["shape"]))
+        if tag == "arrow":
+            return self._arrow(x["k"], _read_ipc(self.blob(x["ref"], path), path), path)
+        if tag == "reg":
+            e = _BY_TAG.get(x.get("t"))
+            if e is None:
+                raise CheckpointError(f"checkpoint holds a {x.get('t')!r} at {format_path(path)} "
+                                      "that this oop cannot load")
+            return e.from_tree(self.dec(v, path))
+        if tag == "enum":
+            cls = _resolve_oop_class(x["cls"], path)
+            if not issubclass(cls, enum.Enum):
+                raise CheckpointError(f"{x['cls']} at {format_path(path)} is not an enum")
+            return cls(self.dec(v, path))
+        if tag == "obj":
+            return self._obj(x["cls"], v, path)
+        raise CheckpointError(f"unknown checkpoint node {tag!r} at {format_path(path)}")
+
+    @staticmethod
+    def _arrow(kind: str, t: pa.Table, path: Path) -> Any:
+        if kind == "batch":
+            return t.combine_chunks().to_batches()[0] if t.num_rows else \
+                pa.RecordBatch.from_pylist([], schema=t.schema)
+        if kind == "table":
+            return t
+        if kind == "chunked":
+            return t.column(0)
+        if kind == "array":
+            return t.column(0).combine_chunks()
+        if kind == "scalar":
+            return t.column(0)[0]
+        if kind == "schema":
+            return t.schema
+        if kind == "field":
+            return t.schema.field(0)
+        if kind == "type":
+            return t.schema.field(0).type
+        raise CheckpointError(f"unknown Arrow kind {kind!r} at {format_path(path)}")
+
+    def _obj(self, name: Any, v: Any, path: Path) -> Any:
+        cls = _resolve_oop_class(name, path)
+        if not dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum):
+            raise CheckpointError(f"{name} at {format_path(path)} is not a plain oop dataclass")
+        obj = object.__new__(cls)
+        allowed = {f.name for f in dataclasses.fields(cls)} | set(_slot_names(cls))
+        for k, e in v.items():
+            if k not in allowed and not hasattr(obj, "__dict__"):
+                raise CheckpointError(f"{name} has no attribute {k!r} ({format_path(path)})")
+            object.__setattr__(obj, k, self.dec(e, (path, _Attr(k))))
+        return obj
+
+
+def decode(tree: _Tree, arrays: _Arrays, root: str = "state") -> Any:
+    """The state :func:`encode` encoded. Raises :class:`CheckpointError` on malformed input."""
+    try:
+        return _Decoder(arrays).dec(tree, (None, root) if root else None)
+    except CheckpointError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        raise CheckpointError(f"malformed checkpoint ({type(exc).__name__}: {exc})") from None
+
+
+_register_builtins()
