@@ -77,6 +77,11 @@ PLANS: dict[str, Plan] = {
     "iop-slack": lambda t, bs=16: WindowQuery(
         [src(t, batch_size=bs)], Tumbling(50), [agg.count(), agg.sum("val")], by="key"
     ).plan(parse_strategy("iop-slack:20,consistent")),
+    "iop-slack-2s": lambda t, bs=16: WindowQuery(
+        [oop.from_arrow(t.set_column(0, "ts", pc.multiply(t.column("ts"), 20)), time="ts",
+                        batch_size=bs, name="src")],
+        Sliding(1000, 500), [agg.count(), agg.sum("val")], by="skey"
+    ).plan(parse_strategy("iop-slack:2s,consistent")),
     "iop-sort": lambda t, bs=16: WindowQuery(
         [src(t, "a", bs), src(t.slice(50), "b", bs)], Sliding(40, 10),
         [agg.count(), agg.max("val")], by="skey").plan("iop-sort"),

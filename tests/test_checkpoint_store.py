@@ -87,3 +87,287 @@ def test_save_load_equals_uninterrupted(name, tmp_path, monkeypatch):
         assert man is not None and man["rounds"] == k and man["note"] == "test"
         ex2.run()
         _same_run(ex2, sink2, full_ex, full_sink)
+        if k == 11:  # saving does not disturb the run that saved
+            ex.run()
+            _same_run(ex, _sink(ex), full_ex, full_sink)
+
+
+def _sink(ex):
+    return ex.nodes[-1].op
+
+
+# ---- damaged, newer, foreign checkpoints -------------------------------------------
+def _three_saves(tmp_path, plan="wid-sliding-str", **kw):
+    t = table()
+    ex, _ = PLANS[plan](t).executor()
+    store = CheckpointStore(tmp_path / "ck", **kw)
+    for k in (2, 5, 8):
+        ex.run(stop_after_rounds=k)
+        save(ex, store)
+    return t, store
+
+
+def _damage(path: Path, how: str) -> None:
+    data = bytearray(path.read_bytes())
+    if how == "truncate":
+        data = data[: len(data) // 2]
+    elif how == "flip":
+        data[len(data) // 2] ^= 0x01
+    elif how == "magic":
+        data[:4] = b"XXXX"
+    elif how == "empty":
+        data = bytearray()
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["truncate", "flip", "magic", "empty"])
+def test_damaged_newest_falls_back_to_previous_with_warning(tmp_path, how):
+    t, msgs = None, []
+    t, store = _three_saves(tmp_path, on_warning=msgs.append)
+    newest = store.paths()[-1]
+    _damage(newest, how)
+    ex, sink = PLANS["wid-sliding-str"](t).executor()
+    with pytest.warns(RuntimeWarning, match="skipping damaged checkpoint"):
+        man = load(ex, store)
+    assert man is not None and man["rounds"] == 5
+    assert len(msgs) == 1 and newest.name in msgs[0] and "\n" not in msgs[0]
+    ex.run()
+    full_ex, full_sink = PLANS["wid-sliding-str"](t).executor()
+    full_ex.run()
+    _same_run(ex, sink, full_ex, full_sink)
+
+
+def test_all_damaged_means_no_checkpoint(tmp_path):
+    t, store = _three_saves(tmp_path)
+    for p in store.paths():
+        _damage(p, "flip")
+    ex, _ = PLANS["wid-sliding-str"](t).executor()
+    with pytest.warns(RuntimeWarning):
+        assert load(ex, store) is None
+    assert ex.rounds == 0
+
+
+def test_empty_store_loads_nothing(tmp_path):
+    ex, _ = PLANS["oa-join"](table()).executor()
+    assert load(ex, CheckpointStore(tmp_path / "none")) is None
+
+
+def test_newer_format_is_refused(tmp_path, monkeypatch):
+    t = table()
+    ex, _ = PLANS["oa-join"](t).executor()
+    ex.run(stop_after_rounds=3)
+    store = CheckpointStore(tmp_path)
+    save(ex, store)
+    monkeypatch.setattr(store_mod, "FORMAT_VERSION", store_mod.FORMAT_VERSION + 1)
+    save(ex, store)
+    monkeypatch.undo()
+    ex2, _ = PLANS["oa-join"](t).executor()
+    with pytest.raises(CheckpointError, match=r"written by a newer oop \(format 2 > 1\); upgrade"):
+        load(ex2, store)
+
+
+def test_other_query_is_refused_naming_what_differs(tmp_path):
+    t = table()
+    ex, _ = src(t).window(Tumbling(50), [agg.count()], by="key").executor()
+    ex.run(stop_after_rounds=3)
+    store = CheckpointStore(tmp_path / "dir")
+    save(ex, store)
+    ex2, _ = src(t).window(Tumbling(60), [agg.count()], by="key").executor()
+    with pytest.raises(CheckpointError) as err:
+        load(ex2, store)
+    msg = str(err.value)
+    assert f"checkpoint in {tmp_path / 'dir'} was written by another query" in msg
+    assert "window" in msg and "differs" in msg and "--checkpoint-dir" in msg
+
+
+def test_prune_keeps_the_newest(tmp_path):
+    store = CheckpointStore(tmp_path, keep=2)
+    for i in range(5):
+        store.write({"$": "dict", "v": {"i": i}}, {}, {"rounds": i})
+    assert [p.name for p in store.paths()] == ["ckpt-00000004.oopckpt", "ckpt-00000005.oopckpt"]
+    man, tree, arrays = store.latest()
+    assert man["rounds"] == 4 and tree == {"$": "dict", "v": {"i": 4}}
+    assert man["format"] == store_mod.FORMAT_VERSION and man["oop_version"] == oop.__version__
+    assert "created" in man
+
+
+_KILLED_WRITER = textwrap.dedent("""
+    import os, sys
+    import numpy as np
+    from oop.checkpoint import CheckpointStore, encode
+    store = CheckpointStore(sys.argv[1])
+    tree, arrays = encode({"n": 1, "a": np.arange(100000)})
+    store.write(tree, arrays, {"rounds": 1})
+    os.environ["OOP_FAULT"] = sys.argv[2]
+    tree, arrays = encode({"n": 2, "a": np.arange(100000)})
+    store.write(tree, arrays, {"rounds": 2})
+    print("not killed")
+""")
+
+
+@pytest.mark.parametrize("fault", ["checkpoint-write-mid", "checkpoint-before-rename",
+                                   "checkpoint-after-rename"])
+def test_writer_killed_during_write_leaves_a_good_checkpoint(tmp_path, fault):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("OOP_FAULT", None)
+    p = subprocess.run([sys.executable, "-c", _KILLED_WRITER, str(tmp_path), fault], env=env,
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == -9, (p.returncode, p.stdout, p.stderr)
+    store = CheckpointStore(tmp_path)
+    man, tree, arrays = store.latest()
+    want = 2 if fault == "checkpoint-after-rename" else 1
+    assert man["rounds"] == want
+    from oop.checkpoint import decode
+    state = decode(tree, arrays)
+    assert state["n"] == want and (state["a"] == np.arange(100000)).all()
+    leftovers = [q for q in tmp_path.iterdir() if ".tmp-" in q.name]
+    assert bool(leftovers) == (fault != "checkpoint-after-rename")
+    if fault == "checkpoint-write-mid":
+        assert 0 < leftovers[0].stat().st_size < store.paths()[-1].stat().st_size
+    store.write(tree, arrays, {"rounds": 3})  # the next write clears the leftover
+    assert not [q for q in tmp_path.iterdir() if ".tmp-" in q.name]
+    assert store.latest()[0]["rounds"] == 3
+
+
+# ---- fingerprint ---------------------------------------------------------------------
+def _fp(make) -> str:
+    ex, _ = make().executor()
+    return plan_fingerprint(ex)
+
+
+def test_fingerprint_same_query_same_batch_size_does_not_matter():
+    t = table()
+
+    def q(bs=16, size=50, delay=20, aggs=(agg.count(), agg.sum("val")), sel=True, kind=None):
+        s = src(t, batch_size=bs, delay=delay)
+        if sel:
+            s = s.select(pc.field("val") > 5)
+        return s.window(kind or Tumbling(size), list(aggs), by="key")
+
+    base = _fp(q)
+    assert _fp(q) == base
+    assert _fp(lambda: q(bs=64)) == base
+    assert _fp(lambda: q(size=60)) != base
+    assert _fp(lambda: q(kind=Sliding(50, 10))) != base
+    assert _fp(lambda: q(delay=30)) != base
+    assert _fp(lambda: q(sel=False)) != base
+    assert _fp(lambda: q(aggs=(agg.count(), agg.max("val")))) != base
+    assert _fp(lambda: q(aggs=(agg.count(), agg.sum("fval")))) != base
+    other_pred = lambda: src(t).select(pc.field("val") > 6).window(  # noqa: E731
+        Tumbling(50), [agg.count(), agg.sum("val")], by="key")
+    assert _fp(other_pred) != base
+
+
+def test_fingerprint_of_callables_follows_their_code():
+    t = table()
+
+    def with_fn(k):
+        return src(t).select(lambda b: pc.greater(b.column("val"), k))
+
+    assert _fp(lambda: with_fn(5)) == _fp(lambda: with_fn(5))
+    assert _fp(lambda: with_fn(5)) != _fp(lambda: with_fn(6))
+    assert _fp(lambda: src(t, "x")) != _fp(lambda: src(t, "y"))
+    assert _fp(lambda: oop.from_arrow(t, time="ts", unit="ms")) != \
+        _fp(lambda: oop.from_arrow(t, time="ts", unit="us"))
+    assert _fp(lambda: oop.from_arrow(t, time="ts", late="drop")) != \
+        _fp(lambda: oop.from_arrow(t, time="ts", late="side"))
+
+
+# ---- resuming twice from one in-memory checkpoint -----------------------------------------
+TWICE = ["wid-tumbling-int", "wid-sliding-str", "paned-sliding", "adaptwid", "oa-join",
+         "meld-select-dupelim", "iop-slack", "iop-sort", "iop-slack-2s"]
+
+
+@pytest.mark.parametrize("name", TWICE)
+def test_resume_twice_from_one_checkpoint(name):
+    t = table()
+    full = PLANS[name](t).run()
+    for k in (3, 12):
+        part = PLANS[name](t).run(stop_after_rounds=k)
+        assert part.checkpoint is not None
+        r1 = PLANS[name](t).run(resume_from=part.checkpoint)
+        r2 = PLANS[name](t).run(resume_from=part.checkpoint)
+        assert r1.table.equals(full.table) and r2.table.equals(full.table), (name, k)
+        assert r1.tuples_in == r2.tuples_in == full.tuples_in
+
+
+# ---- the codec ---------------------------------------------------------------------------
+def test_unsupported_type_is_named_with_its_path(tmp_path):
+    from oop.checkpoint import encode
+
+    class Opaque:
+        pass
+
+    with pytest.raises(CheckpointError, match=r"Opaque at states\['window'\]\['ring'\]\['x'\]"):
+        encode({"states": {"window": {"ring": {"x": Opaque()}}}}, root="")
+
+
+def test_codec_round_trip_of_every_supported_kind():
+    import collections
+    import json
+    import math
+    from fractions import Fraction
+
+    from sortedcontainers import SortedDict, SortedList, SortedSet
+
+    from oop.checkpoint import decode, encode
+    from oop.stream.late import LatePolicy
+
+    s = {"a": [1, 2**70, -2**64, 1.5, float("nan"), float("-inf"), True, None, "x", b"\x00\xff"],
+         (1, "k"): (1, [2]), 3: {4, 5}, "fs": frozenset(["a"]),
+         "d": collections.deque([1, 2], maxlen=5),
+         "np": np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2], "f": np.float32(1.25),
+         "u": np.uint64(2**64 - 1), "b": np.bool_(True), "dt": np.dtype("<f8"),
+         "ts": np.array(["2020-01-01"], dtype="datetime64[ms]"),
+         "obj": np.array([1, "a", None], dtype=object),
+         "st": np.zeros(3, dtype=[("x", "<i8"), ("y", "<f4")]),
+         "rb": pa.record_batch({"x": [1, 2], "s": ["a", None]}),
+         "tb": pa.table({"x": pa.array([], pa.int64())}),
+         "arr": pa.array(["a", "b", "a"]).dictionary_encode(),
+         "ch": pa.chunked_array([[1], [2, 3]]), "sc": pa.scalar(5, pa.int16()),
+         "sch": pa.schema([("a", pa.timestamp("ms"))]), "ty": pa.list_(pa.string()),
+         "enum": LatePolicy.SIDE_OUTPUT, "sl": SortedList([3, 1]), "ss": SortedSet([2, 1]),
+         "sd": SortedDict({2: "b", 1: "a"}), "fr": Fraction(1, 3), "p": oop.Punctuation("ts", 5),
+         "gp": oop.GroupPunctuation("ts", pa.record_batch({"k": [1, 2]}), np.array([3, 4])),
+         "jp": oop.JointPunctuation((("ts", 1), ("ts_right", 2))), "kind": Tumbling(50),
+         "empty": np.zeros((0, 3)), "nested": [[np.arange(3)], {"q": ()}]}
+    tree, arrays = encode(s)
+    back = decode(json.loads(json.dumps(tree, allow_nan=False)),
+                  {k: bytes(v) for k, v in arrays.items()})
+    assert back.keys() == s.keys()
+    for k, a in s.items():
+        b = back[k]
+        assert type(b) is type(a), k
+        if isinstance(a, np.ndarray):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tolist() == b.tolist(), k
+            assert b.flags.writeable and b.flags.aligned, k
+        elif k == "a":
+            assert a[:4] == b[:4] and math.isnan(b[4]) and a[5:] == b[5:]
+        elif k == "gp":
+            assert a.keys.equals(b.keys) and a.values.tolist() == b.values.tolist()
+        elif k == "nested":
+            assert b[0][0].tolist() == [0, 1, 2] and b[1] == {"q": ()}
+        elif hasattr(a, "equals"):
+            assert a.equals(b), k
+        else:
+            assert a == b, k
+    assert back["d"].maxlen == 5 and type(back[(1, "k")]) is tuple
+
+
+@pytest.mark.parametrize("node", [
+    {"$": "enum", "cls": "os.system", "v": 1},
+    {"$": "obj", "cls": "subprocess.Popen", "v": {}},
+    {"$": "obj", "cls": "oop.os.system", "v": {}},
+    {"$": "obj", "cls": "oop.plan.executor.Executor", "v": {}},
+    {"$": "enum", "cls": "oop.plan.executor.Checkpoint", "v": 1},
+    {"$": "ndarray", "dtype": "O", "shape": [1], "ref": "a0"},
+    {"$": "ndarray", "dtype": [["x", "O"]], "shape": [1], "ref": "a0"},
+    {"$": "reg", "t": "builtins.eval", "v": "1"},
+    {"$": "nope"},
+    {"$": "arrow", "k": "batch", "ref": "a0"},
+])
+def test_decode_refuses_what_could_run_code_or_forge_pointers(node):
+    from oop.checkpoint import decode
+
+    with pytest.raises(CheckpointError):
+        decode(node, {"a0": b"\0" * 8})
