@@ -11,7 +11,10 @@ import pyarrow.compute as pc
 import oop
 from oop import agg
 from oop.query import WindowQuery, parse_strategy
-from oop.window.kinds import PartitionedRows, SlideByTuple, Sliding, Tumbling
+from oop.iop_baseline import Merge, Reorder, SortBuffer
+from oop.iop_baseline.gigascope import FlushPolicy, GigascopeHighLevel, GigascopeLowLevel
+from oop.query import JoinQuery
+from oop.window.kinds import Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling
 
 
 def table(n: int = 600, seed: int = 0, delay: int = 20) -> pa.Table:
@@ -30,9 +33,17 @@ def table(n: int = 600, seed: int = 0, delay: int = 20) -> pa.Table:
     })
 
 
-def src(t: pa.Table, name: str = "src", batch_size: int = 16, delay: int = 20) -> oop.Stream:
+def src(t: pa.Table, name: str = "src", batch_size: int = 16, delay: int = 20,
+        punctuation: object = None, late: str = "side") -> oop.Stream:
     return oop.from_arrow(t, time="ts", batch_size=batch_size,
-                          punctuation=oop.BoundedDelay(delay), late="side", name=name)
+                          punctuation=punctuation or oop.BoundedDelay(delay), late=late, name=name)
+
+
+def _sq(s: float, v: float) -> float:
+    return s + v * v
+
+
+SUMSQ = agg.udaf("sumsq", lambda: 0.0, _sq, lambda a, b: a + b, lambda s: s, column="val")
 
 
 ALL_AGGS = [agg.count(), agg.sum("val"), agg.mean("fval"), agg.min("val"), agg.max("fval"),
@@ -82,6 +93,32 @@ PLANS: dict[str, Plan] = {
                         batch_size=bs, name="src")],
         Sliding(1000, 500), [agg.count(), agg.sum("val")], by="skey"
     ).plan(parse_strategy("iop-slack:2s,consistent")),
+    "generators": lambda t, bs=16: src(t, "a", bs, punctuation=oop.Idle(oop.BoundedTuples(4), 5)).meld(
+        src(t, "b", bs, punctuation=oop.Granular(oop.BoundedDelay(10), 8)),
+        src(t, "c", bs, punctuation=oop.Adaptive(0.1, window=8))).window(
+        Sliding(40, 20), [agg.count(), agg.sum("val")], by="key", method="paned"),
+    "late-update": lambda t, bs=16: src(t, batch_size=bs, delay=5, late="update").window(
+        Tumbling(30), [agg.count(), agg.sum("val"), agg.median("val")], by="key", late="update",
+        allowed_lateness=40),
+    "udaf-landmark": lambda t, bs=16: src(t, batch_size=bs).window(
+        Landmark(100), [agg.count(), SUMSQ], by="key"),
+    "udaf-paned": lambda t, bs=16: src(t, batch_size=bs).window(
+        Sliding(60, 20), [SUMSQ, agg.quantile("val", 0.25)], by="skey", method="paned"),
+    "row-sliding": lambda t, bs=16: src(t, batch_size=bs).window(
+        RowSliding(20, 10), [agg.count(), agg.max("val")], by="skey"),
+    "pair-window": lambda t, bs=16: _join(t, 1, bs).pair_window(
+        [agg.count(), agg.sum("val")], sizes=(20, 30), by="key"),
+    "gigascope": lambda t, bs=16: oop.from_arrow(t.sort_by("ts"), time="ts", batch_size=bs).via(
+        GigascopeLowLevel("key", 50, table_size=3, policy=FlushPolicy("oop-slow", every=2))).via(
+        GigascopeHighLevel("key")),
+    "bsort-merge": lambda t, bs=16: src(t, "a", bs).via(
+        SortBuffer(mode="tuples", slack=30)).via(
+        Merge(2), src(t, "b", bs).via(SortBuffer(mode="time", slack=20))),
+    "reorder": lambda t, bs=16: src(t, batch_size=bs).via(Reorder("seq", capacity=4)),
+    "opob-join": lambda t, bs=16: JoinQuery(src(t, "L", bs), src(t.slice(0, 300), "R", bs),
+                                            iop_join="opob", on="key", band=(5, 5)).plan("iop-sort"),
+    "opib-join": lambda t, bs=16: JoinQuery(src(t, "L", bs), src(t.slice(0, 300), "R", bs),
+                                            iop_join="opib", on="key", band=(5, 5)).plan("iop-bsort:20"),
     "iop-sort": lambda t, bs=16: WindowQuery(
         [src(t, "a", bs), src(t.slice(50), "b", bs)], Sliding(40, 10),
         [agg.count(), agg.max("val")], by="skey").plan("iop-sort"),
