@@ -34,16 +34,19 @@ import pyarrow as pa
 
 from oop.errors import CheckpointError
 
-__all__ = ["encode", "decode", "register", "Path"]
+__all__ = ["encode", "decode", "register", "format_path"]
 
 #: a path into the state, innermost last: a linked list (parent, key) formatted on error
-Path = tuple[Any, ...] | None
+StatePath = tuple[Any, ...] | None
+#: ints beyond this magnitude are stored as hex text (exact, and not subject to the
+#: int/str digit limit nor to JSON readers that parse numbers as doubles)
+_SAFE_INT = 2**53
 
 _Tree = Any
 _Arrays = dict[str, Any]
 
 
-def format_path(path: Path) -> str:
+def format_path(path: StatePath) -> str:
     """``states['window']['ring']`` from a linked path (the root name bare)."""
     keys: list[Any] = []
     while path is not None:
@@ -110,7 +113,7 @@ def _register_builtins() -> None:
 
 
 # ---- resolving classes by name (oop. only) ------------------------------------------
-def _resolve_oop_class(name: Any, path: Path) -> type:
+def _resolve_oop_class(name: Any, path: StatePath) -> type:
     """The class ``oop.mod.Qual`` by import + getattr; refuses anything outside ``oop.``."""
     if not isinstance(name, str) or not name.startswith("oop."):
         raise CheckpointError(f"checkpoint names class {name!r} at {format_path(path)}; only "
@@ -149,7 +152,7 @@ def _slot_names(cls: type) -> list[str]:
 
 
 # ---- encoding -----------------------------------------------------------------------
-def _dtype_tree(dt: np.dtype, path: Path) -> Any:
+def _dtype_tree(dt: np.dtype, path: StatePath) -> Any:
     if dt.hasobject:
         raise CheckpointError(f"numpy dtype {dt} at {format_path(path)} holds Python objects")
     return dt.descr if dt.fields is not None else dt.str
@@ -172,10 +175,12 @@ class _Encoder:
         self.arrays[ref] = data
         return ref
 
-    def enc(self, x: Any, path: Path) -> _Tree:  # noqa: C901 - one dispatch on type
+    def enc(self, x: Any, path: StatePath) -> _Tree:  # noqa: C901 - one dispatch on type
         t = type(x)
-        if x is None or t is bool or t is str or t is int:
+        if x is None or t is bool or t is str:
             return x
+        if t is int:
+            return x if -_SAFE_INT <= x <= _SAFE_INT else {"$": "int", "v": hex(x)}
         if t is float:
             return x if math.isfinite(x) else {"$": "float", "v": repr(x)}
         if t is list or t is tuple or t is set or t is frozenset or t is dict \
@@ -218,7 +223,7 @@ class _Encoder:
             "oop.checkpoint.codec.register"
         )
 
-    def _container(self, x: Any, t: type, path: Path) -> _Tree:
+    def _container(self, x: Any, t: type, path: StatePath) -> _Tree:
         if t is list:
             return [self.enc(v, (path, i)) for i, v in enumerate(x)]
         if t is tuple:
@@ -238,7 +243,7 @@ class _Encoder:
             pass
         return {"$": t.__name__, "v": [self.enc(v, (path, i)) for i, v in enumerate(items)]}
 
-    def _ndarray(self, a: np.ndarray, path: Path) -> _Tree:
+    def _ndarray(self, a: np.ndarray, path: StatePath) -> _Tree:
         if a.dtype.hasobject:
             if a.dtype.fields is not None:
                 raise CheckpointError(f"structured numpy array with object fields at "
@@ -275,7 +280,7 @@ class _Encoder:
                     "ref": self.blob(_ipc(pa.schema([pa.field("c", x)]).empty_table()))}
         return None
 
-    def _dataclass(self, x: Any, t: type, path: Path) -> _Tree:
+    def _dataclass(self, x: Any, t: type, path: StatePath) -> _Tree:
         names = [f.name for f in dataclasses.fields(x)]
         extra = [n for n in (vars(x) if hasattr(x, "__dict__") else {}) if n not in names]
         return {"$": "obj", "cls": _qualname(t),
@@ -293,7 +298,7 @@ def encode(state: Any, root: str = "state") -> tuple[_Tree, _Arrays]:
 
 
 # ---- decoding -----------------------------------------------------------------------
-def _dtype_from(v: Any, path: Path) -> np.dtype:
+def _dtype_from(v: Any, path: StatePath) -> np.dtype:
     try:
         dt = np.dtype([tuple(f) for f in v] if isinstance(v, list) else str(v))
     except (TypeError, ValueError) as exc:
@@ -303,7 +308,7 @@ def _dtype_from(v: Any, path: Path) -> np.dtype:
     return dt
 
 
-def _read_ipc(data: Any, path: Path) -> pa.Table:
+def _read_ipc(data: Any, path: StatePath) -> pa.Table:
     try:
         t = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
         t.validate(full=True)
@@ -316,12 +321,12 @@ class _Decoder:
     def __init__(self, arrays: _Arrays) -> None:
         self.arrays = arrays
 
-    def blob(self, ref: Any, path: Path) -> Any:
+    def blob(self, ref: Any, path: StatePath) -> Any:
         if not isinstance(ref, str) or ref not in self.arrays:
             raise CheckpointError(f"checkpoint misses array {ref!r} for {format_path(path)}")
         return self.arrays[ref]
 
-    def dec(self, x: Any, path: Path) -> Any:  # noqa: C901 - one dispatch on tag
+    def dec(self, x: Any, path: StatePath) -> Any:  # noqa: C901 - one dispatch on tag
         if x is None or isinstance(x, (bool, str, int, float)):
             return x
         if isinstance(x, list):
@@ -351,6 +356,8 @@ class _Decoder:
             return float(v)
         if tag == "bytes":
             return base64.b64decode(v)
+        if tag == "int":
+            return int(v, 16)
         if tag == "npscalar":
             dt = _dtype_from(x["dtype"], path)
             return np.frombuffer(base64.b64decode(x["b"]), dtype=dt, count=1)[0]
@@ -387,7 +394,7 @@ class _Decoder:
         raise CheckpointError(f"unknown checkpoint node {tag!r} at {format_path(path)}")
 
     @staticmethod
-    def _arrow(kind: str, t: pa.Table, path: Path) -> Any:
+    def _arrow(kind: str, t: pa.Table, path: StatePath) -> Any:
         if kind == "batch":
             return t.combine_chunks().to_batches()[0] if t.num_rows else \
                 pa.RecordBatch.from_pylist([], schema=t.schema)
@@ -407,7 +414,7 @@ class _Decoder:
             return t.schema.field(0).type
         raise CheckpointError(f"unknown Arrow kind {kind!r} at {format_path(path)}")
 
-    def _obj(self, name: Any, v: Any, path: Path) -> Any:
+    def _obj(self, name: Any, v: Any, path: StatePath) -> Any:
         cls = _resolve_oop_class(name, path)
         if not dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum):
             raise CheckpointError(f"{name} at {format_path(path)} is not a plain oop dataclass")

@@ -104,6 +104,9 @@ def canonical(x: Any, depth: int = 0) -> str:  # noqa: C901 - one dispatch on ty
     if isinstance(x, (types.FunctionType, types.MethodType)) or callable(x) and \
             hasattr(x, "__code__"):
         return _function(x, depth)
+    py_func = getattr(x, "py_func", None)  # a numba dispatcher: its Python function
+    if callable(x) and isinstance(py_func, types.FunctionType):
+        return f"<jit {_function(py_func, depth)}>"
     if isinstance(x, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         return f"<builtin {getattr(x, '__module__', '')}.{x.__qualname__}>"
     name = f"{type(x).__module__}.{type(x).__qualname__}"
