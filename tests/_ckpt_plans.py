@@ -93,7 +93,8 @@ PLANS: dict[str, Plan] = {
                         batch_size=bs, name="src")],
         Sliding(1000, 500), [agg.count(), agg.sum("val")], by="skey"
     ).plan(parse_strategy("iop-slack:2s,consistent")),
-    "generators": lambda t, bs=16: src(t, "a", bs, punctuation=oop.Idle(oop.BoundedTuples(4), 5)).meld(
+    "generators": lambda t, bs=16: src(
+        t, "a", bs, punctuation=oop.Idle(oop.BoundedTuples(4), 5)).meld(
         src(t, "b", bs, punctuation=oop.Granular(oop.BoundedDelay(10), 8)),
         src(t, "c", bs, punctuation=oop.Adaptive(0.1, window=8))).window(
         Sliding(40, 20), [agg.count(), agg.sum("val")], by="key", method="paned"),
@@ -115,10 +116,12 @@ PLANS: dict[str, Plan] = {
         SortBuffer(mode="tuples", slack=30)).via(
         Merge(2), src(t, "b", bs).via(SortBuffer(mode="time", slack=20))),
     "reorder": lambda t, bs=16: src(t, batch_size=bs).via(Reorder("seq", capacity=4)),
-    "opob-join": lambda t, bs=16: JoinQuery(src(t, "L", bs), src(t.slice(0, 300), "R", bs),
-                                            iop_join="opob", on="key", band=(5, 5)).plan("iop-sort"),
-    "opib-join": lambda t, bs=16: JoinQuery(src(t, "L", bs), src(t.slice(0, 300), "R", bs),
-                                            iop_join="opib", on="key", band=(5, 5)).plan("iop-bsort:20"),
+    "opob-join": lambda t, bs=16: JoinQuery(
+        src(t, "L", bs), src(t.slice(0, 300), "R", bs), iop_join="opob", on="key", band=(5, 5)
+    ).plan("iop-sort"),
+    "opib-join": lambda t, bs=16: JoinQuery(
+        src(t, "L", bs), src(t.slice(0, 300), "R", bs), iop_join="opib", on="key", band=(5, 5)
+    ).plan("iop-bsort:20"),
     "iop-sort": lambda t, bs=16: WindowQuery(
         [src(t, "a", bs), src(t.slice(50), "b", bs)], Sliding(40, 10),
         [agg.count(), agg.max("val")], by="skey").plan("iop-sort"),

@@ -329,7 +329,8 @@ def test_codec_round_trip_of_every_supported_kind():
     from oop.checkpoint import decode, encode
     from oop.stream.late import LatePolicy
 
-    s = {"a": [1, 2**70, -2**64, 10**5000, 1.5, float("nan"), float("-inf"), True, None, "x", b"\x00\xff"],
+    s = {"a": [1, 2**70, -2**64, 10**5000, 1.5, float("nan"), float("-inf"), True, None, "x",
+               b"\x00\xff"],
          (1, "k"): (1, [2]), 3: {4, 5}, "fs": frozenset(["a"]),
          "d": collections.deque([1, 2], maxlen=5),
          "np": np.arange(12, dtype=np.int32).reshape(3, 4)[:, ::2], "f": np.float32(1.25),

@@ -56,7 +56,8 @@ def format_path(path: StatePath) -> str:
     if not keys:
         return "<root>"
     head = keys[0] if isinstance(keys[0], str) and keys[0].isidentifier() else f"[{keys[0]!r}]"
-    return str(head) + "".join(f"[{k!r}]" if not isinstance(k, _Attr) else f".{k}" for k in keys[1:])
+    tail = (f".{k}" if isinstance(k, _Attr) else f"[{k!r}]" for k in keys[1:])
+    return str(head) + "".join(tail)
 
 
 class _Attr(str):
@@ -101,7 +102,7 @@ def _register_builtins() -> None:
     register(Punctuation, lambda p: [p.attr, p.value], lambda v: Punctuation(*v), "Punctuation")
     register(GroupPunctuation, lambda p: [p.attr, p.keys, p.values],
              lambda v: GroupPunctuation(*v), "GroupPunctuation")
-    register(JointPunctuation, lambda p: p.bounds, lambda v: JointPunctuation(v), "JointPunctuation")
+    register(JointPunctuation, lambda p: p.bounds, JointPunctuation, "JointPunctuation")
     register(EndOfStream, lambda p: None, lambda v: EndOfStream(), "EndOfStream")
     try:
         import sortedcontainers as sc
@@ -267,25 +268,30 @@ class _Encoder:
             return {"$": "arrow", "k": "array",
                     "ref": self.blob(_ipc(pa.record_batch([x], names=["c"])))}
         if isinstance(x, pa.Scalar):
-            return {"$": "arrow", "k": "scalar",
-                    "ref": self.blob(_ipc(pa.record_batch([pa.array([x.as_py()], x.type)
-                                                           if x.is_valid else
-                                                           pa.nulls(1, x.type)], names=["c"])))}
+            one = pa.record_batch([pa.array([x], type=x.type)], names=["c"])
+            return {"$": "arrow", "k": "scalar", "ref": self.blob(_ipc(one))}
         if isinstance(x, pa.Schema):
             return {"$": "arrow", "k": "schema", "ref": self.blob(_ipc(x.empty_table()))}
         if isinstance(x, pa.Field):
-            return {"$": "arrow", "k": "field", "ref": self.blob(_ipc(pa.schema([x]).empty_table()))}
+            empty = pa.schema([x]).empty_table()
+            return {"$": "arrow", "k": "field", "ref": self.blob(_ipc(empty))}
         if isinstance(x, pa.DataType):
             return {"$": "arrow", "k": "type",
                     "ref": self.blob(_ipc(pa.schema([pa.field("c", x)]).empty_table()))}
         return None
 
     def _dataclass(self, x: Any, t: type, path: StatePath) -> _Tree:
+        if id(x) in self._stack:
+            raise CheckpointError(f"the state refers to itself at {format_path(path)}")
+        self._stack.add(id(x))
         names = [f.name for f in dataclasses.fields(x)]
         extra = [n for n in (vars(x) if hasattr(x, "__dict__") else {}) if n not in names]
-        return {"$": "obj", "cls": _qualname(t),
-                "v": {n: self.enc(getattr(x, n), (path, _Attr(n))) for n in names + extra
-                      if hasattr(x, n)}}
+        try:
+            return {"$": "obj", "cls": _qualname(t),
+                    "v": {n: self.enc(getattr(x, n), (path, _Attr(n))) for n in names + extra
+                          if hasattr(x, n)}}
+        finally:
+            self._stack.discard(id(x))
 
 
 def encode(state: Any, root: str = "state") -> tuple[_Tree, _Arrays]:
