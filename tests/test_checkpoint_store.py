@@ -388,3 +388,55 @@ def test_decode_refuses_what_could_run_code_or_forge_pointers(node):
 
     with pytest.raises(CheckpointError):
         decode(node, {"a0": b"\0" * 8})
+
+
+_FINGERPRINTS = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    from _ckpt_plans import PLANS, table
+    from oop.checkpoint import plan_fingerprint
+    t = table()
+    print(json.dumps({n: plan_fingerprint(mk(t).executor()[0]) for n, mk in PLANS.items()}))
+""")
+
+
+def test_fingerprint_is_the_same_in_another_process():
+    import json
+
+    t = table()
+    here = {n: plan_fingerprint(mk(t).executor()[0]) for n, mk in PLANS.items()}
+    assert len(set(here.values())) == len(here)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "12345"}
+    p = subprocess.run([sys.executable, "-c", _FINGERPRINTS, str(Path(__file__).parent)],
+                       env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == here
+
+
+_SAVER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    from _ckpt_plans import PLANS, table
+    from oop.checkpoint import CheckpointStore, save
+    ex, _ = PLANS[sys.argv[2]](table()).executor()
+    ex.run(stop_after_rounds=9)
+    save(ex, CheckpointStore(sys.argv[3]))
+""")
+
+
+@pytest.mark.parametrize("name", ["wid-sliding-str", "oa-join", "iop-slack", "generators"])
+def test_checkpoint_saved_by_another_process_resumes_here(tmp_path, name, monkeypatch):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "777"}
+    p = subprocess.run([sys.executable, "-c", _SAVER, str(Path(__file__).parent), name,
+                        str(tmp_path)], env=env, cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    t = table()
+    full_ex, full_sink = PLANS[name](t).executor()
+    full_ex.run()
+    ex, sink = PLANS[name](t).executor()
+    with monkeypatch.context() as m:
+        _no_pickle(m)
+        assert load(ex, CheckpointStore(tmp_path))["rounds"] == 9
+    ex.run()
+    _same_run(ex, sink, full_ex, full_sink)
