@@ -10,6 +10,7 @@ checkpoint usable.
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import subprocess
@@ -21,6 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import oop
 from oop import agg
@@ -440,3 +443,41 @@ def test_checkpoint_saved_by_another_process_resumes_here(tmp_path, name, monkey
         assert load(ex, CheckpointStore(tmp_path))["rounds"] == 9
     ex.run()
     _same_run(ex, sink, full_ex, full_sink)
+
+
+def _same_value(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same_value(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+    return a == b
+
+
+_keys = st.one_of(st.integers(-2**70, 2**70), st.text(max_size=5), st.booleans(),
+                  st.tuples(st.integers(), st.text(max_size=3)))
+_leaves = st.one_of(st.none(), st.booleans(), st.integers(-2**80, 2**80), st.floats(),
+                    st.text(max_size=8), st.binary(max_size=8),
+                    st.builds(lambda v, dt: np.asarray(v).astype(dt),
+                              st.lists(st.integers(-100, 100), max_size=6),
+                              st.sampled_from(["<i8", "<i4", ">i2", "<f8", "u1", "?", "<m8[ms]"])))
+_states = st.recursive(_leaves, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.tuples(kids, kids), st.dictionaries(_keys, kids, max_size=4),
+    st.frozensets(_keys, max_size=4)), max_leaves=25)
+
+
+@given(_states)
+def test_codec_round_trips_random_states(state):
+    import json
+
+    from oop.checkpoint import decode, encode
+
+    tree, arrays = encode(state)
+    back = decode(json.loads(json.dumps(tree, allow_nan=False)),
+                  {k: bytes(v) for k, v in arrays.items()})
+    assert _same_value(state, back)
