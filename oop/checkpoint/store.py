@@ -208,7 +208,7 @@ class CheckpointStore:
         data = memoryview(path.read_bytes())
         head = len(MAGIC) + _U32.size
         if len(data) < head or bytes(data[: len(MAGIC)]) != MAGIC:
-            raise CheckpointError(f"{path.name}: not an oop checkpoint (bad magic)")
+            raise CheckpointError(f"{path}: not an oop checkpoint (bad magic)")
         (fmt,) = _U32.unpack_from(data, len(MAGIC))
         if fmt > FORMAT_VERSION:
             raise _NewerFormat(
@@ -217,7 +217,7 @@ class CheckpointStore:
             )
         if len(data) < head + _DIGEST or \
                 hashlib.sha256(data[:-_DIGEST]).digest() != bytes(data[-_DIGEST:]):
-            raise CheckpointError(f"{path.name}: checksum mismatch (truncated or corrupt)")
+            raise CheckpointError(f"{path}: checksum mismatch (truncated or corrupt)")
         pos = head
         parts = []
         try:
@@ -232,9 +232,9 @@ class CheckpointStore:
                 arrays[ref] = data[pos: pos + n]
                 pos += n
         except (struct.error, ValueError, TypeError) as exc:
-            raise CheckpointError(f"{path.name}: malformed ({exc})") from None
+            raise CheckpointError(f"{path}: malformed ({exc})") from None
         if pos != len(data) - _DIGEST or not isinstance(man, dict):
-            raise CheckpointError(f"{path.name}: malformed (layout)")
+            raise CheckpointError(f"{path}: malformed (layout)")
         return man, tree, arrays
 
     def latest(self, fingerprint: str | None = None,
@@ -252,7 +252,7 @@ class CheckpointStore:
             except _NewerFormat:
                 raise
             except (CheckpointError, OSError) as exc:
-                self._warn(f"oop: skipping damaged checkpoint {path}: {exc}")
+                self._warn(f"oop: skipping damaged checkpoint {exc}; trying an older one")
                 continue
             if fingerprint is not None and man.get("fingerprint") != fingerprint:
                 what = describe(man) if describe is not None else ""
