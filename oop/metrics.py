@@ -117,7 +117,7 @@ class OperatorMetrics:
                 continue
             v = state[f.name]
             if f.name == "latency_ns":
-                v = [int(x) for x in np.asarray(v, dtype=np.int64).tolist()]
+                v = np.asarray(v, dtype=np.int64).tolist()
             elif isinstance(v, dict):
                 v = dict(v)
             setattr(self, f.name, v)
