@@ -481,3 +481,24 @@ def test_codec_round_trips_random_states(state):
     back = decode(json.loads(json.dumps(tree, allow_nan=False)),
                   {k: bytes(v) for k, v in arrays.items()})
     assert _same_value(state, back)
+
+
+class _Opaque:
+    pass
+
+
+class _Holds(oop.Select):
+    """A Select whose snapshot holds an object the codec does not know."""
+
+    def snapshot(self):
+        return {**super().snapshot(), "x": [_Opaque()]}
+
+
+def test_save_names_the_operator_and_path_of_an_unsupported_state(tmp_path):
+    t = table()
+    ex, _ = src(t).via(_Holds(pc.field("val") > 1, name="mine")).executor()
+    ex.run(stop_after_rounds=2)
+    store = CheckpointStore(tmp_path)
+    with pytest.raises(CheckpointError, match=r"_Opaque at states\['mine'\]\['x'\]\[0\]"):
+        save(ex, store)
+    assert store.paths() == []
