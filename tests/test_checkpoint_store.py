@@ -502,3 +502,22 @@ def test_save_names_the_operator_and_path_of_an_unsupported_state(tmp_path):
     with pytest.raises(CheckpointError, match=r"_Opaque at states\['mine'\]\['x'\]\[0\]"):
         save(ex, store)
     assert store.paths() == []
+
+
+def test_state_that_does_not_fit_the_operators_is_a_checkpoint_error(tmp_path):
+    """Same plan and format, but an operator's state layout changed (another oop build)."""
+    from oop.checkpoint import decode, encode
+
+    t = table()
+    ex, _ = PLANS["oa-join"](t).executor()
+    ex.run(stop_after_rounds=3)
+    store = CheckpointStore(tmp_path)
+    save(ex, store)
+    man, tree, arrays = store.latest()
+    payload = decode(tree, arrays, root="")
+    del payload["states"]["join"]["states"]
+    tree, arrays = encode(payload, root="")
+    store.write(tree, arrays, man)
+    ex2, _ = PLANS["oa-join"](t).executor()
+    with pytest.raises(CheckpointError, match="does not fit this oop's operators"):
+        load(ex2, store)

@@ -67,6 +67,13 @@ def load(executor: Any, store: CheckpointStore) -> dict[str, Any] | None:
     payload = decode(tree, arrays, root="")
     if not isinstance(payload, dict) or "states" not in payload:
         raise CheckpointError(f"checkpoint in {store.directory} holds no operator states")
-    executor.resume(Checkpoint(int(manifest["rounds"]), payload["states"],
-                               payload.get("metrics") or {}))
+    try:
+        executor.resume(Checkpoint(int(manifest["rounds"]), payload["states"],
+                                   payload.get("metrics") or {}))
+    except (KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise CheckpointError(
+            f"checkpoint in {store.directory} (written by oop {manifest.get('oop_version')}) "
+            f"does not fit this oop's operators ({type(exc).__name__}: {exc}); delete it to "
+            "start over"
+        ) from exc
     return manifest
