@@ -23,133 +23,24 @@ import base64
 import collections
 import dataclasses
 import enum
-import importlib
 import math
-from decimal import Decimal
-from fractions import Fraction
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from oop.checkpoint.registry import (BY_CLASS, BY_TAG, Attr, StatePath, format_path, qualname,
+                                     register, register_builtins, resolve_oop_class, slot_names)
 from oop.errors import CheckpointError
 
 __all__ = ["encode", "decode", "register", "format_path"]
 
-#: a path into the state, innermost last: a linked list (parent, key) formatted on error
-StatePath = tuple[Any, ...] | None
 #: ints beyond this magnitude are stored as hex text (exact, and not subject to the
 #: int/str digit limit nor to JSON readers that parse numbers as doubles)
 _SAFE_INT = 2**53
 
 _Tree = Any
 _Arrays = dict[str, Any]
-
-
-def format_path(path: StatePath) -> str:
-    """``states['window']['ring']`` from a linked path (the root name bare)."""
-    keys: list[Any] = []
-    while path is not None:
-        path, key = path
-        keys.append(key)
-    keys.reverse()
-    if not keys:
-        return "<root>"
-    head = keys[0] if isinstance(keys[0], str) and keys[0].isidentifier() else f"[{keys[0]!r}]"
-    tail = (f".{k}" if isinstance(k, _Attr) else f"[{k!r}]" for k in keys[1:])
-    return str(head) + "".join(tail)
-
-
-class _Attr(str):
-    """A path step that is an attribute (rendered ``.name``)."""
-
-
-# ---- the registry -----------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class _Entry:
-    cls: type
-    tag: str
-    to_tree: Callable[[Any], Any]
-    from_tree: Callable[[Any], Any]
-
-
-_BY_CLASS: dict[type, _Entry] = {}
-_BY_TAG: dict[str, _Entry] = {}
-
-
-def register(cls: type, to_tree: Callable[[Any], Any], from_tree: Callable[[Any], Any],
-             tag: str | None = None) -> None:
-    """Allow instances of exactly ``cls`` in checkpoints.
-
-    ``to_tree(obj)`` returns a value that is itself encodable (it is encoded
-    recursively); ``from_tree(value)`` rebuilds the object from the decoded
-    value. ``tag`` defaults to ``module.QualName``.
-    """
-    t = tag or f"{cls.__module__}.{cls.__qualname__}"
-    e = _Entry(cls, t, to_tree, from_tree)
-    _BY_CLASS[cls] = e
-    _BY_TAG[t] = e
-
-
-def _register_builtins() -> None:
-    from oop.stream.elements import (EndOfStream, GroupPunctuation, JointPunctuation,
-                                     Punctuation)
-
-    register(Fraction, lambda f: [f.numerator, f.denominator], lambda v: Fraction(*v), "Fraction")
-    register(Decimal, str, Decimal, "Decimal")
-    register(complex, lambda c: [c.real, c.imag], lambda v: complex(*v), "complex")
-    register(bytearray, bytes, bytearray, "bytearray")
-    register(Punctuation, lambda p: [p.attr, p.value], lambda v: Punctuation(*v), "Punctuation")
-    register(GroupPunctuation, lambda p: [p.attr, p.keys, p.values],
-             lambda v: GroupPunctuation(*v), "GroupPunctuation")
-    register(JointPunctuation, lambda p: p.bounds, JointPunctuation, "JointPunctuation")
-    register(EndOfStream, lambda p: None, lambda v: EndOfStream(), "EndOfStream")
-    try:
-        import sortedcontainers as sc
-    except ImportError:  # pragma: no cover - a declared dependency
-        return
-    register(sc.SortedList, list, sc.SortedList, "SortedList")
-    register(sc.SortedSet, list, sc.SortedSet, "SortedSet")
-    register(sc.SortedDict, lambda d: list(d.items()), sc.SortedDict, "SortedDict")
-
-
-# ---- resolving classes by name (oop. only) ------------------------------------------
-def _resolve_oop_class(name: Any, path: StatePath) -> type:
-    """The class ``oop.mod.Qual`` by import + getattr; refuses anything outside ``oop.``."""
-    if not isinstance(name, str) or not name.startswith("oop."):
-        raise CheckpointError(f"checkpoint names class {name!r} at {format_path(path)}; only "
-                              "classes of oop modules are loaded")
-    parts = name.split(".")
-    for i in range(len(parts) - 1, 0, -1):
-        modname = ".".join(parts[:i])
-        try:
-            obj: Any = importlib.import_module(modname)
-        except ImportError:
-            continue
-        if not (obj.__name__ == "oop" or obj.__name__.startswith("oop.")):
-            break
-        try:
-            for attr in parts[i:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
-            break
-        if isinstance(obj, type) and obj.__module__.startswith("oop."):
-            return obj
-        break
-    raise CheckpointError(f"checkpoint names class {name!r} at {format_path(path)} which this "
-                          "oop does not have (a checkpoint of another oop version?)")
-
-
-def _qualname(cls: type) -> str:
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _slot_names(cls: type) -> list[str]:
-    names: list[str] = []
-    for k in cls.__mro__:
-        s = k.__dict__.get("__slots__", ())
-        names.extend([s] if isinstance(s, str) else s)
-    return [n for n in names if n not in ("__dict__", "__weakref__")]
 
 
 # ---- encoding -----------------------------------------------------------------------
@@ -208,18 +99,18 @@ class _Encoder:
         arrow = self._arrow(x)
         if arrow is not None:
             return arrow
-        e = _BY_CLASS.get(t)
+        e = BY_CLASS.get(t)
         if e is not None:
-            return {"$": "reg", "t": e.tag, "v": self.enc(e.to_tree(x), (path, _Attr(e.tag)))}
+            return {"$": "reg", "t": e.tag, "v": self.enc(e.to_tree(x), (path, Attr(e.tag)))}
         if isinstance(x, enum.Enum):
             if not t.__module__.startswith("oop."):
-                raise CheckpointError(f"enum {_qualname(t)} at {format_path(path)} is not an oop "
+                raise CheckpointError(f"enum {qualname(t)} at {format_path(path)} is not an oop "
                                       "enum; register it with oop.checkpoint.codec.register")
-            return {"$": "enum", "cls": _qualname(t), "v": self.enc(x.value, path)}
+            return {"$": "enum", "cls": qualname(t), "v": self.enc(x.value, path)}
         if dataclasses.is_dataclass(x) and t.__module__.startswith("oop."):
             return self._dataclass(x, t, path)
         raise CheckpointError(
-            f"cannot checkpoint a {_qualname(t)} at {format_path(path)}; make the operator's "
+            f"cannot checkpoint a {qualname(t)} at {format_path(path)}; make the operator's "
             "snapshot() return plain data or register the type with "
             "oop.checkpoint.codec.register"
         )
@@ -287,8 +178,8 @@ class _Encoder:
         names = [f.name for f in dataclasses.fields(x)]
         extra = [n for n in (vars(x) if hasattr(x, "__dict__") else {}) if n not in names]
         try:
-            return {"$": "obj", "cls": _qualname(t),
-                    "v": {n: self.enc(getattr(x, n), (path, _Attr(n))) for n in names + extra
+            return {"$": "obj", "cls": qualname(t),
+                    "v": {n: self.enc(getattr(x, n), (path, Attr(n))) for n in names + extra
                           if hasattr(x, n)}}
         finally:
             self._stack.discard(id(x))
@@ -385,13 +276,13 @@ class _Decoder:
         if tag == "arrow":
             return self._arrow(x["k"], _read_ipc(self.blob(x["ref"], path), path), path)
         if tag == "reg":
-            e = _BY_TAG.get(x.get("t"))
+            e = BY_TAG.get(x.get("t"))
             if e is None:
                 raise CheckpointError(f"checkpoint holds a {x.get('t')!r} at {format_path(path)} "
                                       "that this oop cannot load")
             return e.from_tree(self.dec(v, path))
         if tag == "enum":
-            cls = _resolve_oop_class(x["cls"], path)
+            cls = resolve_oop_class(x["cls"], path)
             if not issubclass(cls, enum.Enum):
                 raise CheckpointError(f"{x['cls']} at {format_path(path)} is not an enum")
             return cls(self.dec(v, path))
@@ -421,15 +312,15 @@ class _Decoder:
         raise CheckpointError(f"unknown Arrow kind {kind!r} at {format_path(path)}")
 
     def _obj(self, name: Any, v: Any, path: StatePath) -> Any:
-        cls = _resolve_oop_class(name, path)
+        cls = resolve_oop_class(name, path)
         if not dataclasses.is_dataclass(cls) or issubclass(cls, enum.Enum):
             raise CheckpointError(f"{name} at {format_path(path)} is not a plain oop dataclass")
         obj = object.__new__(cls)
-        allowed = {f.name for f in dataclasses.fields(cls)} | set(_slot_names(cls))
+        allowed = {f.name for f in dataclasses.fields(cls)} | set(slot_names(cls))
         for k, e in v.items():
             if k not in allowed and not hasattr(obj, "__dict__"):
                 raise CheckpointError(f"{name} has no attribute {k!r} ({format_path(path)})")
-            object.__setattr__(obj, k, self.dec(e, (path, _Attr(k))))
+            object.__setattr__(obj, k, self.dec(e, (path, Attr(k))))
         return obj
 
 
@@ -443,4 +334,4 @@ def decode(tree: _Tree, arrays: _Arrays, root: str = "state") -> Any:
         raise CheckpointError(f"malformed checkpoint ({type(exc).__name__}: {exc})") from None
 
 
-_register_builtins()
+register_builtins()
