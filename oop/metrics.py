@@ -13,7 +13,7 @@ operator. Samples are kept in a bounded reservoir so long runs stay bounded.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Iterator
 
 import numpy as np
@@ -92,6 +92,35 @@ class OperatorMetrics:
             "latency_p99_ms": float(np.percentile(a, 99)),
             "latency_max_ms": float(a.max()),
         }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counters as plain data (copies), for a checkpoint; ``name`` is not included.
+
+        Latency samples are an int64 numpy array (compact in a durable checkpoint).
+        """
+        d: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "name":
+                continue
+            v = getattr(self, f.name)
+            if f.name == "latency_ns":
+                v = np.asarray(v, dtype=np.int64)
+            elif isinstance(v, dict):
+                v = dict(v)
+            d[f.name] = v
+        return d
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load a :meth:`snapshot`: a resumed run counts on from the checkpointed totals."""
+        for f in fields(self):
+            if f.name == "name" or f.name not in state:
+                continue
+            v = state[f.name]
+            if f.name == "latency_ns":
+                v = np.asarray(v, dtype=np.int64).tolist()
+            elif isinstance(v, dict):
+                v = dict(v)
+            setattr(self, f.name, v)
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -73,7 +73,7 @@ class RowPool:
 
     def restore(self, state: dict[str, Any]) -> None:
         self.table = state["table"]
-        self.times = np.asarray(state["times"], dtype=np.int64)
+        self.times = np.array(state["times"], dtype=np.int64)  # a copy, never the snapshot's
         self.nbytes = int(self.table.nbytes)
 
     def _check(self) -> None:

@@ -689,17 +689,25 @@ class BufferingWindow(DropsLate):
         return {**super().snapshot(), "t": self.buf_t.copy(), "codes": self.buf_codes.copy(), "minw": self.buf_minw.copy(),
                 "vals": {c: (v.copy(), m.copy()) for c, (v, m) in self.buf_vals.items()},
                 "bound": self.bound, "hwm": self.hwm, "next": self.next_wid,
-                "rows": self.rows_seen, "p": self.punct_out, "enc": self.encoder,
+                "rows": self.rows_seen, "p": self.punct_out,
+                "enc": None if self.encoder is None else self.encoder.snapshot(),
                 "dropped": self.dropped, "sum_max": dict(self.sum_max),
                 "shift": dict(self.shift)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
-        self.buf_t, self.buf_codes, self.buf_vals = state["t"], state["codes"], state["vals"]
-        self.buf_minw = state["minw"]
+        # copies: resuming twice from one checkpoint must not see the first run's changes
+        self.buf_t, self.buf_codes = state["t"].copy(), state["codes"].copy()
+        self.buf_vals = {c: (v.copy(), m.copy()) for c, (v, m) in state["vals"].items()}
+        self.buf_minw = state["minw"].copy()
         self.bound, self.hwm, self.next_wid = state["bound"], state["hwm"], state["next"]
         self.rows_seen, self.punct_out = state["rows"], state["p"]
-        self.encoder, self.dropped = state["enc"], state["dropped"]
+        if state["enc"] is not None:
+            from oop.window.keys import KeyEncoder
+
+            self.encoder = KeyEncoder(list(self.by))
+            self.encoder.restore(state["enc"])
+        self.dropped = state["dropped"]
         self.sum_max, self.shift = dict(state["sum_max"]), dict(state["shift"])
         self.diff_state = {}
 

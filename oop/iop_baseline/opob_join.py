@@ -109,7 +109,7 @@ class OPOBJoin(InOrderJoin):
 
     def restore(self, state: Any) -> None:
         super().restore(state)
-        self.runs = list(state["runs"])
+        self.runs = [(r, t.copy(), b) for r, t, b in state["runs"]]
         self.buffer_rows = state["buffer_rows"]
         self._rebytes()
 

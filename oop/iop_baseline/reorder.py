@@ -216,8 +216,11 @@ class Reorder(Operator):
 
     def restore(self, state: Any) -> None:
         super().restore(state)
-        self.held, self.held_serials, self.held_times = state["held"], state["serials"], state["times"]
-        self.next, self.ring, self.ring_serial = state["next"], state["ring"], state["ring_serial"]
+        # copies: resuming twice from one checkpoint must not see the first run's changes
+        self.held = state["held"]
+        self.held_serials, self.held_times = state["serials"].copy(), state["times"].copy()
+        self.next, self.ring, self.ring_serial = (state["next"], state["ring"].copy(),
+                                                  state["ring_serial"].copy())
         self.punct_in, self.punct_out = state["punct"]
         self.dropped = state["dropped"]
         self.held_bytes = int(self.held.nbytes) if self.held is not None else 0

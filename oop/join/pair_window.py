@@ -38,7 +38,6 @@ vectorized work per punctuation. State: one row per open (cell, key).
 
 from __future__ import annotations
 
-import pickle
 from typing import Any, Sequence
 
 import numpy as np
@@ -258,7 +257,7 @@ class PairWindow(Operator):
 
     def snapshot(self) -> Any:
         return {**super().snapshot(), "state": self.state, "L": list(self.L),
-                "boxes": list(self.boxes), "enc": pickle.dumps(self.enc)}
+                "boxes": list(self.boxes), "enc": None if self.enc is None else self.enc.snapshot()}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -266,7 +265,9 @@ class PairWindow(Operator):
         self._state_bytes = self.state.nbytes
         self.L = list(state["L"])
         self.boxes = list(state["boxes"])
-        self.enc = pickle.loads(state["enc"])
+        if state["enc"] is not None:  # plain data (no pickle): durable checkpoints load it safely
+            self.enc = KeyEncoder(self.by)
+            self.enc.restore(state["enc"])
 
     def _check(self) -> None:
         assert self.state is not None

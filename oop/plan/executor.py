@@ -53,10 +53,15 @@ class Node:
 
 @dataclass
 class Checkpoint:
-    """A consistent cut of a plan: per-operator snapshots keyed by node name."""
+    """A consistent cut of a plan: per-operator snapshots keyed by node name.
+
+    ``metrics`` holds each operator's :meth:`~oop.metrics.OperatorMetrics.snapshot`
+    (by node name), so a resumed run reports totals over the whole input.
+    """
 
     rounds: int
     states: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def topological(sinks: Sequence[Node]) -> list[Node]:
@@ -215,7 +220,8 @@ class Executor:
 
     def checkpoint(self) -> Checkpoint:
         """Snapshot every operator (call only between rounds)."""
-        return Checkpoint(self.rounds, {n.op.name: n.op.snapshot() for n in self.nodes})
+        return Checkpoint(self.rounds, {n.op.name: n.op.snapshot() for n in self.nodes},
+                          {n.op.name: n.op.metrics.snapshot() for n in self.nodes})
 
     def resume(self, cp: Checkpoint) -> None:
         """Restore a checkpoint into this freshly built (unopened) plan."""
@@ -228,4 +234,7 @@ class Executor:
                     "built the same way as the one that was checkpointed"
                 )
             n.op.restore(cp.states[n.op.name])
+            m = getattr(cp, "metrics", None) or {}  # checkpoints from before metrics were kept
+            if n.op.name in m:
+                n.op.metrics.restore(m[n.op.name])
         self.rounds = cp.rounds

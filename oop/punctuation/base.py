@@ -76,11 +76,21 @@ class PunctuationGenerator(ABC):
         return {}
 
     def snapshot(self) -> Any:
-        """A deep copy of the generator's state (taken at a punctuation boundary)."""
-        return copy.deepcopy(self.__dict__)
+        """A deep copy of the generator's state (taken at a punctuation boundary).
+
+        A wrapped generator (``Idle``, ``Granular``) is stored as its own snapshot,
+        so the state is plain data (a durable checkpoint encodes it without pickle).
+        """
+        return {k: v.snapshot() if isinstance(v, PunctuationGenerator) else copy.deepcopy(v)
+                for k, v in self.__dict__.items()}
 
     def restore(self, state: Any) -> None:
-        self.__dict__.update(copy.deepcopy(state))
+        for k, v in state.items():
+            cur = self.__dict__.get(k)
+            if isinstance(cur, PunctuationGenerator) and not isinstance(v, PunctuationGenerator):
+                cur.restore(v)
+            else:
+                self.__dict__[k] = copy.deepcopy(v)
 
 
 class GeneratorConfig(ABC):
