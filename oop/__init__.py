@@ -31,7 +31,15 @@ from oop.punctuation import (
     Ordered,
     parse_punctuation,
 )
-from oop.stream.api import Stream, from_arrow, from_batches, from_iter, from_pandas, from_parquet
+from oop.stream.api import (
+    Stream,
+    from_arrow,
+    from_batches,
+    from_connector,
+    from_iter,
+    from_pandas,
+    from_parquet,
+)
 from oop.stream.elements import (
     END_OF_STREAM,
     EndOfStream,
@@ -57,6 +65,7 @@ __all__ = [
     "from_arrow",
     "from_batches",
     "from_iter",
+    "from_connector",
     "from_pandas",
     "from_parquet",
     "Punctuation",

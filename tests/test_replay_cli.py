@@ -82,7 +82,7 @@ def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
     # arrival order is disordered: with ordered punctuation many rows are late and dropped
     rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr",
                "--window", "tumbling:10s", "--batch-size", "64",
-               "--agg", "count", "--punctuation", "ordered", "--quiet",
+               "--agg", "count", "--punctuation", "ordered+cadence:64rows", "--quiet",
                "--metrics", str(tmp_path / "m.json")])
     assert rc == 0
     out = capsys.readouterr().out
@@ -96,7 +96,7 @@ def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--time", "nope", "--window", "tumbling:1s", "--agg", "count"], "no column 'nope'"),
+        (["--time", "nope", "--window", "tumbling:1s", "--agg", "count"], "'nope'"),
         (["--time", "ts", "--window", "tumbling:1parsec", "--agg", "count"], "tumbling:1parsec"),
         (["--time", "ts", "--window", "hopping:1s", "--agg", "count"], "unknown window kind"),
         (["--time", "ts", "--window", "tumbling:1s", "--agg", "sum"], "needs a column"),
@@ -111,6 +111,8 @@ def test_replay_csv_to_stdout_and_late_counted(flows, tmp_path, capsys):
 )
 def test_bad_input_one_line_exit_2(flows, capsys, argv, message):
     path, _ = flows
+    if "--punctuation" not in argv:
+        argv = [*argv, "--punctuation", "bounded:0"]
     rc = main(["replay", "--input", str(path), "--quiet", *argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2
@@ -120,7 +122,8 @@ def test_bad_input_one_line_exit_2(flows, capsys, argv, message):
 def test_missing_file_and_help(tmp_path):
     r = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input",
                         str(tmp_path / "none.parquet"), "--time", "ts", "--window", "tumbling:1s",
-                        "--agg", "count"], capture_output=True, text=True)
+                        "--agg", "count", "--punctuation", "bounded:1s"],
+                       capture_output=True, text=True)
     assert r.returncode == 2 and "no file or folder" in r.stderr and "Traceback" not in r.stderr
     h = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--help"],
                        capture_output=True, text=True)
@@ -134,7 +137,7 @@ def test_late_update_revises_windows(flows, tmp_path):
     # allowed lateness the last revision of every window equals the oracle
     rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr",
                "--window", "tumbling:5s", "--batch-size", "64",
-               "--agg", "count", "--punctuation", "ordered", "--late", "update",
+               "--agg", "count", "--punctuation", "ordered+cadence:64rows", "--late", "update",
                "--allowed-lateness", "1h", "--quiet", "--out", str(out)])
     assert rc == 0
     got = pq.read_table(out)
@@ -191,7 +194,7 @@ def test_replay_late_side_output_to_file(flows, tmp_path, capsys):
     path, table = flows
     out, late, metrics = tmp_path / "out.parquet", tmp_path / "late.parquet", tmp_path / "m.json"
     rc = main(["replay", "--input", str(path), "--time", "ts", "--arrival", "arr", "--key", "src",
-               "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:500ms",
+               "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:500ms+cadence:128rows",
                "--batch-size", "128", "--late-out", str(late), "--out", str(out),
                "--metrics", str(metrics), "--quiet"])
     assert rc == 0

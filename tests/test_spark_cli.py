@@ -37,6 +37,8 @@ def flows(tmp_path_factory) -> Path:  # type: ignore[no-untyped-def]
 
 
 def _run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:  # type: ignore[no-untyped-def]
+    if "--punctuation" not in argv:
+        argv = (*argv, "--punctuation", "bounded:0")
     rc = main(["replay", *argv])
     out, err = capsys.readouterr()
     return rc, out.strip().splitlines(), [l for l in err.strip().splitlines() if l]
@@ -65,8 +67,8 @@ def test_verify_sharded_and_late_exit_1(spark, flows, capsys) -> None:  # noqa: 
     assert any("path files" in line for line in err), err  # Parquet: tasks read with pyarrow
     # a delay bound below the real disorder: tuples are late, windows differ -> exit 1
     rc, out, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
-                      "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms",
-                      "--batch-size", "64", "--spark", "--verify")
+                      "--window", "tumbling:1s", "--agg", "count", "--punctuation",
+                      "bounded:20ms+cadence:64rows", "--batch-size", "64", "--spark", "--verify")
     rep = json.loads(out[0])
     assert rc == 1 and len(out) == 1
     assert rep["late"] > 0 and rep["mismatched"] > 0
@@ -104,7 +106,8 @@ def test_no_java_one_line_exit_2(flows, tmp_path) -> None:  # type: ignore[no-un
     env["PATH"] = str(tmp_path)  # no java here
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     p = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input", str(flows),
-                        "--time", "ts", "--window", "tumbling:1s", "--agg", "count", "--spark"],
+                        "--time", "ts", "--window", "tumbling:1s", "--agg", "count", "--spark",
+                        "--punctuation", "bounded:0"],
                        capture_output=True, text=True, env=env, timeout=120)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
     assert p.returncode == 2, p.stderr
@@ -118,7 +121,7 @@ def test_late_side_writes_every_late_tuple_and_accounts_for_every_input(spark, f
     are late depends on the batches Spark's partitions make, so it is not compared with the
     local replay row by row; the schema is.)"""
     argv = ["--input", str(flows), "--time", "ts", "--arrival", "arr", "--key", "k",
-            "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms",
+            "--window", "tumbling:1s", "--agg", "count", "--punctuation", "bounded:20ms+cadence:64rows",
             "--batch-size", "64", "--late", "side"]
     late_f, out_f, m = tmp_path / "late.parquet", tmp_path / "w.parquet", tmp_path / "m.json"
     rc, _, err = _run(capsys, *argv, "--late-out", str(late_f), "--out", str(out_f),
@@ -152,7 +155,7 @@ def test_late_side_with_shards_is_refused_in_one_line(spark, flows, capsys, tmp_
                                                       ) -> None:
     rc = main(["replay", "--input", str(flows), "--time", "ts", "--window", "tumbling:1s",
                "--agg", "count", "--late-out", str(tmp_path / "l.parquet"), "--spark",
-               "--shards", "2"])
+               "--shards", "2", "--punctuation", "bounded:0"])
     err = capsys.readouterr().err
     assert rc == 2 and "not supported with --shards" in err
 
@@ -164,7 +167,7 @@ def test_late_update_revises_windows_to_the_true_counts(spark, flows, capsys, tm
     out_f = tmp_path / "w.parquet"
     rc, _, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr", "--key",
                     "k", "--window", "tumbling:1s", "--agg", "count", "--punctuation",
-                    "bounded:20ms", "--batch-size", "64", "--late", "update",
+                    "bounded:20ms+cadence:64rows", "--batch-size", "64", "--late", "update",
                     "--allowed-lateness", "1s", "--out", str(out_f), "--spark")
     assert rc == 0
     out = pq.read_table(out_f).to_pylist()
@@ -180,10 +183,11 @@ def test_late_update_revises_windows_to_the_true_counts(spark, flows, capsys, tm
     # window rows")
     rc, out_lines, _ = _run(capsys, "--input", str(flows), "--time", "ts", "--arrival", "arr",
                             "--key", "k", "--window", "tumbling:1s", "--agg", "count",
-                            "--punctuation", "bounded:20ms", "--batch-size", "64", "--late",
+                            "--punctuation", "bounded:20ms+cadence:64rows", "--batch-size", "64", "--late",
                             "update", "--allowed-lateness", "1s", "--spark", "--verify")
     rep = json.loads(out_lines[0])
     assert rc == 0 and rep["matched"] == rep["windows"] == len(want)
     rc = main(["replay", "--input", str(flows), "--time", "ts", "--window", "tumbling:1s",
-               "--agg", "count", "--late", "update", "--spark", "--shards", "2"])
+               "--agg", "count", "--late", "update", "--spark", "--shards", "2",
+               "--punctuation", "bounded:0"])
     assert rc == 2 and "not supported with --shards" in capsys.readouterr().err

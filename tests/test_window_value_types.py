@@ -305,7 +305,7 @@ def test_cli_replay_writes_exact_decimal_sums(tmp_path):
     pq.write_table(t, tmp_path / "in.parquet")
     rc = main(["replay", "--input", str(tmp_path / "in.parquet"), "--time", "ts", "--key", "sym",
                "--window", "tumbling:10", "--agg", "sum:price", "--agg", "max:price",
-               "--out", str(tmp_path / "out.parquet")])
+               "--punctuation", "ordered", "--out", str(tmp_path / "out.parquet")])
     assert rc == 0
     out = pq.read_table(tmp_path / "out.parquet").sort_by([("window_start", "ascending"),
                                                            ("sym", "ascending")])

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError, SourceError
-from oop.io.protocol import IDLE, Offset, Poll
+from oop.io.protocol import IDLE, END, Offset, Poll
 
 __all__ = ["RedisStreamSource", "parse_redis_url"]
 
@@ -76,6 +76,7 @@ class RedisStreamSource:
         self.connect_timeout = connect_timeout
         self._last = self._check_id(start_id)
         self._client: Any = None
+        self._stopped = False
 
     # ---- contract ------------------------------------------------------
     def open(self) -> pa.Schema | None:
@@ -95,6 +96,8 @@ class RedisStreamSource:
         """Up to ``max_rows`` entries after the last id; IDLE when none came within ``timeout``."""
         if max_rows < 1:
             raise ConfigError(f"source {self.name!r}: max_rows={max_rows} must be at least 1")
+        if self._stopped:
+            return END
         if self._client is None:
             self.open()
         block = max(1, int(timeout * 1000)) if timeout > 0 else None
@@ -113,6 +116,10 @@ class RedisStreamSource:
     def seek(self, offset: Offset) -> None:
         """Continue after entry id ``offset`` (``"ms-seq"`` from :meth:`offset`)."""
         self._last = self._check_id(offset)
+
+    def stop(self) -> None:
+        """End the feed at the next poll (thread-safe; ``--stop-after-idle``, signals)."""
+        self._stopped = True
 
     def close(self) -> None:
         if self._client is not None:

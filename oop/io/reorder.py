@@ -124,6 +124,12 @@ class BoundedReorder:
         raise SourceError(f"source {self.name!r}: a bounded arrival reorder cannot resume from "
                           "an offset; replay from the start")
 
+    def stop(self) -> None:
+        """Ask the wrapped feed to end (``--stop-after-idle``, signals); thread-safe if it is."""
+        stop = getattr(self.inner, "stop", None)
+        if stop is not None:
+            stop()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -326,6 +332,12 @@ class ExternalSort:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+
+    def stop(self) -> None:
+        """Ask the wrapped feed to end (``--stop-after-idle``, signals); thread-safe if it is."""
+        stop = getattr(self.inner, "stop", None)
+        if stop is not None:
+            stop()
 
     def close(self) -> None:
         self._cleanup()

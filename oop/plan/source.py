@@ -72,6 +72,7 @@ class Source(Operator):
         schema: pa.Schema | None = None,
         name: str = "source",
         resumable: bool = True,
+        connector: Any = None,
     ) -> None:
         super().__init__(name)
         self.feed = feed
@@ -88,7 +89,7 @@ class Source(Operator):
         self.rows_read = 0  # input rows consumed: the source's offset in rows
         self.cadence: int | None = None
         self._silent = False  # the last pull found a live feed with nothing to deliver
-        self.connector: Any = None  # an oop.io SourceConnector, when the feed reads one
+        self.connector = connector  # an oop.io SourceConnector, when the feed polls one
         self._reset_segment()
         self._iter: Iterator[FeedItem] | None = None
         self._first: FeedItem | None = None

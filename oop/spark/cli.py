@@ -144,10 +144,10 @@ def run_replay(args: argparse.Namespace) -> int:
         summary["late_out_rows"] = summary_late
         print(f"oop replay --spark: {summary_late} late tuples -> {args.late_out}",
               file=sys.stderr)
-    if args.out:
-        import pyarrow.parquet as pq
+    if args.out and args.out != "-":
+        from oop.replay.cli import write_table
 
-        pq.write_table(table, args.out)
+        write_table(table, args.out, getattr(args, "out_format", None))
         print(f"oop replay --spark: {table.num_rows} rows -> {args.out}", file=sys.stderr)
     elif not args.verify:
         from oop.replay.cli import print_csv

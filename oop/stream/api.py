@@ -51,6 +51,7 @@ __all__ = [
     "from_parquet",
     "from_pandas",
     "from_iter",
+    "from_connector",
     "DEFAULT_BATCH_SIZE",
 ]
 
@@ -370,9 +371,10 @@ def _source(
     schema: pa.Schema | None,
     name: str,
     resumable: bool = True,
+    connector: Any = None,
 ) -> Stream:
     src = Source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
-                 schema=schema, name=name, resumable=resumable)
+                 schema=schema, name=name, resumable=resumable, connector=connector)
     return Stream(Node(src))
 
 
@@ -463,6 +465,45 @@ def from_parquet(
 
     return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
                    schema=schema, name=name or p.stem)
+
+
+def from_connector(
+    connector: Any,
+    *,
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    poll_timeout: float = 0.2,
+    name: str | None = None,
+) -> Stream:
+    """A stream over an :mod:`oop.io` connector (a file or folder, standard input, a socket,
+    a Redis stream): batches of at most ``batch_size`` rows are polled as they come.
+
+    A live connector that has nothing after ``poll_timeout`` seconds makes the source
+    idle for that round (its punctuation segment closes, idle rules run). The source's
+    checkpoint holds the connector's offset, and a restore seeks to it. The connector
+    is opened here (its schema, when known, is the stream's).
+    """
+    from oop.io.protocol import END
+
+    if batch_size < 1:
+        from oop.errors import ConfigError
+
+        raise ConfigError(f"batch_size must be a row count >= 1, got {batch_size}")
+    schema = connector.open()
+
+    def feed() -> Iterable[FeedItem]:
+        while True:
+            item = connector.poll(batch_size, poll_timeout)
+            if item is END:
+                return
+            yield item
+
+    return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
+                   schema=schema, name=name or connector.name,
+                   resumable=bool(connector.resumable), connector=connector)
 
 
 def from_pandas(
