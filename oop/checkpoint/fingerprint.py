@@ -11,7 +11,7 @@ kinds, aggregates, punctuation configs, join configs) field by field, enums
 by name, Arrow expressions and types by their text, functions by qualified
 name plus a hash of their bytecode, constants and closure values. Arguments
 that may change between runs of the same query are left out: a source's
-``feed`` callable and any ``batch_size`` / thread-count argument. A source's
+``feed`` callable, ``connector`` and ``sink`` (where rows come from and go), and any ``batch_size`` / thread-count argument. A source's
 time column, unit, punctuation config, schema and late policy are kept.
 """
 
@@ -32,7 +32,8 @@ import pyarrow.compute as pc
 __all__ = ["plan_description", "plan_fingerprint", "describe_difference", "EXCLUDED_ARGS"]
 
 #: constructor arguments that do not change a plan's results or state layout
-EXCLUDED_ARGS = frozenset({"feed", "batch_size", "threads", "n_threads", "num_threads"})
+EXCLUDED_ARGS = frozenset({"feed", "connector", "sink", "batch_size", "threads", "n_threads",
+                           "num_threads"})
 
 _MAX_DEPTH = 12
 
