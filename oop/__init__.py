@@ -39,6 +39,7 @@ from oop.stream.api import (
     from_iter,
     from_pandas,
     from_parquet,
+    from_socket,
 )
 from oop.stream.elements import (
     END_OF_STREAM,
@@ -66,6 +67,7 @@ __all__ = [
     "from_batches",
     "from_iter",
     "from_connector",
+    "from_socket",
     "from_pandas",
     "from_parquet",
     "Punctuation",

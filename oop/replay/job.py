@@ -264,7 +264,9 @@ class Job:
         live = any(getattr(c, "live", False) for c in self._connectors())
         if live and src is not None and lwm != INT64_MIN and src.output is not None:
             unit_ns = UNIT_NS.get(src.unit, 1)
-            out["watermark_lag_s"] = round(_time.time() - lwm * unit_ns / 1e9, 3)
+            lag = _time.time() - lwm * unit_ns / 1e9
+            if abs(lag) < 366 * 86400:  # event times on the wall clock's scale (epoch)
+                out["watermark_lag_s"] = round(lag, 3)
         return out
 
     def _progress(self, _now: float) -> None:

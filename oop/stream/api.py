@@ -52,6 +52,7 @@ __all__ = [
     "from_pandas",
     "from_iter",
     "from_connector",
+    "from_socket",
     "DEFAULT_BATCH_SIZE",
 ]
 
@@ -504,6 +505,30 @@ def from_connector(
     return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
                    schema=schema, name=name or connector.name,
                    resumable=bool(connector.resumable), connector=connector)
+
+
+def from_socket(
+    host: str,
+    port: int,
+    *,
+    format: str = "csv",
+    time: str,
+    unit: str = "ms",
+    punctuation: GeneratorConfig | None = None,
+    late: LatePolicy | str = "drop",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    name: str | None = None,
+) -> Stream:
+    """A stream over a TCP socket carrying CSV or NDJSON lines or an Arrow IPC stream.
+
+    The feed ends when the peer closes the connection. Not resumable after a crash
+    (a socket cannot be re-read): at-most-once unless the sender replays.
+    """
+    from oop.io.live import SocketSource
+
+    return from_connector(SocketSource(host, port, format), time=time, unit=unit,
+                          punctuation=punctuation, late=late, batch_size=batch_size,
+                          name=name or f"{host}:{port}")
 
 
 def from_pandas(

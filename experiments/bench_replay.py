@@ -1,0 +1,139 @@
+"""Whole-command benchmark of ``oop replay``: wall time, tuples/s, peak RSS and state.
+
+Workload: the window benchmark's stream (``bench_window.make_workload``: 10k
+Zipf keys, ~10k tuples per second of event time, band disorder up to 5 s, ms
+units, float64 values) written to 20 Parquet files, generated file by file so
+that making 50M rows does not hold them all. Queries, count + sum(v) per key:
+tumbling 1 s and sliding 10 s / 1 s, punctuation ``bounded:5s`` (nothing is
+late), results to a Parquet part folder.
+
+Each run is a fresh process (``python -m oop.cli replay ...``), timed from
+start to exit; its peak RSS is the child's ``ru_maxrss``. With ``--duckdb``
+the same query runs in DuckDB (batch ``GROUP BY`` from the same files to
+Parquet, one thread) in the same run, beside it.
+
+    python experiments/bench_replay.py --rows 10000000 --rows 50000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+FILES = 20
+KEYS = 10_000
+RATE_PER_S = 10_000
+DELAY_MS = 5_000
+QUERIES = {
+    "tumbling 1s": ["--window", "tumbling:1s"],
+    "sliding 10s/1s": ["--window", "sliding:10s,1s"],
+}
+
+
+def write_workload(folder: Path, n: int, seed: int = 0) -> None:
+    """``n`` rows in ``FILES`` Parquet files, in arrival order, made one file at a time."""
+    rng = np.random.default_rng(seed)
+    p = 1.0 / np.arange(1, KEYS + 1)
+    p /= p.sum()
+    perm = rng.permutation(KEYS)
+    folder.mkdir(parents=True, exist_ok=True)
+    per = -(-n // FILES)
+    for i in range(FILES):
+        lo, hi = i * per, min(n, (i + 1) * per)
+        if lo >= hi:
+            break
+        m = hi - lo
+        key = perm[rng.choice(KEYS, size=m, p=p)].astype(np.int64)
+        arrival_ms = np.arange(lo, hi, dtype=np.int64) * 1000 // RATE_PER_S
+        ts = arrival_ms - rng.integers(0, DELAY_MS, m)
+        pq.write_table(pa.table({"ts": ts, "key": key, "v": rng.random(m)}),
+                       folder / f"part-{i:03d}.parquet")
+
+
+def run_oop(data: Path, query: list[str], out: Path) -> dict[str, Any]:
+    metrics = out.parent / "m.json"
+    cmd = [sys.executable, "-m", "oop.cli", "replay", "--input", str(data), "--time", "ts",
+           "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
+           "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
+           "--quiet"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    m = json.loads(metrics.read_text())
+    return {"wall_s": wall, "tuples_per_s": m["tuples_in"] / wall,
+            "peak_rss_mb": m["peak_rss_bytes"] / 2**20,
+            "children_max_rss_mb": max(before, after) / 1024,
+            "peak_state_bytes": m["peak_state_bytes"], "windows_out": m["windows_out"],
+            "late": m["late"], "engine_wall_s": m["wall_s"]}
+
+
+def run_duckdb(data: Path, query: str, out: Path) -> dict[str, Any] | None:
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    src = f"read_parquet('{data}/*.parquet')"
+    if query.startswith("tumbling"):
+        sql = (f"SELECT key, ts // 1000 * 1000 AS window_start, count(*) AS count, "
+               f"sum(v) AS sum_v FROM {src} GROUP BY ALL")
+    else:  # panes of 1 s, then the 10 windows each pane belongs to
+        sql = (f"WITH p AS (SELECT key, ts // 1000 AS pane, count(*) c, sum(v) s FROM {src} "
+               f"GROUP BY ALL) SELECT key, (pane - k) * 1000 AS window_start, sum(c) AS count, "
+               f"sum(s) AS sum_v FROM p, range(10) r(k) GROUP BY ALL")
+    t0 = time.perf_counter()
+    con = duckdb.connect()
+    con.execute("SET threads TO 1")
+    con.execute(f"COPY ({sql}) TO '{out}.parquet' (FORMAT parquet)")
+    return {"wall_s": time.perf_counter() - t0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, action="append", help="input sizes (repeatable)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--duckdb", action="store_true", help="also run DuckDB, 1 thread")
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    sizes = args.rows or [10_000_000]
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            data = Path(tmp) / f"in-{n}"
+            write_workload(data, n)
+            for name, q in QUERIES.items():
+                for r in range(args.repeat):
+                    out = Path(tmp) / f"out-{n}-{r}-{name.split()[0]}"
+                    res = {"rows": n, "query": name, "engine": "oop replay",
+                           **run_oop(data, q, out)}
+                    results.append(res)
+                    print(json.dumps(res), flush=True)
+                    if args.duckdb:
+                        d = run_duckdb(data, name, out.with_name(out.name + "-duck"))
+                        if d is not None:
+                            print(json.dumps({"rows": n, "query": name, "engine": "duckdb 1t",
+                                              **d}), flush=True)
+            for f in data.iterdir():
+                f.unlink()
+    load = os.getloadavg()
+    print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"results": results, "loadavg": load}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
