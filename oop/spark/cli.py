@@ -28,6 +28,8 @@ import time as _time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 
@@ -71,6 +73,17 @@ def _late_policy(late: str) -> str:
     return "side_output" if late == "side" else late
 
 
+def _without(spark: Any, df: Any, late: pa.Table | None) -> Any:
+    """``df`` minus the rows the engine declared late (a multiset difference)."""
+    if late is None or late.num_rows == 0:
+        return df
+    from pyspark.sql import functions as F
+
+    late_df = spark.createDataFrame(late.select(df.columns).to_pandas())
+    late_df = late_df.select([F.col(c).cast(df.schema[c].dataType) for c in df.columns])
+    return df.exceptAll(late_df)
+
+
 def run_replay(args: argparse.Namespace) -> int:
     """Run ``oop replay --spark``; returns the exit code (see the module docstring)."""
     from oop.replay.specs import parse_aggs, parse_window
@@ -108,6 +121,9 @@ def run_replay(args: argparse.Namespace) -> int:
         raise ConfigError("--late update is not supported with --shards yet (revisions would "
                           "have to be merged across shards); drop --shards")
     summary_late = 0
+    # --verify compares over the rows the engine did not declare late: keep them (side output)
+    keep_late = args.verify and not args.shards and late == "drop"
+    late_rows: pa.Table | None = None
     with spark_errors(f"replay of {args.input!r}"):
         if args.shards:
             # Parquet input: the file path (each Spark task reads its own fragments with
@@ -122,8 +138,9 @@ def run_replay(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         else:
             src = replay_stream(df, time=args.time, unit=unit, arrival=args.arrival,
-                                punctuation=punct, late=late, batch_size=batch_size,
-                                name="input")
+                                punctuation=punct,
+                                late="side_output" if keep_late else late,
+                                batch_size=batch_size, name="input")
             extra: dict[str, Any] = {}
             if late == "update":  # the window re-emits revised rows (column is_revision)
                 from oop.stream.timecol import parse_duration
@@ -132,6 +149,8 @@ def run_replay(args: argparse.Namespace) -> int:
                     getattr(args, "allowed_lateness", "0") or "0", unit)}
             res = src.window(kind, aggs, by=keys, method=method, name="window", **extra).run()
             table, late_total, tuples_in = res.table, res.late_total, res.tuples_in
+            if late in ("drop", "side_output") and res.late:
+                late_rows = pa.concat_tables(list(res.late.values()))
             if getattr(args, "late_out", None):  # --late side: the source's late tuples
                 from oop.replay.cli import write_late
 
@@ -156,7 +175,8 @@ def run_replay(args: argparse.Namespace) -> int:
     code = 0
     if args.verify:
         with spark_errors("Spark SQL ground truth"):
-            truth = spark_windows(df, time=args.time, unit=unit, kind=kind, aggs=aggs,
+            on_time = _without(spark, df, late_rows)
+            truth = spark_windows(on_time, time=args.time, unit=unit, kind=kind, aggs=aggs,
                                   by=keys).toArrow()
         final = last_revisions(table, keys) if late == "update" else table  # revisions folded
         rep = compare_windows(final, truth, by=keys, values=[a.name for a in aggs],
