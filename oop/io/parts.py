@@ -18,11 +18,16 @@
 A sink opened on a folder that already holds parts continues after the
 highest committed number (appends). Memory: one part's Parquet row-group
 buffer at most.
+
+Fault injection for tests: ``OOP_FAULT=sink-enospc-after:N`` makes every
+write after the first ``N`` rows a process has written to part folders fail
+with ``ENOSPC`` (a full disk), as a too-small device would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from pathlib import Path
@@ -76,6 +81,20 @@ def recover(folder: str | Path, commit_point: Offset) -> list[Path]:
                 deleted.append(Path(e.path))
         _fsync_dir(folder)
     return sorted(deleted)
+
+
+_FAULT_ENOSPC = "sink-enospc-after:"
+_written = [0]  # rows written to part folders by this process (for the fault point)
+
+
+def _fault_enospc(rows: int) -> None:
+    """Raise ENOSPC once this process has written more than N rows (``OOP_FAULT``)."""
+    spec = os.environ.get("OOP_FAULT", "")
+    if not spec.startswith(_FAULT_ENOSPC):
+        return
+    _written[0] += rows
+    if _written[0] > int(spec[len(_FAULT_ENOSPC):]):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _fsync_dir(folder: str | Path) -> None:
@@ -155,6 +174,7 @@ class PartsSink:
             take = min(batch.num_rows - start, self.max_rows_per_part - self._cur_rows)
             piece = batch if take == batch.num_rows else batch.slice(start, take)
             with self._guard(what=self._cur[0] if self._cur else None):
+                _fault_enospc(take)
                 self._w.write(piece)  # type: ignore[union-attr]
             self._cur_rows += take
             start += take
@@ -188,6 +208,8 @@ class PartsSink:
     def abort(self) -> None:
         """Discard the open and pending parts (errors ignored: a failure is being raised)."""
         self.closed = True
+        if self._w is not None:
+            self._w.abort()
         if self._f is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._f.close()

@@ -32,6 +32,7 @@ import json
 import signal
 import sys
 import time as _time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Callable
@@ -117,7 +118,9 @@ class Job:
 
         self._store = CheckpointStore(self.opt.checkpoint_dir, keep=self.opt.keep_checkpoints,
                                       on_warning=lambda m: self._say(f"warning: {m}"))
-        manifest = load(self.ex, self._store)
+        with warnings.catch_warnings():  # a skipped damaged checkpoint: one line, via _say
+            warnings.simplefilter("ignore", RuntimeWarning)
+            manifest = load(self.ex, self._store)
         if manifest is None:
             self._fresh_start()
             return

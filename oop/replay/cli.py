@@ -272,6 +272,10 @@ def run_replay(args: argparse.Namespace) -> int:
         outcome = job.run()
     wall = _time.perf_counter() - t0
     summary = _summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
+    if outcome.stopped_by in ("SIGINT", "SIGTERM"):  # the job said it in one line
+        if args.metrics:
+            Path(args.metrics).write_text(json.dumps(summary, indent=2, default=str))
+        return outcome.code
     _report(args, summary, jit.seconds)
     return outcome.code
 
