@@ -15,10 +15,16 @@ import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+
+import oop
+from oop.io.amount import Amount
 
 from _recovery_util import (ROOT, Job, bag, cli_job, driver_job, env, kill_until_done,
                             newest_checkpoint, pending, run, wait_for_checkpoint, write_data)
@@ -208,3 +214,45 @@ def test_at_least_20_kills_in_total() -> None:
     if len(ran) < 6:
         pytest.skip("counts the kills of the whole file only")
     assert len(KILL_LOG) >= 20, KILL_LOG
+
+
+# ---- the library API, in process ------------------------------------------------------
+def _small() -> "oop.Stream":
+    t = pa.table({"ts": [5, 1, 7, 3, 9, 8, 12, 10, 15, 11] * 3, "val": list(range(30))})
+    return oop.from_arrow(t, time="ts", batch_size=4, punctuation=oop.BoundedDelay(3),
+                          late="side").select(pc.field("val") > 2)
+
+
+def test_sink_with_checkpoint_dir_checkpoints_and_a_rerun_is_a_no_op(tmp_path: Path) -> None:
+    ck, out, late = tmp_path / "ck", tmp_path / "out", tmp_path / "late"
+    res = _small().sink(f"{out}/", late=f"{late}/", checkpoint_dir=ck, checkpoint_every="8rows",
+                        keep_checkpoints=2)
+    assert res.outcome.checkpoints == 30 // 8 + 1 and len(list(ck.iterdir())) == 2
+    first = (bag(out), bag(late))
+    ref = _small().run()
+    late_rows = [tuple(r.values()) for t in ref.late.values() for r in t.to_pylist()]
+    assert first[0] == Counter(tuple(r.values()) for r in ref.table.to_pylist())
+    assert first[1] == Counter(late_rows) and late_rows
+    again = _small().to_parquet(f"{out}/", late=f"{late}/", checkpoint_dir=ck,
+                                checkpoint_every=Amount(rows=8))
+    assert again.outcome.resumed_from is not None and (bag(out), bag(late)) == first
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"target": "x.parquet"}, "folder of parts"),
+    ({"checkpoint_dir": None, "checkpoint_every": "1min"}, "give checkpoint_dir"),
+    ({"checkpoint_every": "soon"}, "checkpoint_every 'soon'"),
+    ({"keep_checkpoints": 0}, "keep at least 1"),
+    ({"source": "iterator"}, "cannot be re-read"),
+])
+def test_sink_checkpoint_options_are_checked_in_one_line(kw: dict, match: str,
+                                                         tmp_path: Path) -> None:
+    stream = _small()
+    if kw.pop("source", None):
+        stream = oop.from_iter(iter([pa.record_batch({"ts": [1]})]), time="ts")
+    name = kw.pop("target", "out/")
+    target = str(tmp_path / name) + ("/" if name.endswith("/") else "")
+    kw.setdefault("checkpoint_dir", tmp_path / "ck")
+    with pytest.raises(oop.ConfigError, match=match) as e:
+        stream.sink(target, **kw)
+    assert "\n" not in str(e.value)
