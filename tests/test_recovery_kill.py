@@ -213,6 +213,9 @@ def test_at_least_20_kills_in_total() -> None:
     if len(ran) < 6:
         pytest.skip("counts the kills of the whole file only")
     assert len(KILL_LOG) >= 20, KILL_LOG
+    random = [int(x.rsplit(" ", 1)[1]) for x in KILL_LOG if "newest checkpoint" in x]
+    assert sum(n >= 1 for n in random) >= 0.75 * len(random), KILL_LOG  # most after one
+    print(f"\n{len(KILL_LOG)} kills: " + "; ".join(KILL_LOG))
 
 
 # ---- the library API, in process ------------------------------------------------------
