@@ -12,6 +12,7 @@ included. Plans: WID tumbling with string keys and Paned-WID sliding through
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -87,9 +88,15 @@ def test_sigkill_at_random_moments_then_rerun_is_exact(name: str, data: tuple[Pa
                                                         tmp_path: Path) -> None:
     rng = np.random.default_rng([SEED, len(name), ord(name[0])])
     job = _job(name, tmp_path, data)
-    kills = kill_until_done(job, rng, KILLS_PER_PLAN, KILL_LOG, name)
+    kills = 0
+    for _ in range(4):  # a fast machine may finish a job before all its kills: start over
+        for d in (job.out, job.late, job.ck):
+            shutil.rmtree(d, ignore_errors=True)
+        kills += kill_until_done(job, rng, KILLS_PER_PLAN - kills, KILL_LOG, name)
+        assert_exact(job, name)
+        if kills >= KILLS_PER_PLAN:
+            break
     assert kills == KILLS_PER_PLAN, KILL_LOG
-    assert_exact(job, name)
     if name == "wid-tumbling":  # a finished job's rerun is a no-op
         rerun = run(job.command())
         assert rerun.returncode == 0, rerun.stderr
@@ -110,6 +117,8 @@ def test_kill_inside_the_checkpoint_write_recovers_from_the_previous_one(
         KILL_LOG.append(f"fault: SIGKILL at {point}")
         grew = newest_checkpoint(job.ck) - before
         assert grew == (1 if point == "checkpoint-after-rename" else 0), point
+        if point == "checkpoint-after-rename":  # the checkpoint is there, its parts pending
+            assert pending(job.out) and not bag(job.out)
     assert [p.name for p in job.ck.iterdir() if ".tmp-" in p.name]  # the killed writes' files
     p = run(job.command())
     assert p.returncode == 0, p.stderr

@@ -11,9 +11,17 @@
   pending part into place in number order, fsyncs the folder and returns
   ``{"parts": n, "rows": r}``: parts ``0 .. n-1`` are committed, holding ``r``
   rows written by this sink (plus those of the commit point it resumed from);
+* :meth:`PartsSink.prepare` is the first phase of a commit for checkpoints:
+  it finishes and fsyncs the open part and returns the commit point the
+  pending parts *will* have, renaming nothing; the checkpoint records it, and
+  :meth:`commit` renames once the checkpoint file is durable. So no part
+  becomes visible before a checkpoint covers it, and visible output is never
+  taken back;
 * :func:`recover` (after a crash, with the commit point a checkpoint recorded)
-  deletes pending parts and every part numbered ``n`` or beyond, so a restarted
-  run continues numbering right after the committed ones.
+  renames into place the pending parts numbered below ``n`` (prepared for that
+  checkpoint: the crash came between the checkpoint and the renames), deletes
+  every other pending part and every part numbered ``n`` or beyond, so a
+  restarted run continues numbering right after the committed ones.
 
 A sink opened on a folder that already holds parts continues after the
 highest committed number (appends). Memory: one part's Parquet row-group
@@ -62,10 +70,12 @@ def committed_parts(folder: str | Path) -> list[tuple[int, Path]]:
 
 
 def recover(folder: str | Path, commit_point: Offset) -> list[Path]:
-    """Undo what a crashed run wrote after ``commit_point``; returns the deleted files.
+    """Bring ``folder`` to ``commit_point`` after a crash; returns the deleted files.
 
-    Deletes every pending part and every committed part numbered at or beyond
-    ``commit_point["parts"]``. ``None`` (nothing committed yet) deletes them all.
+    Pending parts numbered below ``commit_point["parts"]`` were prepared and
+    fsynced for that checkpoint: they are renamed into place (rolled forward).
+    Every other pending part and every committed part numbered at or beyond it
+    is deleted. ``None`` (nothing committed yet) deletes them all.
     """
     keep = 0 if commit_point is None else commit_point.get("parts") if isinstance(
         commit_point, dict) else None
@@ -76,7 +86,9 @@ def recover(folder: str | Path, commit_point: Offset) -> list[Path]:
     with io_errors("recover", str(folder), "cleaning"):
         for e in os.scandir(folder):
             m = _PENDING.match(e.name) or _PART.match(e.name)
-            if m and (e.name.startswith(".") or int(m.group(1)) >= keep):
+            if m and e.name.startswith(".") and int(m.group(1)) < keep:
+                os.replace(e.path, Path(folder) / e.name[1:-len(".pending")])
+            elif m and (e.name.startswith(".") or int(m.group(1)) >= keep):
                 os.remove(e.path)
                 deleted.append(Path(e.path))
         _fsync_dir(folder)
@@ -180,6 +192,18 @@ class PartsSink:
             start += take
             if self._cur_rows >= self.max_rows_per_part:
                 self._finish_part()
+
+    def prepare(self) -> Offset:
+        """Finish (and fsync) the open part; the commit point :meth:`commit` will reach.
+
+        Renames nothing: a checkpoint records this point, then :meth:`commit`
+        makes the parts visible; :func:`recover` rolls them forward after a crash
+        in between.
+        """
+        if self._w is not None:
+            self._finish_part()
+        return {"parts": self.committed + len(self.pending),
+                "rows": self.rows_committed + sum(rows for _, _, rows in self.pending)}
 
     def commit(self) -> Offset:
         """Finish the open part and rename the pending parts into place; O(parts renamed)."""

@@ -13,9 +13,11 @@ processor does besides computing:
   metrics appended to ``metrics_log``;
 * durable checkpoints every ``checkpoint_every`` (wall time or input rows) into
   a :class:`~oop.checkpoint.CheckpointStore`: the output sink and the late sink
-  commit first, then the checkpoint records their commit points, the sources'
-  offsets and every operator's state (:func:`oop.checkpoint.save`); a final
-  checkpoint after the end makes a restarted finished job a no-op;
+  prepare their commits (parts finished and fsynced, not yet visible), the
+  checkpoint records their commit points, the sources' offsets and every
+  operator's state (:func:`oop.checkpoint.save`), then the sinks commit (rename
+  the parts into view); a final checkpoint after the end makes a restarted
+  finished job a no-op;
 * SIGINT / SIGTERM: a handler only sets a flag (never raises inside a kernel);
   the loop then finishes the round, checkpoints (if a directory is set),
   commits, and :meth:`Job.run` returns 130 / 143;
@@ -251,8 +253,15 @@ class Job:
         t = _time.perf_counter()
         manifest = dict(self.opt.manifest)
         if self.late is not None:
-            manifest["late_commit"] = self.late.sink.commit()
-        save(self.ex, self._store, manifest)
+            prepare = getattr(self.late.sink, "prepare", None)
+            manifest["late_commit"] = prepare() if prepare is not None else \
+                self.late.sink.commit()
+        save(self.ex, self._store, manifest)  # the output sink prepares in its snapshot
+        # the checkpoint is durable: make the parts it covers visible (a crash before
+        # these renames is rolled forward by the restart's recover())
+        self.writer.commit()
+        if self.late is not None:
+            self.late.sink.commit()
         self.outcome.checkpoints += 1
         self.outcome.checkpoint_s += _time.perf_counter() - t
 
