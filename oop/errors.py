@@ -67,3 +67,18 @@ class SourceError(OopError, OSError):
 
 class CheckpointError(OopError, ValueError):
     """A checkpoint that cannot be used: another query's, a newer format, or corrupt."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A checkpointed run stopped by SIGINT / SIGTERM after writing a checkpoint.
+
+    ``code`` is the conventional exit status (130 / 143) and ``signal`` the
+    signal's name; running the same plan with the same checkpoint folder
+    continues where it stopped. A KeyboardInterrupt, so ``except Exception``
+    does not swallow it.
+    """
+
+    def __init__(self, message: str, code: int, signal: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.signal = signal

@@ -68,6 +68,7 @@ __all__ = [
     "same_bag",
     "check_punctuation_respected",
     "feed_batches",
+    "resumed_output",
     "TABLE_SCHEMA",
 ]
 
@@ -283,3 +284,30 @@ def check_punctuation_respected(
         assert not len(after) or int(after.min()) >= p.value, (
             f"a row with {attr}={int(after.min())} was emitted after P({attr}, {p.value})"
         )
+
+
+def resumed_output(*parts: Any) -> Any:
+    """The output of a run stopped and resumed (``Stream.run(resume_from=...)``) one or more
+    times: the Results' rows, punctuations (row counts shifted) and late rows, in order.
+
+    A checkpoint holds no output, so each resumed Result has only the rows after its
+    cut; this joins them into one :class:`oop.Result` comparable to an uninterrupted run.
+    """
+    from oop.plan.result import Result
+
+    tables = [r.table for r in parts]
+    schema = next((t.schema for t in tables if t.num_rows), tables[0].schema)
+    table = pa.concat_tables([t.cast(schema) for t in tables])
+    puncts: list[tuple[int, Any]] = []
+    late: dict[str, list[pa.Table]] = {}
+    before = 0
+    for r in parts:
+        puncts.extend((before + n, p) for n, p in r.punctuations)
+        before += r.table.num_rows
+        for k, t in r.late.items():
+            late.setdefault(k, []).append(t)
+    last = parts[-1]
+    return Result(table=table, punctuations=puncts, metrics=last.metrics,
+                  late={k: pa.concat_tables(v) for k, v in late.items()},
+                  wall_s=sum(r.wall_s for r in parts), checkpoint=last.checkpoint,
+                  sources=last.sources)

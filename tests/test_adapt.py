@@ -35,6 +35,7 @@ from oop.window import aggregates as agg
 from oop.window.kinds import Landmark, Sliding, Tumbling
 
 from test_adapt_oracle import assert_same_cells, oracle, result_cells
+from oop.testing import resumed_output
 
 ALL_AGGS = [
     agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
@@ -166,7 +167,7 @@ def test_snapshot_restore_mid_run_identical(feed, kind, stop):
     first = plan().run(stop_after_rounds=stop)
     if first.checkpoint is None:
         return
-    resumed = plan().run(resume_from=first.checkpoint)
+    resumed = resumed_output(first, plan().run(resume_from=first.checkpoint))
     assert resumed.table.to_pylist() == full.table.to_pylist()
 
 
@@ -198,7 +199,7 @@ def test_snapshot_restore_with_transitional_groups():
     assert seen_trans_at is not None, "scenario never produced a transitional group"
     full = plan().run()
     first = plan().run(stop_after_rounds=seen_trans_at)
-    resumed = plan().run(resume_from=first.checkpoint)
+    resumed = resumed_output(first, plan().run(resume_from=first.checkpoint))
     assert resumed.table.to_pylist() == full.table.to_pylist()
     assert_same_cells(result_cells(full.table, aggs), oracle(t.to_pylist(), kind, aggs))
 

@@ -12,6 +12,7 @@ import oop
 from oop.punctuation import Cadence, parse_punctuation
 from oop.testing import batch_splits, disordered_tables
 from oop.window import Sliding, Tumbling, agg
+from oop.testing import resumed_output
 
 SPECS = ["ordered", "bounded:3", "tuples:4", "adaptive:0.1", "bounded:2+every:5",
          "bounded:3+idle:4"]
@@ -85,8 +86,9 @@ def test_resume_with_another_batch_size_counts_rows_not_batches():
     first = oop.from_arrow(t, time="ts", punctuation=punct, batch_size=256).window(
         Tumbling(50), [agg.count()], by="key").run(stop_after_rounds=5)
     assert first.checkpoint is not None
-    again = oop.from_arrow(t, time="ts", punctuation=punct, batch_size=97).window(
-        Tumbling(50), [agg.count()], by="key").run(resume_from=first.checkpoint)
+    again = resumed_output(first, oop.from_arrow(t, time="ts", punctuation=punct, batch_size=97)
+                           .window(Tumbling(50), [agg.count()], by="key")
+                           .run(resume_from=first.checkpoint))
     assert again.table.to_pylist() == full.table.to_pylist()
     assert again.late_total == 0
 

@@ -20,6 +20,7 @@ from oop.query import WindowQuery
 from oop.testing import same_bag
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
+from oop.testing import resumed_output
 
 
 def _table(n: int = 400, seed: int = 0) -> pa.Table:
@@ -58,7 +59,7 @@ def test_checkpoint_and_resume_equals_uninterrupted(name):
     for stop in (1, 5, 13):
         part = PLANS[name](t).run(stop_after_rounds=stop)
         assert part.checkpoint is not None
-        resumed = PLANS[name](t).run(resume_from=part.checkpoint)
+        resumed = resumed_output(part, PLANS[name](t).run(resume_from=part.checkpoint))
         assert same_bag(resumed.table, full.table), (name, stop)
 
 

@@ -35,6 +35,7 @@ from oop.join.state import SideState, probe_kernel, probe_reference
 from oop.operators.base import StreamInfo
 from oop.stream.elements import INT64_MIN, JointPunctuation, Punctuation
 from oop.stream.late import LatePolicy
+from oop.testing import resumed_output
 
 TMAX = 30
 KEY_KINDS = ("int", "str", "none", "two")
@@ -425,5 +426,5 @@ def test_checkpoint_resume_through_the_executor(case, stop, workers):
     first = plan().run(stop_after_rounds=stop)
     if first.checkpoint is None:
         return
-    resumed = plan().run(resume_from=first.checkpoint).table
+    resumed = resumed_output(first, plan().run(resume_from=first.checkpoint)).table
     assert rows_counter(resumed) == rows_counter(whole)

@@ -28,6 +28,7 @@ from oop.window import PartitionedRows, agg, window_operator
 from oop.window.reference import window_oracle
 
 from test_window import assert_same_rows
+from oop.testing import resumed_output
 
 AGGS = [agg.count(), agg.sum("val"), agg.min("val"), agg.max("val"), agg.median("val")]
 KINDS = st.sampled_from([PartitionedRows(1, 1), PartitionedRows(4, 2), PartitionedRows(5, 2),
@@ -172,6 +173,6 @@ def test_snapshot_resume_same_rows_and_bounds(rounds):
 
     full = plan().run()
     part = plan().run(stop_after_rounds=rounds)
-    resumed = plan().run(resume_from=part.checkpoint)
+    resumed = resumed_output(part, plan().run(resume_from=part.checkpoint))
     assert_same_rows(resumed.table, full.table)
     check_group_punctuation(full.table, full.punctuations, PartitionedRows(6, 3))

@@ -11,18 +11,31 @@
   pending part into place in number order, fsyncs the folder and returns
   ``{"parts": n, "rows": r}``: parts ``0 .. n-1`` are committed, holding ``r``
   rows written by this sink (plus those of the commit point it resumed from);
+* :meth:`PartsSink.prepare` is the first phase of a commit for checkpoints:
+  it finishes and fsyncs the open part and returns the commit point the
+  pending parts *will* have, renaming nothing; the checkpoint records it, and
+  :meth:`commit` renames once the checkpoint file is durable. So no part
+  becomes visible before a checkpoint covers it, and visible output is never
+  taken back;
 * :func:`recover` (after a crash, with the commit point a checkpoint recorded)
-  deletes pending parts and every part numbered ``n`` or beyond, so a restarted
-  run continues numbering right after the committed ones.
+  renames into place the pending parts numbered below ``n`` (prepared for that
+  checkpoint: the crash came between the checkpoint and the renames), deletes
+  every other pending part and every part numbered ``n`` or beyond, so a
+  restarted run continues numbering right after the committed ones.
 
 A sink opened on a folder that already holds parts continues after the
 highest committed number (appends). Memory: one part's Parquet row-group
 buffer at most.
+
+Fault injection for tests: ``OOP_FAULT=sink-enospc-after:N`` makes every
+write after the first ``N`` rows a process has written to part folders fail
+with ``ENOSPC`` (a full disk), as a too-small device would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 from pathlib import Path
@@ -57,10 +70,12 @@ def committed_parts(folder: str | Path) -> list[tuple[int, Path]]:
 
 
 def recover(folder: str | Path, commit_point: Offset) -> list[Path]:
-    """Undo what a crashed run wrote after ``commit_point``; returns the deleted files.
+    """Bring ``folder`` to ``commit_point`` after a crash; returns the deleted files.
 
-    Deletes every pending part and every committed part numbered at or beyond
-    ``commit_point["parts"]``. ``None`` (nothing committed yet) deletes them all.
+    Pending parts numbered below ``commit_point["parts"]`` were prepared and
+    fsynced for that checkpoint: they are renamed into place (rolled forward).
+    Every other pending part and every committed part numbered at or beyond it
+    is deleted. ``None`` (nothing committed yet) deletes them all.
     """
     keep = 0 if commit_point is None else commit_point.get("parts") if isinstance(
         commit_point, dict) else None
@@ -71,11 +86,27 @@ def recover(folder: str | Path, commit_point: Offset) -> list[Path]:
     with io_errors("recover", str(folder), "cleaning"):
         for e in os.scandir(folder):
             m = _PENDING.match(e.name) or _PART.match(e.name)
-            if m and (e.name.startswith(".") or int(m.group(1)) >= keep):
+            if m and e.name.startswith(".") and int(m.group(1)) < keep:
+                os.replace(e.path, Path(folder) / e.name[1:-len(".pending")])
+            elif m and (e.name.startswith(".") or int(m.group(1)) >= keep):
                 os.remove(e.path)
                 deleted.append(Path(e.path))
         _fsync_dir(folder)
     return sorted(deleted)
+
+
+_FAULT_ENOSPC = "sink-enospc-after:"
+_written = [0]  # rows written to part folders by this process (for the fault point)
+
+
+def _fault_enospc(rows: int) -> None:
+    """Raise ENOSPC once this process has written more than N rows (``OOP_FAULT``)."""
+    spec = os.environ.get("OOP_FAULT", "")
+    if not spec.startswith(_FAULT_ENOSPC):
+        return
+    _written[0] += rows
+    if _written[0] > int(spec[len(_FAULT_ENOSPC):]):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 def _fsync_dir(folder: str | Path) -> None:
@@ -155,11 +186,24 @@ class PartsSink:
             take = min(batch.num_rows - start, self.max_rows_per_part - self._cur_rows)
             piece = batch if take == batch.num_rows else batch.slice(start, take)
             with self._guard(what=self._cur[0] if self._cur else None):
+                _fault_enospc(take)
                 self._w.write(piece)  # type: ignore[union-attr]
             self._cur_rows += take
             start += take
             if self._cur_rows >= self.max_rows_per_part:
                 self._finish_part()
+
+    def prepare(self) -> Offset:
+        """Finish (and fsync) the open part; the commit point :meth:`commit` will reach.
+
+        Renames nothing: a checkpoint records this point, then :meth:`commit`
+        makes the parts visible; :func:`recover` rolls them forward after a crash
+        in between.
+        """
+        if self._w is not None:
+            self._finish_part()
+        return {"parts": self.committed + len(self.pending),
+                "rows": self.rows_committed + sum(rows for _, _, rows in self.pending)}
 
     def commit(self) -> Offset:
         """Finish the open part and rename the pending parts into place; O(parts renamed)."""
@@ -188,6 +232,8 @@ class PartsSink:
     def abort(self) -> None:
         """Discard the open and pending parts (errors ignored: a failure is being raised)."""
         self.closed = True
+        if self._w is not None:
+            self._w.abort()
         if self._f is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._f.close()

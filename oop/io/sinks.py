@@ -171,6 +171,8 @@ class FileSink:
     def abort(self) -> None:
         """Close without finishing the encoding; errors are ignored (a failure is being raised)."""
         self.closed = True
+        if self._w is not None:
+            self._w.abort()
         if self._f is not None:
             with contextlib.suppress(OSError, ValueError):
                 self._f.close()

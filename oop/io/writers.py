@@ -92,6 +92,10 @@ class FormatWriter:
         """Flush and finish the encoding (footer, end-of-stream marker); O(buffer)."""
         self.flush()
 
+    def abort(self) -> None:
+        """Drop buffered rows and let go of the file without raising (a failure is being
+        raised; the file is discarded), before the caller closes the file object."""
+
 
 class _Parquet(FormatWriter):
     format = "parquet"
@@ -122,6 +126,13 @@ class _Parquet(FormatWriter):
     def close(self) -> None:
         self.flush()
         self.writer.close()
+
+    def abort(self) -> None:
+        # a ParquetWriter left open closes itself when collected, writing a footer (or, its
+        # file being closed, printing a "write to closed file" traceback): mark it closed,
+        # so an aborted file stays footer-less, as unreadable as an unfinished one
+        self.buffer, self.buffered_rows, self.buffered_bytes = [], 0, 0
+        self.writer.is_open = False
 
 
 class _Csv(FormatWriter):

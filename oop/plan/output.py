@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time as _time
 from pathlib import Path
-from typing import Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 import pyarrow as pa
 
@@ -20,7 +20,8 @@ from oop.plan.executor import Executor
 from oop.plan.result import Result
 from oop.plan.writer import Drain, LateWriter, SinkWriter
 
-__all__ = ["Target", "as_sink", "late_writer", "run_writing", "iterate", "late_tables"]
+__all__ = ["Target", "as_sink", "late_writer", "run_writing", "run_checkpointed", "iterate",
+           "late_tables", "check_restartable"]
 
 Target = Union[Sink, Callable[[pa.RecordBatch], None], str, Path]
 
@@ -91,6 +92,63 @@ def run_writing(ex: Executor, writer: SinkWriter, late: LateWriter | None = None
         late=late_tables(ex),
         wall_s=_time.perf_counter() - t0,
         sources=tuple(s.op.name for s in ex.sources),
+    )
+
+
+def check_restartable(ex: Executor, writer: SinkWriter, late: LateWriter | None) -> None:
+    """Refuse, in one line, a checkpointed run that could not restart exactly once.
+
+    Every source must be re-readable from an offset (files, folders, tables,
+    Redis -- not standard input, sockets or one-shot iterators) and every target
+    a folder of parts (or a Sink with ``resume`` that is not a single file).
+    """
+    from oop.errors import ConfigError
+    from oop.io.sinks import FileSink
+
+    for s in ex.sources:
+        conn = s.op.connector
+        if not s.op.resumable or (conn is not None and not getattr(conn, "resumable", False)):
+            raise ConfigError(f"source {s.op.name!r} cannot be re-read after a crash (standard "
+                              "input, a socket or a one-shot iterator); checkpoint_dir needs "
+                              "files, folders, tables or a Redis stream")
+    for what, sink in (("target", writer.sink), ("late target", late.sink if late else None)):
+        if sink is None:
+            continue
+        if isinstance(sink, FileSink) or not hasattr(sink, "resume"):
+            raise ConfigError(
+                f"with checkpoint_dir, the {what} must be a folder of parts (a path ending in "
+                "/): parts are committed with each checkpoint, so a restart neither repeats "
+                f"nor loses rows; {getattr(sink, 'name', sink)!r} cannot be cut back")
+
+
+def run_checkpointed(ex: Executor, writer: SinkWriter, late: LateWriter | None,
+                     options: Any) -> Result:
+    """Run ``ex`` under a :class:`~oop.plan.job.Job` with durable checkpoints (``options``).
+
+    Resumes from the newest checkpoint in ``options.checkpoint_dir`` (a finished
+    run's final checkpoint makes a rerun a no-op). SIGINT / SIGTERM checkpoint and
+    raise :class:`oop.errors.Interrupted`. The Result carries the job outcome.
+    """
+    from oop.errors import Interrupted
+    from oop.plan.job import Job
+
+    check_restartable(ex, writer, late)
+    job = Job(ex, writer, late, options)
+    t0 = _time.perf_counter()
+    job.open()
+    outcome = job.run()
+    if outcome.stopped_by in ("SIGINT", "SIGTERM"):
+        raise Interrupted(f"stopped by {outcome.stopped_by} after a checkpoint in "
+                          f"{options.checkpoint_dir}", outcome.code, outcome.stopped_by)
+    schema = writer.output.schema if writer.output is not None else pa.schema([])
+    return Result(
+        table=schema.empty_table(),
+        punctuations=[],
+        metrics={n.op.name: n.op.metrics for n in ex.nodes},
+        late=late_tables(ex),
+        wall_s=_time.perf_counter() - t0,
+        sources=tuple(s.op.name for s in ex.sources),
+        outcome=outcome,
     )
 
 

@@ -40,6 +40,7 @@ class Result:
     wall_s: float = 0.0
     checkpoint: Checkpoint | None = None
     sources: tuple[str, ...] = ()
+    outcome: Any = None  # a checkpointed sink run's oop.plan.job.JobOutcome
 
     def to_pandas(self) -> "pd.DataFrame":
         return self.table.to_pandas()

@@ -3,8 +3,9 @@
 :class:`Collect` keeps the output batches and the punctuations in arrival
 order (with the number of output rows that preceded each punctuation, so
 tests can check that no row arrived after a punctuation that excluded it).
-Its state is the collected output, which is the run's result, so it reports
-no operator state.
+Its collected output is the run's result, not operator state: it reports no
+state, and its snapshot holds no rows (a checkpoint must not hold output), so
+a run resumed from a checkpoint collects only the rows produced after the cut.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class Collect(Operator):
         self.batches: list[pa.RecordBatch] = []
         self.punctuations: list[tuple[int, Element]] = []
         self.rows = 0
+        self.rows_before = 0  # after a resume: rows the checkpointed run had collected
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         self.batches.append(batch)
@@ -44,11 +46,13 @@ class Collect(Operator):
         return pa.Table.from_batches(self.batches, schema=self.batches[0].schema)
 
     def snapshot(self) -> Any:
-        return {**super().snapshot(), "batches": list(self.batches),
-                "punctuations": list(self.punctuations), "rows": self.rows}
+        """The end-of-input bookkeeping only: the rows collected so far are output."""
+        return {**super().snapshot(), "rows_before": self.rows_before + self.rows}
 
     def restore(self, state: Any) -> None:
+        """Start collecting afresh: the resumed run's Result holds the rows after the cut."""
         super().restore(state)
-        self.batches = list(state["batches"])
-        self.punctuations = list(state["punctuations"])
-        self.rows = state["rows"]
+        self.batches = []
+        self.punctuations = []
+        self.rows = 0
+        self.rows_before = int(state.get("rows_before", 0))

@@ -2,9 +2,11 @@
 
 * :class:`SinkWriter` opens a :class:`oop.io.protocol.Sink` with its input's
   schema, writes every batch the moment it arrives and closes (commits) the
-  sink when its input ends. It reports no state; its snapshot commits the sink
-  and records the commit point, so a checkpoint and the sink's visible output
-  agree (:meth:`SinkWriter.restore` hands the point to sinks that can resume).
+  sink when its input ends. It reports no state; its snapshot prepares the
+  sink's commit (a part folder finishes and fsyncs its parts; other sinks
+  commit at once) and records the commit point; the job commits after the
+  checkpoint is written, so no output is visible before a checkpoint covers it
+  (:meth:`SinkWriter.restore` hands the point to sinks that can resume).
 * :class:`Drain` keeps the batches of one executor round until the caller
   :meth:`Drain.take`\\ s them (``Stream.iter_batches``).
 * :class:`LateWriter` is the per-run late target set on operators as
@@ -85,9 +87,15 @@ class SinkWriter(Operator):
             self.closed = True
             self.sink.abort()
 
+    def prepare(self) -> Offset:
+        """First phase of a commit (a sink without ``prepare`` commits now); the point."""
+        prepare = getattr(self.sink, "prepare", None)
+        return prepare() if prepare is not None else self.commit()
+
     def snapshot(self) -> Any:
-        """Commits the sink: the checkpoint records what is durably written."""
-        return {**super().snapshot(), "rows": self.rows, "commit": self.commit()}
+        """Prepares the sink's commit: the checkpoint records what is durably written
+        (call :meth:`commit` once the checkpoint is durable)."""
+        return {**super().snapshot(), "rows": self.rows, "commit": self.prepare()}
 
     def restore(self, state: Any) -> None:
         super().restore(state)

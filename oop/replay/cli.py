@@ -261,7 +261,7 @@ def run_replay(args: argparse.Namespace) -> int:
     stream = build_plan(src, args, unit)
     from oop.plan.writer import LateWriter, SinkWriter
     from oop.replay.inputs import open_output
-    from oop.replay.job import Job
+    from oop.plan.job import Job
 
     writer = SinkWriter(open_output(args.out, args.out_format, "out"), name="sink")
     late = LateWriter(open_output(args.late_out, None, "late-out")) if args.late_out else None
@@ -272,6 +272,10 @@ def run_replay(args: argparse.Namespace) -> int:
         outcome = job.run()
     wall = _time.perf_counter() - t0
     summary = _summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
+    if outcome.stopped_by in ("SIGINT", "SIGTERM"):  # the job said it in one line
+        if args.metrics:
+            Path(args.metrics).write_text(json.dumps(summary, indent=2, default=str))
+        return outcome.code
     _report(args, summary, jit.seconds)
     return outcome.code
 
@@ -288,7 +292,7 @@ def _default_cadence() -> int:
 
 def _job_options(args: argparse.Namespace) -> Any:
     from oop.io.amount import parse_amount
-    from oop.replay.job import JobOptions
+    from oop.plan.job import JobOptions
 
     idle = None
     if args.stop_after_idle is not None:

@@ -44,6 +44,8 @@ from oop.stream.late import LatePolicy
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from oop.io.amount import Amount
+
 __all__ = [
     "Stream",
     "from_arrow",
@@ -254,9 +256,9 @@ class Stream:
         The output is collected in memory (``Result.table``); use :meth:`sink`,
         :meth:`iter_batches` or :meth:`to_parquet` to let it leave as it is
         produced. ``resume_from`` continues a checkpoint taken by an earlier,
-        stopped run of a plan built the same way; the output then includes the
-        rows the stopped run had already produced, so it equals an
-        uninterrupted run.
+        stopped run of a plan built the same way; a checkpoint holds no output,
+        so the Result then holds only the rows produced after the cut (the
+        stopped run's rows followed by these equal an uninterrupted run).
         """
         ex, sink = self.executor()
         t0 = _time.perf_counter()
@@ -276,7 +278,10 @@ class Stream:
 
     def sink(self, target: Target, *, format: str | None = None, late: Target | None = None,
              commit_every: int | None = None,
-             on_round: Callable[[int], None] | None = None) -> Result:
+             on_round: Callable[[int], None] | None = None,
+             checkpoint_dir: str | Path | None = None,
+             checkpoint_every: "Amount | str | None" = None,
+             keep_checkpoints: int = 3, progress: bool = False) -> Result:
         """Run the plan writing every output batch to ``target`` as it is produced.
 
         ``target``: a :class:`~oop.io.protocol.Sink`, a ``fn(batch)`` callable,
@@ -291,11 +296,40 @@ class Stream:
         The run opens, commits and closes the sinks; on an error it aborts
         them and re-raises (a failing write is a :class:`oop.errors.SinkError`).
         Memory: the plan's state plus at most the sink's Parquet row-group buffer.
+
+        ``checkpoint_dir``: run as a restartable job (:class:`oop.plan.job.Job`, as
+        ``oop replay --checkpoint-dir``): every ``checkpoint_every`` (an
+        :class:`~oop.io.amount.Amount` or text such as ``"1min"`` or
+        ``"100000rows"``; default one minute) the sinks commit and a durable
+        checkpoint (source offsets, operator state, commit points) is written,
+        keeping the newest ``keep_checkpoints``. Running the same plan again
+        with the same folder resumes from the newest checkpoint: the committed
+        output equals an uninterrupted run's, with no row repeated or lost
+        (targets must then be folders of parts and sources re-readable; a
+        finished run's final checkpoint makes a rerun a no-op). SIGINT / SIGTERM
+        checkpoint and raise :class:`oop.errors.Interrupted` (``code`` 130 / 143).
+        ``commit_every`` is ignored then (parts are committed with checkpoints).
+        ``progress``: a progress line on stderr every 5 s.
         """
-        writer = SinkWriter(as_sink(target, format, "out"), commit_rows=commit_every)
+        if checkpoint_dir is None:
+            if checkpoint_every is not None:
+                from oop.errors import ConfigError
+
+                raise ConfigError("checkpoint_every says how often to write a checkpoint; "
+                                  "give checkpoint_dir too (where to write it)")
+            writer = SinkWriter(as_sink(target, format, "out"), commit_rows=commit_every)
+            late_out = late_writer(late)
+            ex, _ = self.executor(terminal=writer)
+            return run_writing(ex, writer, late_out, on_round)
+        from oop.plan.job import job_options
+        from oop.plan.output import run_checkpointed
+
+        options = job_options(checkpoint_dir, checkpoint_every, keep_checkpoints,
+                              progress=progress, on_round=on_round)
+        writer = SinkWriter(as_sink(target, format, "out"))
         late_out = late_writer(late)
         ex, _ = self.executor(terminal=writer)
-        return run_writing(ex, writer, late_out, on_round)
+        return run_checkpointed(ex, writer, late_out, options)
 
     def iter_batches(self, *, late: Target | None = None) -> Iterator[pa.RecordBatch]:
         """Run the plan lazily, yielding output batches round by round as they are produced.
@@ -318,16 +352,23 @@ class Stream:
         return self.collect().to_pandas()
 
     def to_parquet(self, path: str | Path, *, late: Target | None = None,
-                   commit_every: int | None = DEFAULT_COMMIT_ROWS) -> Result:
+                   commit_every: int | None = DEFAULT_COMMIT_ROWS,
+                   checkpoint_dir: str | Path | None = None,
+                   checkpoint_every: "Amount | str | None" = None,
+                   keep_checkpoints: int = 3) -> Result:
         """Run, streaming the output rows to Parquet without collecting them.
 
         A path ending in ``/`` or an existing folder gets rolling part files
         (``part-00000.parquet`` ...), committed -- renamed into view -- at the
         first punctuation after every ``commit_every`` rows and at the end; any
         other path is one Parquet file written row group by row group.
-        Returns the (table-less) Result of :meth:`sink`.
+        ``checkpoint_dir`` / ``checkpoint_every`` / ``keep_checkpoints``: a
+        restartable, exactly-once run as in :meth:`sink` (``path`` must then be
+        a folder). Returns the (table-less) Result of :meth:`sink`.
         """
-        return self.sink(path, format="parquet", late=late, commit_every=commit_every)
+        return self.sink(path, format="parquet", late=late, commit_every=commit_every,
+                         checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+                         keep_checkpoints=keep_checkpoints)
 
 
 def _dag_nodes(node: Node) -> list[Node]:
