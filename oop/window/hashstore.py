@@ -116,6 +116,9 @@ class HashCells(Ring):
         if need <= self.cap:
             return
         cap = max(need, 2 * self.cap)
+        if self.guard is not None:
+            self.guard(cap * 8 * (2 + len(self.arr) + len(self.tarr)) + 8 * _table_size(cap),
+                       f"hash table of {cap} (unit, key) cells x {len(self.arr) + len(self.tarr)} lanes")
         for name in ("cell_u", "cell_c"):
             a = np.empty(cap, np.int64)
             a[: self.n_cells] = getattr(self, name)[: self.n_cells]
@@ -143,6 +146,7 @@ class HashCells(Ring):
         Cost: one compiled scan of the ring's open rows, O(rows x n + live).
         """
         h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * ring.live))
+        h.guard = ring.guard
         h.shift, h.nn_active, h.n_used = dict(ring.shift), set(ring.nn_active), ring.n_used
         u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
         rr = u & ring.mask
@@ -163,9 +167,14 @@ class HashCells(Ring):
 
         Cost: O(live cells + (top - base) x n_codes) for the new lanes.
         """
+        if self.guard is not None:
+            R = 1 << max(int(np.ceil(np.log2(max((self.top - self.base) * 2 + 2, 2)))), 1)
+            self.guard(R * max(n_codes, 64) * 8 * (len(self.arr) + len(self.tarr)),
+                       f"dense ring of {R} window/pane rows x {max(n_codes, 64)} key columns")
         r = Ring(self.lanes, base=self.base, rows=(self.top - self.base) * 2 + 2,
                  codes=max(n_codes, 64))
         r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
+        r.guard = self.guard
         r.top, r.n_used = self.top, n_codes
         k = self.n_cells
         sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))

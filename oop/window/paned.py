@@ -269,7 +269,10 @@ class PaneCombiner:
             assert not sel and key_lut is None, "the hash layout is only chosen for sum-type lanes"
             kc = ring.n_cells
             cu = ring.cell_u[:kc]
-            pa0, pa1 = ring.base, max(ring.base, self.window_panes(w0 + nw - 1)[1])
+            # panes below window w0 - 1's are not read (and after a sparse span, ring.base
+            # may lie far below them: offs would span the gap)
+            pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
+            pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
             idx = np.flatnonzero(cu < pa1)
             order = idx[np.argsort(cu[idx], kind="stable")]
             offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))

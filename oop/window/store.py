@@ -379,6 +379,9 @@ class Ring:
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
+        # growth check (oop.limits): called with the lanes' bytes after a growth, before
+        # allocating; raises StateLimitError. None: unchecked
+        self.guard: Any = None
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -471,6 +474,10 @@ class Ring:
             newC *= 2
         if newR == self.R and newC == self.C:
             return
+        if self.guard is not None:
+            self.guard(newR * newC * 8 * (len(self.arr) + len(self.tarr)),
+                       f"dense ring of {newR} window/pane rows x {newC} key columns x "
+                       f"{len(self.arr) + len(self.tarr)} lanes")
         live_units = range(self.base, max(self.top, self.base))
         for li in self.lanes:
             self.arr[li.key] = self._regrid(self.arr[li.key], li.identity(), li.dtype, newR, newC,
