@@ -171,3 +171,132 @@ def test_default_state_limit_takes_rlimit_as(monkeypatch):
     _fake_fs(monkeypatch, {"/sys/fs/cgroup/memory.max": str(8 << 30)}, rlimit=6 << 30)
     assert default_state_limit() == 3 << 30
 
+
+# ---- never-repeating keys: the key dictionary forgets keys whose windows all closed ------------
+
+def _session_feed(n: int, strings: bool, every: int = 2000, lag: int = 1000):
+    """``n`` rows, 5 ms apart, each with a key never seen before; a punctuation ``lag`` ms
+    behind the last row after every ``every`` rows."""
+    ts = np.arange(n, dtype=np.int64) * 5
+    keys = (pa.array([f"session-{i:09d}" for i in range(n)]) if strings
+            else pa.array(np.arange(n, dtype=np.int64) * 7 + 3))
+    t = pa.table({"ts": ts, "key": keys, "val": np.random.default_rng(n).random(n)})
+    items: list = []
+    for b in t.to_batches(max_chunksize=every):
+        items.append(b)
+        items.append(Punctuation("ts", int(b.column("ts")[-1].as_py()) - lag))
+    return t, items
+
+
+def _oracle_in_chunks(t: pa.Table, kind, aggs, chunk: int = 20_000) -> pa.Table:
+    """window_oracle is O(windows x rows): run it on time slices. Windows ending in
+    ``(a, b]`` only read rows in ``[a - range, b)``."""
+    r, ts = kind.r, t.column("ts").to_numpy()
+    parts = []
+    hi = int(ts.max()) + r + 1
+    for a in range(0, hi, chunk):
+        b = a + chunk
+        sub = t.filter(pa.array((ts >= a - r) & (ts < b)))
+        if sub.num_rows == 0:
+            continue
+        o = window_oracle(sub, kind, aggs, by=["key"], time="ts", unit="ms")
+        end = o.column("window_end").to_numpy()
+        parts.append(o.filter(pa.array((end > a) & (end <= b))))
+    return pa.concat_tables(parts)
+
+
+@pytest.mark.parametrize("kind,method,strings,aggs", [
+    (Tumbling(1000), "wid", True, ALL),
+    (Tumbling(1000), "wid", False, SUMS + [agg.median("val")]),
+    (Sliding(5000, 1000), "wid", False, ALL),
+    (Sliding(5000, 1000), "paned", False, SUMS),
+    (Sliding(5000, 1000), "paned", True, SUMS),
+], ids=["tumbling-str", "tumbling-int-median", "sliding-wid", "sliding-paned", "sliding-paned-str"])
+def test_never_repeating_keys_keep_state_bounded(kind, method, strings, aggs):
+    """200k session ids, 200 per second: the open windows hold ~200 x (range + lag + a batch)
+    keys; peak state items stay within a small multiple of that, not 200k, and the results
+    equal the oracle."""
+    n = 200_000
+    t, items = _session_feed(n, strings)
+    from oop.window import WindowAggregate
+
+    op = WindowAggregate(kind, aggs, by=["key"], method=method)
+    res = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                           schema=t.schema).via(op).run()
+    m = res.metrics[op.name]
+    open_keys = 200 * (kind.r // 1000 + 1 + 10 + 1)  # range + lag + one batch (10 s), in keys
+    cells = open_keys * (kind.r // kind.s if method == "wid" else 1)
+    assert m.peak_state_items <= 4 * open_keys + cells + 2 * 4096, (m.peak_state_items, open_keys)
+    assert m.peak_state_items < n // 5  # without compaction: > n (every key ever seen)
+    assert op.plan_info["key_compactions"] > 10
+    assert op.enc.n_codes < 3 * open_keys + 4096
+    assert_same_rows(res.table, _oracle_in_chunks(t, kind, aggs))
+
+
+def test_compaction_keeps_the_keys_of_open_windows_under_allowed_lateness():
+    """late='update': a key stays while its window may still be revised, then goes; revisions
+    of a window after compactions still find its key."""
+    n = 40_000
+    t, items = _session_feed(n, False, every=1000)
+    rng = np.random.default_rng(5)
+    late_rows = rng.choice(n, 200, replace=False)
+    late = t.take(pa.array(np.sort(late_rows)))
+    mixed: list = []
+    for it in items:  # each late copy 1.5 s behind the stream (lateness 3 s: revised, not dropped)
+        mixed.append(it)
+        if isinstance(it, Punctuation):
+            lt = late.filter(pa.array((late.column("ts").to_numpy() < it.value - 500)
+                                      & (late.column("ts").to_numpy() >= it.value - 2000)))
+            if lt.num_rows:
+                mixed.extend(lt.to_batches())
+    from oop.window import WindowAggregate
+
+    op = WindowAggregate(Tumbling(1000), SUMS, by=["key"], method="wid", late="update",
+                         allowed_lateness=3000)
+    res = oop.from_batches(mixed, time="ts", unit="ms", punctuation=oop.External(),
+                           late="update", schema=t.schema).via(op).run()
+    assert op.plan_info["key_compactions"] > 3
+    assert res.table.column("is_revision").to_numpy().sum() > 10
+    # the last revision of every window == the oracle over every row (late copies included)
+    full = pa.concat_tables([t, *[pa.Table.from_batches([b]) for b in mixed
+                                   if isinstance(b, pa.RecordBatch) and b.num_rows <= 200]])
+    got = res.table.to_pandas()
+    got = got.groupby(["key", "window_start"], as_index=False).last().drop(columns="is_revision")
+    exp = _oracle_in_chunks(full, Tumbling(1000), SUMS).to_pandas()
+    assert len(got) == len(exp)
+    a = got.sort_values(["key", "window_start"]).reset_index(drop=True)
+    b = exp.sort_values(["key", "window_start"]).reset_index(drop=True)[a.columns]
+    assert (a["count"] == b["count"]).all()
+    assert np.allclose(a["sum_val"], b["sum_val"])
+
+
+def test_snapshot_restore_after_key_compactions():
+    """A snapshot taken after compactions restores into a fresh operator that goes on to the
+    same output as the uninterrupted one."""
+    from oop.operators.base import StreamInfo
+    from oop.window import WindowAggregate
+
+    t, items = _session_feed(60_000, True)
+
+    def make():
+        op = WindowAggregate(Tumbling(1000), SUMS, by=["key"], method="wid")
+        op.open([StreamInfo("s", t.schema, {"ts": "ms"}, "ts")])
+        return op
+
+    def feed(op, its):
+        out = []
+        for it in its:
+            res = op.on_punctuation(it) if isinstance(it, Punctuation) else op.on_batch(it)
+            out += [o for o in res if isinstance(o, pa.RecordBatch)]
+        return out
+
+    whole = make()
+    full = feed(whole, items) + [o for o in whole.flush() if isinstance(o, pa.RecordBatch)]
+    op = make()
+    cut = len(items) // 2
+    first = feed(op, items[:cut])
+    assert op.plan_info["key_compactions"] >= 2
+    again = make()
+    again.restore(op.snapshot())
+    rest = feed(again, items[cut:]) + [o for o in again.flush() if isinstance(o, pa.RecordBatch)]
+    assert pa.Table.from_batches(first + rest).equals(pa.Table.from_batches(full))

@@ -103,6 +103,9 @@ _LAYOUT_NAMES = {"hash": "hash (unit, code) cells", "dense": "dense ring x codes
 #: < _TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
 #: first; it returns to dense once its span is below a quarter of this
 _SPAN_HASH_BYTES = 64 << 20
+#: the key dictionary is checked for dead keys once it holds this many keys, then each time
+#: it doubled since the last check (see WindowAggregate._compact_keys)
+KEYS_COMPACT_MIN = 4096
 
 
 def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
@@ -266,6 +269,7 @@ class WindowAggregate(Operator):
         self.lwm = INT64_MIN
         self.budget = current_budget()  # shared by the plan's operators (oop.limits)
         self._span_hash = False  # hash cells chosen for a sparse span (see _sparse_span)
+        self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
         self.units: Any = None
@@ -461,6 +465,51 @@ class WindowAggregate(Operator):
         self.plan_info["layout"] = _LAYOUT_NAMES["dense"]
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
         return True
+
+    def _compact_keys(self) -> None:
+        """Forget the keys no state holds any more (all their windows closed, allowed
+        lateness included: the purge keeps those windows' cells).
+
+        Checked once the dictionary holds ``KEYS_COMPACT_MIN`` keys and then
+        each time it doubled since the last check; compacts when more than
+        half of its keys are dead: the dictionary is rebuilt from the live
+        keys (:meth:`KeyEncoder.compact`) and every code the state holds is
+        renumbered (ring columns / hash cells, holistic tables; Paned-WID
+        drops its running sums and recomputes the next window from its
+        panes). A key that comes back gets a new code. Cost O(state + live
+        keys), amortized over the keys added since the last check. This bounds
+        the dictionary of never-repeating keys (session ids) by the keys of
+        the open windows instead of every key ever seen.
+        """
+        n = self.enc.n_codes
+        ring = self.ring
+        ok = (ring is not None and not ring.fixed and bool(self.by) and (
+            self.units is None or (self.late is not LatePolicy.UPDATE and not self.holistic
+                                   and all(li.lane.op in ("rows", "nn", "sum", "sumsq")
+                                           for li in self.lanes))))
+        if not ok:
+            self._keys_compact_at = 1 << 62
+            return
+        assert ring is not None
+        live = ring.live_codes(n)
+        for ms in self.holistic.values():
+            ms.compact()
+            live[ms.code] = True
+        keep = np.flatnonzero(live)
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.enc.compact(keep)
+        ring.compact_codes(keep)
+        for ms in self.holistic.values():
+            ms.remap_codes(remap)
+        if self.units is not None:
+            self.units.forget_codes()
+        self._lut_n = None  # the key-value cache of Paned-WID's emission
+        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
 
     def _live_runs(self, start: int, stop: int) -> list[range]:
         """The windows in ``[start, stop)`` that hold a live hash cell, as runs of consecutive
@@ -663,6 +712,8 @@ class WindowAggregate(Operator):
                         out.append(batch)
             self.emitted = max(first_open, self.emitted if self.emitted is not None else first_open)
             self._purge()
+            if self.enc.n_codes >= self._keys_compact_at:
+                self._compact_keys()
             if not self._span_back():
                 self._relayout()
             self.budget.report(self, self.state_size().bytes)
@@ -998,6 +1049,7 @@ class WindowAggregate(Operator):
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
             "units": None if self.units is None else self.units.snapshot(),
             "sum_max": dict(self.sum_max), "span_hash": self._span_hash,
+            "keys_compact_at": self._keys_compact_at,
         }
 
     def restore(self, state: Any) -> None:
@@ -1007,6 +1059,7 @@ class WindowAggregate(Operator):
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
         self.sum_max = dict(state["sum_max"])
         self._span_hash = state.get("span_hash", False)
+        self._keys_compact_at = state.get("keys_compact_at", KEYS_COMPACT_MIN)
         if state["method"] is not None:
             self._set_method(state["method"], {})
         self.plan_info = dict(state["plan"])

@@ -266,6 +266,37 @@ class HashCells(Ring):
         self.table[:] = -1
         _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
 
+    def live_codes(self, n: int) -> np.ndarray:
+        k = self.n_cells
+        out = np.zeros(n, bool)
+        out[self.cell_c[:k][self.arr[("rows", None)][:k] > 0]] = True
+        return out
+
+    def compact_codes(self, keep: np.ndarray) -> None:
+        """Renumber codes ``keep`` to ``0..len(keep)-1``; cells of other codes (empty ones,
+        reset after emission) are dropped and the table rebuilt. O(cells)."""
+        k = self.n_cells
+        remap = np.full(max(int(self.cell_c[:k].max()) + 1 if k else 0, keep.max() + 1 if keep.shape[0] else 0), -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        newc = remap[self.cell_c[:k]]
+        idx = np.flatnonzero(newc >= 0)
+        assert not self.arr[("rows", None)][:k][newc < 0].any(), "a dropped code holds a live cell"
+        m = idx.shape[0]
+        self.cell_u[:m] = self.cell_u[idx]
+        self.cell_c[:m] = newc[idx]
+        for li in self.lanes:
+            a = self.arr[li.key]
+            a[:m] = a[idx]
+            a[m:k] = li.identity()
+            if li.key in self.tarr:
+                t = self.tarr[li.key]
+                t[:m] = t[idx]
+                t[m:k] = _I64MAX if li.lane.op == "first" else _I64MIN
+        self.n_cells = m
+        self.n_used = keep.shape[0]
+        self.table[:] = -1
+        _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
+
     def snapshot(self) -> dict[str, Any]:
         s = super().snapshot()
         s.update(cap=self.cap, n_cells=self.n_cells, cell_u=self.cell_u.copy(),

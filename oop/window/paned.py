@@ -573,6 +573,12 @@ class PaneCombiner:
         """Store the (maybe regrown) table a kernel returned."""
         st["tc"], st["tv"], st["tm"], st["used"] = state
 
+    def forget_codes(self) -> None:
+        """Group codes were renumbered (key compaction; sum-type lanes only): drop the running
+        sums, so the next window is recomputed from its panes."""
+        self.running, self.running_t = {}, {}
+        self.run_w = None
+
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
         db = sum(v.nbytes for d in self._d.values() for v in d.values() if isinstance(v, np.ndarray))
