@@ -36,6 +36,14 @@ remapped in place wherever the state holds them when new values arrive.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 
+Hostile feeds (:mod:`oop.limits`): before the dense ring grows over a span
+of units that is mostly empty (a row stamped far ahead of the rest), the
+state moves to hash cells (:meth:`WindowAggregate._sparse_span`) and
+emission walks only the windows holding cells; keys whose windows all
+closed are forgotten (:meth:`WindowAggregate._compact_keys`); every growth
+is checked against the plan's state budget and ``max_state_bytes`` first
+(``StateLimitError`` before allocating).
+
 On a tuple (batch): tuples with ``t < lwm`` (the last punctuation seen here)
 are late: ``late=None`` counts them as ``late_dropped``; ``"drop"``,
 ``"side_output"``, ``"raise"`` follow :class:`~oop.stream.late.LatePolicy`;
