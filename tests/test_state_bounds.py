@@ -61,10 +61,21 @@ def _run(items, schema, kind, aggs, **kw):
     (Sliding(10_000, 1_000), "wid", ALL),
     (Sliding(10_000, 1_000), "paned", SUMS),
 ], ids=["tumbling", "sliding-wid", "sliding-paned"])
-def test_poison_pill_keeps_state_bounded_and_results_exact(ahead, kind, method, aggs):
+def test_poison_pill_keeps_state_bounded_and_results_exact(ahead, kind, method, aggs,
+                                                          monkeypatch):
+    from oop.window import WindowAggregate
+
     t, items = _pill_feed(ahead)
+    widest = [0]
+    emit = WindowAggregate._emit_windows
+
+    def spy(self, wids, *a, **k):  # emission must skip the empty span, not list its windows
+        widest[0] = max(widest[0], len(wids))
+        return emit(self, wids, *a, **k)
+    monkeypatch.setattr(WindowAggregate, "_emit_windows", spy)
     with state_budget(256 << 20):  # a dense span would need GiBs: this fails loudly if taken
         res = _run(items, t.schema, kind, aggs, method=method)
+    assert widest[0] < 10_000, widest
     m = res.metrics["window"]
     # 20 keys x a few open windows; the dense span would be 2^22+ rows x 64 codes x lanes x 8 B
     assert m.peak_state_bytes < 16 << 20, m.peak_state_bytes
