@@ -11,7 +11,7 @@ was OOM-killed. Now:
 * a batch is planned and replayed in pieces of at most ``LOG_BUDGET`` logged
   steps -- the output is the same (== the from-scratch oracle) however small
   the pieces;
-* lanes beyond ``STATE_LIMIT_FRACTION`` of physical memory raise
+* lanes beyond the plan's state budget (:mod:`oop.limits`) raise
   ``StateLimitError`` naming the sizes and what to do, before allocating.
 """
 
@@ -22,6 +22,7 @@ from hypothesis import given, settings, strategies as st
 
 import oop.window.slide_by_tuple as sbt
 from oop.errors import StateLimitError
+from oop.limits import state_budget
 from oop.window import SlideByTuple, agg, window_operator
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
@@ -62,14 +63,15 @@ def test_a_batch_reserves_its_new_bins_not_two_per_row():
     assert rows > 0
 
 
-def test_state_beyond_the_memory_limit_raises_before_allocating(monkeypatch):
-    monkeypatch.setattr(sbt, "STATE_LIMIT_FRACTION", 1e-6)  # a few KiB on any machine
-    op, schema = _op(SlideByTuple(10_000, 1000))
+def test_state_beyond_the_memory_limit_raises_before_allocating():
+    with state_budget(1 << 20):  # 1 MiB for the plan's operators
+        op, schema = _op(SlideByTuple(10_000, 1000))
     n = 5000
     b = pa.record_batch([pa.array(np.arange(n)), pa.array(np.arange(n) % 3000),
                          pa.array(np.ones(n))], schema=schema)
-    with pytest.raises(StateLimitError, match=r"slide-by-tuple state would need .* GiB .* bin "
-                                              r"slots x .* group columns .*coarser time unit"):
+    with pytest.raises(StateLimitError, match=r"state would grow to .* GiB .*\d+ bin "
+                                              r"slots x .* group columns .*coarser time unit.*"
+                                              r"over the --max-state limit of 1.0 MiB; raise"):
         op.on_batch(b)
 
 

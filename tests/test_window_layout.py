@@ -177,12 +177,23 @@ def test_large_ring_to_hash_and_back():
 
 
 # ---- end to end ---------------------------------------------------------------------
+@pytest.fixture
+def no_key_compaction(monkeypatch):
+    """The switching tests build sparsity from keys whose windows closed; key compaction
+    (WindowAggregate._compact_keys) forgets those keys, which keeps the ring dense. These tests
+    exercise the switches themselves, so they keep every key (a stream whose live keys are
+    sparse needs the same switches)."""
+    import oop.window.aggregate as A
+
+    monkeypatch.setattr(A, "KEYS_COMPACT_MIN", 1 << 62)
+
+
 def _switches(info: dict) -> int:
     return int(info.get("layout_switches", 0))
 
 
 @pytest.mark.parametrize("method, r", [("paned", RANGE), ("wid", SLIDE)])
-def test_phased_stream_switches_and_matches_oracle(method, r):
+def test_phased_stream_switches_and_matches_oracle(method, r, no_key_compaction):
     """Paned-WID (sliding 4 s / 1 s) and tumbling WID (1 s): dense -> hash -> dense."""
     table = phased(np.random.default_rng(3), b_panes=40, c_panes=8, c_keys=8000)
     exp = oracle(table, r)
@@ -204,7 +215,7 @@ def test_sliding_wid_stays_dense_under_auto():
     assert _switches(info) == 0 and info["layout"] == "dense ring x codes"
 
 
-def test_sparse_only_stays_hash_after_switch():
+def test_sparse_only_stays_hash_after_switch(no_key_compaction):
     """Fresh keys all along: one switch to hash, none back; peak state far below dense."""
     rng = np.random.default_rng(5)
     table = phased(rng, a_keys=1100, b_panes=40, b_keys=300, c_panes=0)
@@ -249,7 +260,7 @@ def pc_sum(col) -> int:
     return int(np.asarray(col.to_numpy(zero_copy_only=False)).sum())
 
 
-def test_snapshot_restore_after_switch():
+def test_snapshot_restore_after_switch(no_key_compaction):
     table = phased(np.random.default_rng(9), b_panes=40, c_panes=0)
     ts = table.column("ts").to_numpy()
     batches = table.to_batches(max_chunksize=500)
@@ -286,3 +297,12 @@ def test_snapshot_restore_after_switch():
     op2._check()
     got = pa.Table.from_batches(first + rest, schema=op2.out_schema)
     assert_equal(got, oracle(table))
+
+
+def test_dead_keys_are_compacted_instead_of_switching():
+    """Fresh keys all along with key compaction on: the dictionary forgets the keys of closed
+    windows, the ring stays dense and small, and the results equal the oracle."""
+    table = phased(np.random.default_rng(5), a_keys=1100, b_panes=40, b_keys=300, c_panes=0)
+    got, info = run(table, "paned", "auto", batch=400)
+    assert_equal(got, oracle(table))
+    assert info.get("key_compactions", 0) >= 1, info

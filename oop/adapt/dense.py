@@ -58,6 +58,8 @@ from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense
                                dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
                                dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
 from oop.adapt.store import Block
+from oop.errors import StateLimitError
+from oop.limits import ADVICE, fmt_bytes
 
 __all__ = ["DenseEagerStore", "lane_dtypes", "fold_aggs"]
 
@@ -117,6 +119,11 @@ def fold_aggs(aggs: Sequence[BlockAgg], lanes: list[list[np.ndarray]], slot: np.
     return new
 
 
+#: a span of held windows far wider than a tuple's windows (> 64 x, > 4096 ids) whose
+#: dense ring would pass this many bytes raises StateLimitError instead of allocating
+SPAN_LIMIT_BYTES = 64 << 20
+
+
 def _pow2(n: int) -> int:
     p = 1
     while p < n:
@@ -143,6 +150,8 @@ class DenseEagerStore:
         # the presence lane: a count aggregate's lane, else a rows lane of its own
         self.pres_from = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
         self.R = _pow2(max(ring, 1))
+        self.R0 = self.R  # the ring a tuple's windows need (span check in _span)
+        self.owner = "adaptwid"  # operator name for errors
         self.C = 0
         self.lanes: list[list[np.ndarray]] = [[np.zeros((self.R, 0), dt) for dt in dts]
                                               for dts in self.dtypes]
@@ -158,6 +167,9 @@ class DenseEagerStore:
         self.wlo: int | None = None  # windows possibly held: [wlo, whi]
         self.whi: int | None = None
         self.nbytes = 0
+        # growth check (oop.limits): called with the store's bytes after a relayout, before
+        # allocating; raises StateLimitError. None: unchecked
+        self.guard: Any = None
         self._cell_bytes: int | None = None
         self._slot_buf = np.empty(0, np.int64)  # scratch (not state)
         self._ones_buf = np.ones(0, np.bool_)  # scratch (not state)
@@ -198,6 +210,10 @@ class DenseEagerStore:
 
         ``slot_map``: old slot -> new slot (compaction), or None (slots kept).
         """
+        if self.guard is not None and R * C > self.R * self.C:
+            self.guard(R * C * self.cell_bytes + C * 16 + 4 * self.n_slots,
+                       f"dense ring of {R} open windows x {C} group slots"
+                       + (f" (windows {self.wlo}..{self.whi})" if self.wlo is not None else ""))
         if self.wlo is not None:
             ws = np.arange(self.wlo, self.whi + 1, dtype=np.int64)
             old_r, new_r = ws & (self.R - 1), ws & (R - 1)
@@ -317,7 +333,15 @@ class DenseEagerStore:
         wlo = nlo if self.wlo is None else min(self.wlo, nlo)
         whi = nhi if self.whi is None else max(self.whi, nhi)
         if whi - wlo + 1 > self.R:
-            self._relayout(_pow2(whi - wlo + 1), self.C)
+            R = _pow2(whi - wlo + 1)
+            nbytes = R * max(self.C, 1) * self.cell_bytes
+            if whi - wlo + 1 > max(4096, 64 * self.R0) and nbytes > SPAN_LIMIT_BYTES:
+                raise StateLimitError(
+                    f"{self.owner}: held windows {wlo}..{whi} ({whi - wlo + 1} window ids, "
+                    f"a row far ahead of or behind the others) would make AdaptWID's dense ring "
+                    f"{fmt_bytes(nbytes)} for {max(self.C, 1)} group slots, nearly all of it "
+                    f"empty windows; {ADVICE}, or use Stream.window (sparse layout)")
+            self._relayout(R, self.C)
         self.wlo, self.whi = wlo, whi
 
     def _fold(self, slot: np.ndarray, lo: np.ndarray, hi: np.ndarray, src: np.ndarray | None,

@@ -49,6 +49,7 @@ from oop.adapt.cost import Thresholds
 from oop.adapt.logic import AdaptConfig, AdaptLogic
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
+from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.progress.frontier import MinFrontier
@@ -96,8 +97,12 @@ class AdaptWID(Operator):
         n_bins: int = 8,
         name: str = "adaptwid",
         time: str | None = None,
+        max_state_bytes: int | None = None,
     ) -> None:
         super().__init__(name)
+        if max_state_bytes is not None and max_state_bytes <= 0:
+            raise ConfigError(f"{name}: max_state_bytes must be > 0, got {max_state_bytes}")
+        self.max_state_bytes = max_state_bytes
         self.time_config = time
         self.kind_spec = kind
         self.aggs = as_aggs(aggs)
@@ -152,6 +157,15 @@ class AdaptWID(Operator):
                 )
             dtypes[c] = np.dtype(t.to_pandas_dtype())
         self.logic = self.cfg.build(dtypes)
+        self.budget = current_budget()  # shared by the plan's operators (oop.limits)
+        if getattr(self.logic, "dense", False):
+            eager = self.logic.eager
+
+            def guard(nbytes: int, what: str = "") -> None:
+                rest = self.state_size().bytes - eager.nbytes
+                self.budget.grow(self, self.name, rest + nbytes, what, self.max_state_bytes)
+            eager.guard = guard
+            eager.owner = self.name
         # integer columns under sum: the largest |value| seen bounds every window sum (int64)
         self.sum_max: dict[str, int] = {
             a.column: 0 for a in self.aggs

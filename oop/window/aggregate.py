@@ -36,6 +36,14 @@ remapped in place wherever the state holds them when new values arrive.
 ``state_size().items`` = live ``(unit, group)`` cells + buffered holistic
 values + distinct keys; ``bytes`` = allocated arrays.
 
+Hostile feeds (:mod:`oop.limits`): before the dense ring grows over a span
+of units that is mostly empty (a row stamped far ahead of the rest), the
+state moves to hash cells (:meth:`WindowAggregate._sparse_span`) and
+emission walks only the windows holding cells; keys whose windows all
+closed are forgotten (:meth:`WindowAggregate._compact_keys`); every growth
+is checked against the plan's state budget and ``max_state_bytes`` first
+(``StateLimitError`` before allocating).
+
 On a tuple (batch): tuples with ``t < lwm`` (the last punctuation seen here)
 are late: ``late=None`` counts them as ``late_dropped``; ``"drop"``,
 ``"side_output"``, ``"raise"`` follow :class:`~oop.stream.late.LatePolicy`;
@@ -68,6 +76,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError
+from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MIN, Element, Punctuation
@@ -98,6 +107,13 @@ _METHODS = ("auto", "wid", "paned")
 _HASH_MIN_KEYS = 1024
 _TO_HASH, _TO_DENSE = 0.05, 0.20
 _LAYOUT_NAMES = {"hash": "hash (unit, code) cells", "dense": "dense ring x codes"}
+#: a dense ring that would grow beyond this many bytes for a span of open units holding
+#: < _TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
+#: first; it returns to dense once its span is below a quarter of this
+_SPAN_HASH_BYTES = 64 << 20
+#: the key dictionary is checked for dead keys once it holds this many keys, then each time
+#: it doubled since the last check (see WindowAggregate._compact_keys)
+KEYS_COMPACT_MIN = 4096
 
 
 def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
@@ -173,8 +189,12 @@ class WindowAggregate(Operator):
         name: str = "window",
         layout: str = "auto",
         time: str | None = None,
+        max_state_bytes: int | None = None,
     ) -> None:
         super().__init__(name)
+        if max_state_bytes is not None and max_state_bytes <= 0:
+            raise ConfigError(f"{name}: max_state_bytes must be > 0, got {max_state_bytes}")
+        self.max_state_bytes = max_state_bytes
         self.time_config = time
         if layout not in ("auto", "dense", "hash"):
             raise ConfigError(f"{name}: layout={layout!r}; use 'auto', 'dense' or 'hash'")
@@ -255,6 +275,9 @@ class WindowAggregate(Operator):
                       if li.lane.op in SELECT and li.lane.column}
             if not is_numeric_type(info.schema.field(c).type)}
         self.lwm = INT64_MIN
+        self.budget = current_budget()  # shared by the plan's operators (oop.limits)
+        self._span_hash = False  # hash cells chosen for a sparse span (see _sparse_span)
+        self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
         self.units: Any = None
@@ -384,6 +407,141 @@ class WindowAggregate(Operator):
         self.plan_info["key_density"] = float(density)
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
+    # ---- state bounds ------------------------------------------------------------------
+    def _set_ring(self, ring: Ring) -> None:
+        ring.guard = self._ring_guard
+        self.ring = ring
+
+    def _ring_guard(self, nbytes: int, what: str = "") -> None:
+        """Before the lanes grow to ``nbytes``: the operator's state then, against its own
+        ``max_state_bytes`` and the plan's budget (:mod:`oop.limits`); raises StateLimitError."""
+        rest = self.state_size().bytes - (self.ring.nbytes() if self.ring is not None else 0)
+        self.budget.grow(self, self.name, rest + nbytes, what, self.max_state_bytes)
+
+    def _units_per_row(self) -> int:
+        """Most window ids one tuple updates (WID, overlapping windows)."""
+        k = self.kind
+        r, sl = (k.r, k.s) if isinstance(k, Sliding) else (getattr(k, "range", 1), getattr(k, "slide", 1))
+        return max(1, -(-int(r) // max(int(sl), 1)))
+
+    def _span_may_hash(self) -> bool:
+        """Whether hash cells can hold the state when the span of open units is sparse: WID
+        (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
+        return self.layout_config == "auto" and (self.units is None or self._can_hash())
+
+    def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
+        """Whether the dense ring, grown to units ``[min(base, low), max(top, ring top))``,
+        would take more than ``_SPAN_HASH_BYTES`` for fewer than ``_TO_HASH`` live cells:
+        a row stamped far ahead of (or behind) the rest. Then the state goes to hash cells
+        (O(live cells)) before anything is allocated. O(1)."""
+        ring = self.ring
+        if not self._span_may_hash() or isinstance(ring, HashCells):
+            return False
+        base, live = (low, 0) if ring is None else (min(ring.base, low), ring.live)
+        span = max(top, ring.top if ring is not None else top) - base
+        R = 1 << max(int(span - 1).bit_length(), 1)
+        if ring is not None and R <= ring.R:
+            return False
+        C = max(self.enc.n_codes, 64, ring.C if ring is not None else 0)
+        nbytes = R * C * 8 * len(self.lanes)
+        if nbytes <= _SPAN_HASH_BYTES or span <= max(4096, 64 * self._units_per_row()):
+            return False
+        density = (live + new_cells) / (span * max(self.enc.n_codes, 1))
+        if density >= _TO_HASH:
+            return False
+        self._span_hash = True
+        self.plan_info["layout"] = _LAYOUT_NAMES["hash"]
+        self.plan_info["sparse_span_units"] = int(span)
+        if ring is not None:
+            self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
+        return True
+
+    def _span_back(self) -> bool:
+        """Hash cells chosen for a sparse span go back to the dense ring once the span is
+        small again (the far row was emitted), unless the auto rule would keep them."""
+        ring = self.ring
+        if not (self._span_hash and isinstance(ring, HashCells)):
+            return False
+        span = ring.top - ring.base
+        C = max(self.enc.n_codes, 64)
+        if (2 * span + 2) * C * 8 * len(self.lanes) > _SPAN_HASH_BYTES // 4:
+            return False
+        self._span_hash = False
+        if self._auto_may_hash() and self.enc.n_codes >= _HASH_MIN_KEYS:
+            return False  # the density rule of _relayout decides
+        self._set_ring(ring.to_ring(self.enc.n_codes))
+        self.plan_info["layout"] = _LAYOUT_NAMES["dense"]
+        self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
+        return True
+
+    def _compact_keys(self) -> None:
+        """Forget the keys no state holds any more (all their windows closed, allowed
+        lateness included: the purge keeps those windows' cells).
+
+        Checked once the dictionary holds ``KEYS_COMPACT_MIN`` keys and then
+        each time it doubled since the last check; compacts when more than
+        half of its keys are dead: the dictionary is rebuilt from the live
+        keys (:meth:`KeyEncoder.compact`) and every code the state holds is
+        renumbered (ring columns / hash cells, holistic tables; Paned-WID
+        drops its running sums and recomputes the next window from its
+        panes). A key that comes back gets a new code. Cost O(state + live
+        keys), amortized over the keys added since the last check. This bounds
+        the dictionary of never-repeating keys (session ids) by the keys of
+        the open windows instead of every key ever seen.
+        """
+        n = self.enc.n_codes
+        ring = self.ring
+        ok = (ring is not None and not ring.fixed and bool(self.by) and (
+            self.units is None or (self.late is not LatePolicy.UPDATE and not self.holistic
+                                   and all(li.lane.op in ("rows", "nn", "sum", "sumsq")
+                                           for li in self.lanes))))
+        if not ok:
+            self._keys_compact_at = 1 << 62
+            return
+        assert ring is not None
+        live = ring.live_codes(n)
+        for ms in self.holistic.values():
+            ms.compact()
+            live[ms.code] = True
+        keep = np.flatnonzero(live)
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.enc.compact(keep)
+        ring.compact_codes(keep)
+        for ms in self.holistic.values():
+            ms.remap_codes(remap)
+        if self.units is not None:
+            self.units.forget_codes()
+        self._lut_n = None  # the key-value cache of Paned-WID's emission
+        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
+
+    def _live_runs(self, start: int, stop: int) -> list[range]:
+        """The windows in ``[start, stop)`` that hold a live hash cell, as runs of consecutive
+        ids (a span of mostly empty windows is skipped, not walked). O(live cells log)."""
+        ring = self.ring
+        assert isinstance(ring, HashCells)
+        k = ring.n_cells
+        u = np.unique(ring.cell_u[:k][ring.arr[("rows", None)][:k] > 0])
+        if self.units is None:
+            lo, hi = u, u + 1
+        else:
+            g, s, r = self.units.g, self.kind.s, self.kind.r  # type: ignore[attr-defined]
+            lo, hi = (u * g) // s, (u * g + r) // s
+        lo, hi = np.maximum(lo, start), np.minimum(hi, stop)
+        keep = lo < hi
+        lo, hi = lo[keep], hi[keep]
+        if lo.shape[0] == 0:
+            return []
+        hic = np.maximum.accumulate(hi)
+        brk = np.flatnonzero(lo[1:] > hic[:-1]) + 1
+        starts = np.r_[0, brk]
+        ends = np.r_[brk - 1, lo.shape[0] - 1]
+        return [range(int(lo[a]), int(hic[b])) for a, b in zip(starts, ends)]
+
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max() - times.min() + 1) if times.size else 1.0
         rate = times.size / span
@@ -435,17 +593,29 @@ class WindowAggregate(Operator):
             lo = hi = None
             ulo, low, high, _ = panes or self.units.pane_ids(times)  # compiled, no hi array
             uhi = ulo + 1 if (self.ring is None or self.holistic) else None
+        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
+        per_row = 1 if single else self._units_per_row()
         if self.ring is None:
-            if self._choose_layout(codes, ulo) == "hash":
-                self.ring = HashCells(self.lanes, base=low)
+            layout = self._choose_layout(codes, ulo)
+            if layout == "dense" and self._sparse_span(low, high + per_row, codes.shape[0] * per_row):
+                layout = "hash"
+            if layout == "hash":
+                self._set_ring(HashCells(self.lanes, base=low))
             else:
-                self.ring = Ring(self.lanes, base=low, rows=int((uhi - ulo).max()) * 2 + 2,
-                                 codes=max(self.enc.n_codes, 64))
+                rows = int((uhi - ulo).max()) * 2 + 2 if uhi is not None else 4
+                C = max(self.enc.n_codes, 64)
+                R = 1 << max(int(rows - 1).bit_length(), 1)
+                self._ring_guard(R * C * 8 * (len(self.lanes) + sum(
+                    li.lane.op in ("first", "last") for li in self.lanes)),
+                    f"dense ring of {R} window/pane rows x {C} key columns")
+                self._set_ring(Ring(self.lanes, base=low, rows=rows, codes=C))
         else:
+            if (not isinstance(self.ring, HashCells)
+                    and self._sparse_span(low, high + per_row, codes.shape[0] * per_row)):
+                self._set_ring(HashCells.from_ring(self.ring, self.enc.n_codes))
             if low < self.ring.base:
                 self.ring.lower_base(low)
         cols = self._lane_columns(batch)
-        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
         if self.holistic:
@@ -541,12 +711,20 @@ class WindowAggregate(Operator):
             if start is not None and stop > start:
                 stop_data = self._last_window() + 1
                 wids = range(start, max(start, min(stop, stop_data)))
-                batch = self._emit_windows(list(wids), revision=False)
-                if batch is not None:
-                    out.append(batch)
+                runs = [wids]
+                if isinstance(self.ring, HashCells) and len(wids) > 4 * self.ring.n_cells + 64:
+                    runs = self._live_runs(wids.start, wids.stop)  # skip empty spans
+                for run in runs:
+                    batch = self._emit_windows(list(run), revision=False)
+                    if batch is not None:
+                        out.append(batch)
             self.emitted = max(first_open, self.emitted if self.emitted is not None else first_open)
             self._purge()
-            self._relayout()
+            if self.enc.n_codes >= self._keys_compact_at:
+                self._compact_keys()
+            if not self._span_back():
+                self._relayout()
+            self.budget.report(self, self.state_size().bytes)
         if emit_punct:
             frontier = self.emitted
             if self.late is LatePolicy.UPDATE and not self.kind.row_based:
@@ -602,6 +780,9 @@ class WindowAggregate(Operator):
                                            differential_ok=self.late is not LatePolicy.UPDATE)
         if not (self.ring.base <= w < self.ring.top):
             return None
+        if isinstance(self.ring, HashCells):  # late='update' after a sparse span
+            _, codes, lanes = self.ring.block([w], self.enc.n_codes)
+            return (codes, lanes) if codes.size else None
         rows = self.ring.view(("rows", None), w)[: self.enc.n_codes]
         codes = np.flatnonzero(rows)
         if codes.size == 0:
@@ -875,7 +1056,8 @@ class WindowAggregate(Operator):
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
             "units": None if self.units is None else self.units.snapshot(),
-            "sum_max": dict(self.sum_max),
+            "sum_max": dict(self.sum_max), "span_hash": self._span_hash,
+            "keys_compact_at": self._keys_compact_at,
         }
 
     def restore(self, state: Any) -> None:
@@ -884,6 +1066,8 @@ class WindowAggregate(Operator):
         self._rank_cache = {}  # and so do the value ranks
         self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
         self.sum_max = dict(state["sum_max"])
+        self._span_hash = state.get("span_hash", False)
+        self._keys_compact_at = state.get("keys_compact_at", KEYS_COMPACT_MIN)
         if state["method"] is not None:
             self._set_method(state["method"], {})
         self.plan_info = dict(state["plan"])
@@ -891,9 +1075,9 @@ class WindowAggregate(Operator):
         self.enc.restore(state["enc"])
         if state["ring"] is not None:
             if "cell_u" in state["ring"]:
-                self.ring = HashCells(self.lanes)
+                self._set_ring(HashCells(self.lanes))
             else:
-                self.ring = Ring(self.lanes)
+                self._set_ring(Ring(self.lanes))
             self.ring.restore(state["ring"])
         for k, v in state["ms"].items():
             self.holistic[k].restore(v)

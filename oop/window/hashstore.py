@@ -116,6 +116,9 @@ class HashCells(Ring):
         if need <= self.cap:
             return
         cap = max(need, 2 * self.cap)
+        if self.guard is not None:
+            self.guard(cap * 8 * (2 + len(self.arr) + len(self.tarr)) + 8 * _table_size(cap),
+                       f"hash table of {cap} (unit, key) cells x {len(self.arr) + len(self.tarr)} lanes")
         for name in ("cell_u", "cell_c"):
             a = np.empty(cap, np.int64)
             a[: self.n_cells] = getattr(self, name)[: self.n_cells]
@@ -143,6 +146,7 @@ class HashCells(Ring):
         Cost: one compiled scan of the ring's open rows, O(rows x n + live).
         """
         h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * ring.live))
+        h.guard = ring.guard
         h.shift, h.nn_active, h.n_used = dict(ring.shift), set(ring.nn_active), ring.n_used
         u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
         rr = u & ring.mask
@@ -163,9 +167,14 @@ class HashCells(Ring):
 
         Cost: O(live cells + (top - base) x n_codes) for the new lanes.
         """
+        if self.guard is not None:
+            R = 1 << max(int(np.ceil(np.log2(max((self.top - self.base) * 2 + 2, 2)))), 1)
+            self.guard(R * max(n_codes, 64) * 8 * (len(self.arr) + len(self.tarr)),
+                       f"dense ring of {R} window/pane rows x {max(n_codes, 64)} key columns")
         r = Ring(self.lanes, base=self.base, rows=(self.top - self.base) * 2 + 2,
                  codes=max(n_codes, 64))
         r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
+        r.guard = self.guard
         r.top, r.n_used = self.top, n_codes
         k = self.n_cells
         sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))
@@ -254,6 +263,37 @@ class HashCells(Ring):
                 t[:m] = t[keep]
                 t[m:k] = _I64MAX if li.lane.op == "first" else _I64MIN
         self.n_cells = m
+        self.table[:] = -1
+        _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
+
+    def live_codes(self, n: int) -> np.ndarray:
+        k = self.n_cells
+        out = np.zeros(n, bool)
+        out[self.cell_c[:k][self.arr[("rows", None)][:k] > 0]] = True
+        return out
+
+    def compact_codes(self, keep: np.ndarray) -> None:
+        """Renumber codes ``keep`` to ``0..len(keep)-1``; cells of other codes (empty ones,
+        reset after emission) are dropped and the table rebuilt. O(cells)."""
+        k = self.n_cells
+        remap = np.full(max(int(self.cell_c[:k].max()) + 1 if k else 0, keep.max() + 1 if keep.shape[0] else 0), -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        newc = remap[self.cell_c[:k]]
+        idx = np.flatnonzero(newc >= 0)
+        assert not self.arr[("rows", None)][:k][newc < 0].any(), "a dropped code holds a live cell"
+        m = idx.shape[0]
+        self.cell_u[:m] = self.cell_u[idx]
+        self.cell_c[:m] = newc[idx]
+        for li in self.lanes:
+            a = self.arr[li.key]
+            a[:m] = a[idx]
+            a[m:k] = li.identity()
+            if li.key in self.tarr:
+                t = self.tarr[li.key]
+                t[:m] = t[idx]
+                t[m:k] = _I64MAX if li.lane.op == "first" else _I64MIN
+        self.n_cells = m
+        self.n_used = keep.shape[0]
         self.table[:] = -1
         _rebuild(self.table, self.cell_u, self.cell_c, self.n_cells)
 

@@ -397,6 +397,29 @@ class KeyEncoder:
         # every result key a second time (a third of a string-keyed emission)
         return [_single_chunk(table.column(i)).take(idx) for i in range(table.num_columns)]
 
+    # ---- forgetting ------------------------------------------------------------
+    def compact(self, keep: np.ndarray) -> None:
+        """Forget every key but the codes ``keep`` (ascending), which become ``0..len(keep)-1``
+        (same relative order: first appearance among the kept keys).
+
+        The dictionary is rebuilt from the kept keys' rows (a fresh hash table,
+        interner and key table), so memory follows the keys kept, not every
+        key ever seen. Cost: O(kept keys) compiled + one Arrow take.
+        """
+        keep = np.asarray(keep, np.int64)
+        fresh = KeyEncoder(self.columns)
+        if self.columns and keep.shape[0]:
+            kt = self.key_table().take(pa.array(keep))
+            for b in kt.to_batches():
+                fresh.encode(b)
+            assert fresh.n_codes == keep.shape[0], (fresh.n_codes, keep.shape[0])
+            if fresh._lut is not None and fresh._lut.shape[0] > max(1 << 16, 64 * keep.shape[0]):
+                fresh._leave_direct()  # a lookup array over a wide key range: hash the few keys
+        elif keep.shape[0]:  # no key columns: the one empty key
+            fresh.n_codes = 1
+            fresh._key_chunks = self._key_chunks[:1]
+        self.__dict__.update(fresh.__dict__)
+
     # ---- state ---------------------------------------------------------------
     def nbytes(self) -> int:
         """Approximate bytes held (O(1))."""

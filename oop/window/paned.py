@@ -269,7 +269,10 @@ class PaneCombiner:
             assert not sel and key_lut is None, "the hash layout is only chosen for sum-type lanes"
             kc = ring.n_cells
             cu = ring.cell_u[:kc]
-            pa0, pa1 = ring.base, max(ring.base, self.window_panes(w0 + nw - 1)[1])
+            # panes below window w0 - 1's are not read (and after a sparse span, ring.base
+            # may lie far below them: offs would span the gap)
+            pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
+            pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
             idx = np.flatnonzero(cu < pa1)
             order = idx[np.argsort(cu[idx], kind="stable")]
             offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))
@@ -569,6 +572,12 @@ class PaneCombiner:
     def _d_keep(st: dict[str, Any], state: list) -> None:
         """Store the (maybe regrown) table a kernel returned."""
         st["tc"], st["tv"], st["tm"], st["used"] = state
+
+    def forget_codes(self) -> None:
+        """Group codes were renumbered (key compaction; sum-type lanes only): drop the running
+        sums, so the next window is recomputed from its panes."""
+        self.running, self.running_t = {}, {}
+        self.run_w = None
 
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))

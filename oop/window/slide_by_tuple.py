@@ -38,7 +38,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import ConfigError, StateLimitError
+from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -52,22 +52,10 @@ __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
 _OPS = {"rows": 0, "nn": 1, "sum": 2, "sumsq": 3, "min": 4, "max": 5, "first": 6, "last": 7}
 
-#: the share of physical memory the lanes may take before :class:`StateLimitError`
-STATE_LIMIT_FRACTION = 0.5
 #: most copy/update steps one :func:`sbt_plan` call logs (17 bytes each) before it is replayed
 LOG_BUDGET = 1 << 22
 _NO_NULLS = np.zeros(0, np.uint8)
 _NO_TIMES = np.zeros(0, np.int64)
-
-
-def _physical_memory() -> int:
-    """Bytes of physical memory (``os.sysconf``; 16 GiB where it is not available)."""
-    import os
-
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 16 << 30
 
 
 @nb.njit(cache=True)
@@ -297,17 +285,18 @@ class SlideByTupleAggregate(WindowAggregate):
 
     def _check_state_limit(self, S: int, C: int) -> None:
         """Raise :class:`StateLimitError` before allocating lanes of ``S`` bins x ``C`` group
-        columns beyond :data:`STATE_LIMIT_FRACTION` of this machine's memory."""
-        nbytes = 8 * S * C * (len(self.lanes) + len(self.ltarr))
-        limit = STATE_LIMIT_FRACTION * _physical_memory()
-        if nbytes > limit:
-            raise StateLimitError(
-                f"{self.name}: slide-by-tuple state would need {nbytes / 2**30:.1f} GiB ({S} bin "
-                f"slots x {C} group columns x {len(self.lanes) + len(self.ltarr)} lanes; limit "
-                f"{limit / 2**30:.1f} GiB): the bins algorithm (004 §6.1.4) keeps one partial "
-                f"aggregate per (bin, group), about two bins per distinct event time in RANGE "
-                f"plus the disorder, and updates every bin in RANGE per tuple. Use a coarser "
-                f"time unit, a shorter RANGE, fewer groups, or a time-sliding window (Sliding)")
+        columns when the operator's state would pass its ``max_state_bytes`` or the plan's
+        state budget (:mod:`oop.limits`: by default half of this process's memory limit)."""
+        L = len(self.lanes) + len(self.ltarr)
+        nbytes = 8 * S * C * L
+        rest = self.state_size().bytes - 8 * self.S * self.C * L
+        self.budget.grow(
+            self, self.name, rest + nbytes,
+            f"slide-by-tuple lanes of {S} bin slots x {C} group columns x {L} lanes: the bins "
+            f"algorithm (004 §6.1.4) keeps one partial aggregate per (bin, group), about two "
+            f"bins per distinct event time in RANGE plus the disorder; a coarser time unit, a "
+            f"shorter RANGE or a time-sliding window (Sliding) also help",
+            self.max_state_bytes)
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         if batch.num_rows == 0:

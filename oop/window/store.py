@@ -379,6 +379,9 @@ class Ring:
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
+        # growth check (oop.limits): called with the lanes' bytes after a growth, before
+        # allocating; raises StateLimitError. None: unchecked
+        self.guard: Any = None
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -471,6 +474,10 @@ class Ring:
             newC *= 2
         if newR == self.R and newC == self.C:
             return
+        if self.guard is not None:
+            self.guard(newR * newC * 8 * (len(self.arr) + len(self.tarr)),
+                       f"dense ring of {newR} window/pane rows x {newC} key columns x "
+                       f"{len(self.arr) + len(self.tarr)} lanes")
         live_units = range(self.base, max(self.top, self.base))
         for li in self.lanes:
             self.arr[li.key] = self._regrid(self.arr[li.key], li.identity(), li.dtype, newR, newC,
@@ -658,6 +665,32 @@ class Ring:
             if li.key in self.tarr:
                 self.tarr[li.key][j] = _I64MAX if li.lane.op == "first" else _I64MIN
 
+    def compact_codes(self, keep: np.ndarray) -> None:
+        """Keep only code columns ``keep`` (ascending; every other column holds no live cell),
+        renumbered ``0..len(keep)-1``; the code axis shrinks to ``max(64, 2 x len(keep))``.
+        Cost: O(R x len(keep)) per lane."""
+        assert not self.fixed
+        k = keep.shape[0]
+        C = max(64, 2 * k)
+        for li in self.lanes:
+            old = self.arr[li.key].reshape(self.R, self.C)
+            new = np.full((self.R, C), li.identity(), li.dtype)
+            new[:, :k] = old[:, keep]
+            self.arr[li.key] = new.reshape(-1)
+            if li.key in self.tarr:
+                t = self.tarr[li.key].reshape(self.R, self.C)
+                nt = np.full((self.R, C), _I64MAX if li.lane.op == "first" else _I64MIN, np.int64)
+                nt[:, :k] = t[:, keep]
+                self.tarr[li.key] = nt.reshape(-1)
+        self.C, self.n_used = C, k
+
+    def live_codes(self, n: int) -> np.ndarray:
+        """Whether each code ``< n`` has a live cell. O(R x n)."""
+        rows = self.arr[("rows", None)].reshape(self.R, self.C)[:, :min(n, self.C)]
+        out = np.zeros(n, bool)
+        out[: rows.shape[1]] = rows.any(axis=0)
+        return out
+
     def snapshot(self) -> dict[str, Any]:
         return {"nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
@@ -773,6 +806,14 @@ class Multiset:
         m = keep_fn(self.unit, self.code)
         self.unit, self.code, self.value, self.count = (
             self.unit[m], self.code[m], self.value[m], self.count[m])
+
+    def remap_codes(self, remap: np.ndarray) -> None:
+        """Renumber group codes (``remap[old]``, increasing on the codes held: the table stays
+        sorted by (unit, code, value)); every held code must map to ``>= 0``."""
+        self.compact()
+        if self.code.shape[0]:
+            self.code = remap[self.code]
+            assert self.code.min() >= 0
 
     def purge_below(self, unit: int) -> None:
         self.compact()
