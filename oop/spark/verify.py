@@ -176,6 +176,16 @@ def last_revisions(table: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     return table.take(pa.array(np.sort(last.column("__row_max").to_numpy())))
 
 
+def _same(x: Any, y: Any) -> bool:
+    """Equality with NaN equal to NaN (values that are not plain floats)."""
+    if isinstance(x, float) and isinstance(y, float) and x != x and y != y:
+        return True
+    try:
+        return bool(x == y)
+    except (TypeError, ValueError):  # arrays (lists of heavy hitters)
+        return bool(np.array_equal(np.asarray(x, dtype=object), np.asarray(y, dtype=object)))
+
+
 def compare_windows(
     engine: pa.Table,
     truth: pa.Table,
@@ -199,6 +209,9 @@ def compare_windows(
              for k in keys}
         for v in values:
             d[v] = t.column(v).to_pandas()
+            # pandas turns nulls into NaN: keep them apart (a null is not a NaN value)
+            d[f"{v}\0null"] = np.asarray(t.column(v).is_null().to_numpy(zero_copy_only=False),
+                                          dtype=bool)
         return pd.DataFrame(d)
 
     e, g = frame(engine), frame(truth)
@@ -211,12 +224,16 @@ def compare_windows(
     for v in values:
         a = both[f"{v}_truth"].to_numpy()
         b = both[f"{v}_engine"].to_numpy()
+        na = both[f"{v}\0null_truth"].to_numpy(dtype=bool)
+        nb = both[f"{v}\0null_engine"].to_numpy(dtype=bool)
         try:
             af, bf = a.astype(np.float64), b.astype(np.float64)
-            eq = np.isclose(af, bf, rtol=rtol, atol=1e-12) | (np.isnan(af) & np.isnan(bf))
+            # NaN == NaN (the NaN rule, docs/semantics.md); +-inf equal only to themselves
+            with np.errstate(invalid="ignore"):
+                eq = np.isclose(af, bf, rtol=rtol, atol=1e-12) | (np.isnan(af) & np.isnan(bf))
         except (TypeError, ValueError):
-            eq = np.array([x == y for x, y in zip(a, b)], dtype=bool)
-        ok &= eq
+            eq = np.array([_same(x, y) for x, y in zip(a, b)], dtype=bool)
+        ok &= np.where(na | nb, na & nb, eq)
     matched = int(ok.sum())
     return VerifyReport(
         windows=len(g),

@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 
 from oop.window import kernels as K
-from oop.window.store import ColumnValues, LaneInfo, Ring
+from oop.window.store import ColumnValues, LaneInfo, Ring, note_nonfinite
 
 __all__ = ["HashCells"]
 
@@ -187,6 +187,7 @@ class HashCells(Ring):
         n = codes.shape[0]
         if n == 0:
             return
+        self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, None if single else hi)
         if single:
             units, idx = lo, None
         else:

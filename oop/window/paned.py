@@ -95,6 +95,11 @@ _NO_LUT = np.zeros(0, np.int64)
 _FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
 
 
+def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a < b elementwise with NaN above every number (docs/semantics.md)."""
+    return (a < b) | ((b != b) & (a == a))
+
+
 class PaneCombiner:
     """Pane geometry and the window-level combine of one Paned-WID operator."""
 
@@ -191,17 +196,17 @@ class PaneCombiner:
             v = ring.view(li.key, p)[:n]
             if op in _SUM_OPS:
                 acc += v
-            elif op == "min":
-                np.minimum(acc, v, out=acc)
+            elif op == "min":  # NaN is the greatest value (and min's float identity)
+                np.fmin(acc, v, out=acc)
             elif op == "max":
                 np.maximum(acc, v, out=acc)
             else:
                 assert acct is not None
                 t = ring.view(li.key, p, time=True)[:n]
                 if op == "first":
-                    better = (t < acct) | ((t == acct) & (v < acc))
+                    better = (t < acct) | ((t == acct) & _nan_lt(v, acc))
                 else:
-                    better = (t > acct) | ((t == acct) & (v > acc))
+                    better = (t > acct) | ((t == acct) & _nan_lt(acc, v))
                 acc[better] = v[better]
                 acct[better] = t[better]
         return acc, acct
@@ -278,7 +283,7 @@ class PaneCombiner:
                 tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
                 len(fk), tuple(self.running[x] for x in ik),
                 tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-                prev[0], prev[1], inc0, self.since, self.P, self.holistic)
+                prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
             self.run_w = w0 + nw - 1
             lanes = {x: iv[q] for q, x in enumerate(ik)}
             lanes.update({x: fv[q] for q, x in enumerate(fk)})
@@ -294,7 +299,7 @@ class PaneCombiner:
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
             prev[0], prev[1], inc0, self.since, self.P, zero,
-            key_lut if key_lut is not None else _NO_LUT)
+            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = w0 + nw - 1
         if zero:
             ring.live -= dead
@@ -382,7 +387,7 @@ class PaneCombiner:
             st["prei"], st["sufi"], st["pref"], st["suff"], st["pret"], st["suft"], st["C2"],
             pre_hi, suf_b, ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g,
             k.o, prev[0], prev[1], inc0, self.since, self.P,
-            key_lut if key_lut is not None else _NO_LUT)
+            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = self._s_w = w0 + nw - 1
         ring.live -= dead
         ring.base = max(ring.base, self.window_panes(self.run_w)[0])
@@ -443,7 +448,9 @@ class PaneCombiner:
             diff = [li for li in lanes_ if li.lane.op in _SUM_OPS] if differential_ok else []
             if diff:
                 self._grow(n)
+                # a pane with a NaN / inf sum cannot be subtracted (docs/semantics.md)
                 incremental = (self.run_w == w - 1 and self.since < self.P
+                               and self.window_panes(w - 1)[0] > ring.nf_hi
                                and all(li.key in self.running for li in diff))
                 if incremental:
                     plo0, phi0 = self.window_panes(w - 1)

@@ -21,6 +21,8 @@ rows. Appends are vectorized; :meth:`Multiset.compact` merges duplicates
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -51,8 +53,8 @@ class LaneInfo:
 
     def identity(self) -> Any:
         op = self.lane.op
-        if op == "min":
-            return np.inf if self.dtype == np.float64 else _I64MAX
+        if op == "min":  # NaN is the greatest float (docs/semantics.md): min's identity
+            return np.nan if self.dtype == np.float64 else _I64MAX
         if op == "max":
             return -np.inf if self.dtype == np.float64 else _I64MIN
         return 0
@@ -150,13 +152,58 @@ def exact_sum_columns(lanes: Sequence[LaneInfo]) -> dict[str, int]:
             if li.lane.op == "sum" and li.lane.column and li.dtype == np.int64}
 
 
+#: :attr:`Ring.nf_hi` of a ring that never saw a NaN or an infinity
+NO_NONFINITE = -(1 << 62)
+#: a float value whose square (a ``sumsq`` lane) could overflow counts as non-finite
+_SQ_SAFE = 1e150
+
+
+def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, ColumnValues],
+                   lo: np.ndarray, hi: np.ndarray | None) -> int:
+    """``nf_hi`` raised to the last unit (``hi - 1``, or ``lo``) of every valid row whose value
+    feeds a float ``sum``/``sumsq`` lane and is NaN, infinite or too large to square.
+
+    Paned-WID's differential step cannot subtract such a pane (``inf - inf`` is NaN), so it
+    recomputes the windows that follow one (docs/semantics.md). Cost on all-finite batches: a
+    min and a max per float column; the masks are only built when one is not finite.
+    """
+    seen: set[str] = set()
+    for li in lanes:
+        col = li.lane.column
+        if li.lane.op not in ("sum", "sumsq") or col is None or col in seen or col not in cols:
+            continue
+        seen.add(col)
+        v = cols[col].values
+        if v.dtype != np.float64 or v.shape[0] == 0:
+            continue
+        if -_SQ_SAFE < v.min() and v.max() < _SQ_SAFE:  # False on NaN
+            continue
+        bad = ~(np.abs(v) < _SQ_SAFE)
+        valid = cols[col].valid
+        if valid.shape[0]:
+            bad &= valid.astype(bool)
+        if bad.any():
+            last = (hi - 1) if hi is not None else lo
+            nf_hi = max(nf_hi, int(last[bad].max()))
+    return nf_hi
+
+
 def pick_shift(cv: ColumnValues) -> float | int | None:
-    """A column's variance shift: its first valid value (an int for int64-held columns, so that
-    ``value - shift`` is exact before the float conversion); None when every value is null."""
+    """A column's variance shift: its first valid finite value (an int for int64-held columns, so
+    that ``value - shift`` is exact before the float conversion); None when every value is null
+    (or NaN / infinite: a non-finite shift would turn every later window's mean and variance
+    NaN, see docs/semantics.md)."""
     v = cv.values if cv.valid.shape[0] == 0 else cv.values[cv.valid.astype(bool)]
     if not v.size:
         return None
-    return int(v[0]) if v.dtype == np.int64 else float(v[0])
+    if v.dtype == np.int64:
+        return int(v[0])
+    if not math.isfinite(v[0]):
+        fin = np.flatnonzero(np.isfinite(v))
+        if not fin.size:
+            return None
+        return float(v[fin[0]])
+    return float(v[0])
 
 
 def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[np.ndarray, float]:
@@ -379,6 +426,8 @@ class Ring:
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
+        # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite)
+        self.nf_hi = NO_NONFINITE
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -509,6 +558,7 @@ class Ring:
         """
         if codes.shape[0] == 0:
             return
+        self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
         self.n_used = max(self.n_used, n_codes)
         if self.fixed:
             self.reserve(self.top, n_codes)
@@ -659,7 +709,7 @@ class Ring:
                 self.tarr[li.key][j] = _I64MAX if li.lane.op == "first" else _I64MIN
 
     def snapshot(self) -> dict[str, Any]:
-        return {"nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+        return {"nf_hi": self.nf_hi, "nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
                 "tarr": {k: v.copy() for k, v in self.tarr.items()}}
 
@@ -668,6 +718,7 @@ class Ring:
         self.fixed = s["fixed"]
         self.nn_active = set(s["nn_active"])
         self.shift = dict(s["shift"])
+        self.nf_hi = s.get("nf_hi", NO_NONFINITE)
         self.arr = {k: v.copy() for k, v in s["arr"].items()}
         self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
         self.n_used = self.C  # conservative: any column may hold data
@@ -824,7 +875,8 @@ def quantiles_from_counts(values: np.ndarray, counts: np.ndarray, bounds: np.nda
     # value at global rank g: first row whose cum > g
     lo_v = values[np.searchsorted(cum, start_cum + lo_r, side="right")].astype(np.float64)
     hi_v = values[np.searchsorted(cum, start_cum + hi_r, side="right")].astype(np.float64)
-    return lo_v + (hi_v - lo_v) * frac
+    with np.errstate(invalid="ignore"):  # NaN / inf neighbours (docs/semantics.md)
+        return np.where(frac == 0, lo_v, lo_v + (hi_v - lo_v) * frac)
 
 
 NO_NULLS = np.zeros(0, bool)  # lane_array: no cell is null
