@@ -72,6 +72,7 @@ def test_emit_sel_equals_reference_over_punctuations(script):
     g, s, r, o, floats, sel, with_sum, n_steps, seed, nulls, use_lut = script
     rng = np.random.default_rng(seed)
     kind = Sliding(r, s, origin=o)
+    o = kind.o  # the grid of window ends and panes (origin + range mod slide: Spark alignment)
     vt = pa.float64() if floats else pa.int64()
     schema = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("v", vt), ("u", pa.int64())])
     aggs = [agg.count()] + ([agg.sum("v")] if with_sum else []) + [getattr(agg, op)(c) for op, c in sel]

@@ -80,7 +80,10 @@ def window_params(kind: Any, unit: str) -> tuple[int, int, int]:
         raise ConfigError(
             f"Spark ground truth covers time windows (Tumbling, Sliding); got {kind!r}"
         )
-    return int(kind.r), int(kind.s), int(getattr(kind, "o", getattr(kind, "origin", 0)) or 0)
+    # the user's origin: window starts are origin + k*slide (Spark's startTime), also when
+    # range is not a multiple of slide (kind.o, the origin of the grid of window ends, then
+    # differs by range mod slide -- docs/semantics.md)
+    return int(kind.r), int(kind.s), int(getattr(kind, "origin", 0) or 0)
 
 
 def spark_agg(a: Any) -> Any:
@@ -144,15 +147,16 @@ def spark_windows(
             ws, we = F.col("__w.start"), F.col("__w.end")
         return out.select(*by, ws.alias("window_start"), we.alias("window_end"),
                           *[a.name for a in aggs])
-    # nanoseconds: Spark timestamps are microseconds; the same windows by integer arithmetic
+    # nanoseconds: Spark timestamps are microseconds; the same windows by integer arithmetic:
+    # starts origin + k*slide with start <= t < start + range
     t = F.col(time).cast("long")
-    lo = F.floor((t - F.lit(origin)) / F.lit(slide))
-    hi = F.floor((t - F.lit(origin) + F.lit(rng)) / F.lit(slide))
-    wid = F.explode(F.sequence(lo, hi - 1))
-    ended = df.withColumn("__wid", wid)
-    out = ended.groupBy("__wid", *by).agg(*aggs_c)
-    we = F.lit(origin) + (F.col("__wid") + 1) * F.lit(slide)
-    return out.select(*by, (we - F.lit(rng)).alias("window_start"), we.alias("window_end"),
+    lo = F.floor((t - F.lit(origin) - F.lit(rng)) / F.lit(slide)) + 1
+    hi = F.floor((t - F.lit(origin)) / F.lit(slide))
+    k = F.explode(F.sequence(lo, hi))
+    started = df.withColumn("__k", k)
+    out = started.groupBy("__k", *by).agg(*aggs_c)
+    ws = F.lit(origin) + F.col("__k") * F.lit(slide)
+    return out.select(*by, ws.alias("window_start"), (ws + F.lit(rng)).alias("window_end"),
                       *[a.name for a in aggs])
 
 

@@ -15,21 +15,29 @@ The three functions of the WID framework (004 §5.1.1):
 * ``windows(values)`` -- the sorted non-empty window ids of a finite set of
   values (the windows a query over those values reports).
 
-Window ids follow 004 Eq. 5.2 with a user ``origin`` in place of
-``min_a(T)``: sliding window ``w`` is
-``[origin + (w+1)*slide - range, origin + (w+1)*slide)``. Solving
-``start <= t < end`` for ``w`` gives ``lo = floor((t-origin)/slide)`` and
-``hi = floor((t-origin+range)/slide)`` (exclusive) -- the printed ceil
-formulas of Eq. 5.3 are off by one when ``t - origin`` is a multiple of
+Sliding windows are aligned like Spark's ``window(ts, range, slide)`` and
+Flink's: window *starts* are ``origin + k*slide`` and each window is
+``[start, start + range)`` (docs/semantics.md, "Window alignment"). Window
+ids follow 004 Eq. 5.2 on the grid of window *ends*, whose origin is
+``o = origin + range mod slide`` (the same as ``origin`` when ``range`` is a
+multiple of ``slide``): sliding window ``w`` is
+``[o + (w+1)*slide - range, o + (w+1)*slide)``, and its start
+``origin + (w + 1 - range div slide)*slide`` lies on the start grid.
+Solving ``start <= t < end`` for ``w`` gives ``lo = floor((t-o)/slide)``
+and ``hi = floor((t-o+range)/slide)`` (exclusive) -- the printed ceil
+formulas of Eq. 5.3 are off by one when ``t - o`` is a multiple of
 ``slide``. Ids may be negative for times before ``origin``: the origin only
 aligns the grid (like Flink's window offset).
 
 >>> k = Sliding(range=10, slide=4)
 >>> k.extent(0), k.extent(1)
-((-6, 4), (-2, 8))
+((-4, 6), (0, 10))
 >>> lo, hi = k.wids(np.array([0, 3, 4]))
 >>> lo.tolist(), hi.tolist()
-([0, 0, 1], [2, 3, 3])
+([-1, 0, 0], [2, 2, 3])
+>>> k = Sliding(10, 3)  # Spark's window(ts, '10 seconds', '3 seconds'): starts at 3k
+>>> [k.extent(int(w)) for w in k.windows(np.array([5]))]
+[(-3, 7), (0, 10), (3, 13)]
 >>> Tumbling("1s").resolve("ms").extent(2)
 (2000, 3000)
 """
@@ -145,10 +153,11 @@ def _check_positive(kind: str, **sizes: Size) -> None:
 
 @dataclass(frozen=True)
 class Sliding(WindowKind):
-    """Sliding window by event time: ``[origin + (w+1)*slide - range, origin + (w+1)*slide)``.
+    """Sliding window by event time, Spark-aligned: ``[origin + k*slide, origin + k*slide + range)``.
 
-    004 Eq. 5.1-5.3 with ``origin`` for ``min_a(T)``. ``slide <= range``.
-    Each tuple belongs to ``range/slide`` windows (rounded).
+    004 Eq. 5.1-5.3 with ``o = origin + range mod slide`` for ``min_a(T)``:
+    window ``w`` is ``[o + (w+1)*slide - range, o + (w+1)*slide)``.
+    ``slide <= range``. Each tuple belongs to ``range/slide`` windows (rounded).
     """
 
     range: Size
@@ -174,7 +183,10 @@ class Sliding(WindowKind):
 
     @cached_property
     def o(self) -> int:
-        return _int(self.origin, "origin", type(self).__name__)
+        """Origin of the grid of window *ends*: ``origin + range mod slide``, so that window
+        starts lie on ``origin + k*slide`` (Spark, Flink) even when ``range`` is not a
+        multiple of ``slide``."""
+        return _int(self.origin, "origin", type(self).__name__) + self.r % self.s
 
     def resolve(self, unit: str) -> "Sliding":
         k = super().resolve(unit)
