@@ -58,6 +58,7 @@ from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense
                                dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
                                dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
 from oop.adapt.store import Block
+from oop.window.store import check_state_size
 
 __all__ = ["DenseEagerStore", "lane_dtypes", "fold_aggs"]
 
@@ -198,6 +199,9 @@ class DenseEagerStore:
 
         ``slot_map``: old slot -> new slot (compaction), or None (slots kept).
         """
+        n_lanes = sum(len(x) for x in self.lanes) + (self.rows is not None) + (self.tc is not None)
+        check_state_size(R, C, n_lanes, self.wlo if self.wlo is not None else 0,
+                         (self.wlo if self.wlo is not None else 0) + R)
         if self.wlo is not None:
             ws = np.arange(self.wlo, self.whi + 1, dtype=np.int64)
             old_r, new_r = ws & (self.R - 1), ws & (R - 1)

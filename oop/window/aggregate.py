@@ -385,7 +385,7 @@ class WindowAggregate(Operator):
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
-        span = float(times.max() - times.min() + 1) if times.size else 1.0
+        span = float(times.max()) - float(times.min()) + 1.0 if times.size else 1.0  # no wrap
         rate = times.size / span
         g = self.kind.pane if isinstance(self.kind, Sliding) else 1
         groups = float(np.unique(codes).size) * min(1.0, g / span)

@@ -51,8 +51,10 @@ from typing import Union
 
 import numpy as np
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, ValueRangeError
 from oop.stream.elements import INT64_MAX
+
+INT64_MIN = -INT64_MAX - 1
 from oop.stream.timecol import parse_duration
 
 __all__ = [
@@ -79,6 +81,13 @@ def _int(v: Size, what: str, kind: str) -> int:
         f"{kind}: {what}={v!r} is a duration spec; call .resolve(unit) with the stream's time "
         "unit first (the window operator does this when it opens)"
     )
+
+
+def _minmax(v: np.ndarray) -> tuple[int, int]:
+    from oop.window.kernels import minmax  # compiled; imported late (kinds is imported early)
+
+    lo, hi = minmax(np.ascontiguousarray(v).reshape(-1))
+    return int(lo), int(hi)
 
 
 def _fdiv(a: np.ndarray, b: int) -> np.ndarray:
@@ -201,13 +210,36 @@ class Sliding(WindowKind):
         end = self.o + (np.asarray(wids, np.int64) + 1) * self.s
         return end - self.r, end
 
+    def check_range(self, tmin: int, tmax: int) -> None:
+        """Raise :class:`ValueRangeError` when a window holding a time in ``[tmin, tmax]``
+        starts or ends outside int64 (its ``window_end`` would wrap to year 1677)."""
+        o, r, s = self.o, self.r, self.s
+        tmin, tmax = int(tmin), int(tmax)
+        end = o + ((tmax - o + r) // s) * s  # end of the last window holding tmax
+        start = o + ((tmin - o) // s + 1) * s - r  # start of the first window holding tmin
+        if end > INT64_MAX or tmax - o > INT64_MAX:
+            raise ValueRangeError(
+                f"{self!r}: time {tmax} lies in window [{end - r}, {end}) whose end is beyond "
+                f"int64 max {INT64_MAX} (window_end would wrap to a date in 1677). Such a time "
+                "is usually a placeholder (int64 max) or in the wrong unit: filter or fix those "
+                f"rows; event times must stay below {INT64_MAX - r} with this window")
+        if start < INT64_MIN or tmin - o < INT64_MIN:
+            raise ValueRangeError(
+                f"{self!r}: time {tmin} lies in window [{start}, {start + r}) whose start is "
+                f"below int64 min {INT64_MIN} (window_start would wrap). Such a time is usually "
+                "a placeholder (int64 min) or in the wrong unit: filter or fix those rows; "
+                f"event times must stay above {INT64_MIN + r} with this window")
+
     def wids(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = np.asarray(values, np.int64)
+        if v.size:  # one compiled min/max pass: refuse windows that would wrap around int64
+            self.check_range(*_minmax(v))
         d = v - self.o if self.o else v
         lo = _fdiv(d, self.s)
         if self.r == self.s:  # tumbling: one window per value
             return lo, lo + 1
-        return lo, _fdiv(d + self.r, self.s)
+        # floor((d + r) / s) without forming d + r (it may not fit int64 near the top)
+        return lo, lo + _fdiv(d - lo * self.s + self.r, self.s)
 
     def first_open(self, bound: int) -> int:
         # end(w) = o + (w+1)s <= bound  <=>  w <= floor((bound-o)/s) - 1
@@ -284,8 +316,20 @@ class Landmark(WindowKind):
         w = np.asarray(wids, np.int64)
         return np.full(w.shape, self.o, np.int64), self.o + (w + 1) * self.s
 
+    def check_range(self, tmin: int, tmax: int) -> None:
+        """Raise :class:`ValueRangeError` when the first window holding ``tmax`` ends beyond
+        int64 max, or ``tmin - origin`` does not fit int64."""
+        end = self.o + ((int(tmax) - self.o) // self.s + 1) * self.s
+        if end > INT64_MAX or int(tmin) - self.o < INT64_MIN:
+            raise ValueRangeError(
+                f"{self!r}: time {int(tmax)} lies in landmark windows ending at {end} and later, "
+                f"beyond int64 max {INT64_MAX} (window_end would wrap). Such a time is usually "
+                "a placeholder (int64 max) or in the wrong unit: filter or fix those rows")
+
     def wids(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = np.asarray(values, np.int64)
+        if v.size:
+            self.check_range(*_minmax(v))
         lo = _fdiv(v - self.o, self.s)
         before = v < self.o
         hi = np.where(before, 0, OPEN_END).astype(np.int64)

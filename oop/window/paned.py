@@ -77,7 +77,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, ValueRangeError
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
@@ -145,6 +145,11 @@ class PaneCombiner:
         """(pane of every time, min, max, smallest time) in one compiled pass. ``times``
         non-empty."""
         p, lo, hi, tmin = PK.pane_ids(times, self.o, self.g)
+        # the largest time lies in pane hi: refuse windows that would wrap around int64
+        try:
+            self.kind.check_range(int(tmin), self.o + (int(hi) + 1) * self.g - 1)  # type: ignore[attr-defined]
+        except ValueRangeError:  # near the edge: check (and name) the real largest time
+            self.kind.check_range(int(tmin), int(times.max()))  # type: ignore[attr-defined]
         return p, int(lo), int(hi), int(tmin)
 
     def window_panes(self, w: int) -> tuple[int, int]:

@@ -409,6 +409,39 @@ def decimal_array(unscaled: np.ndarray, null: np.ndarray, typ: pa.DataType) -> p
     return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(data.tobytes())])
 
 
+#: the share of physical memory the dense window state may take before StateLimitError
+STATE_LIMIT_FRACTION = 0.5
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory (``os.sysconf``; 16 GiB where it is not available)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16 << 30
+
+
+def check_state_size(R: int, C: int, n_lanes: int, lo: int, hi: int) -> None:
+    """Raise :class:`~oop.errors.StateLimitError` before allocating dense lanes of ``R`` ring
+    rows x ``C`` group columns x ``n_lanes`` beyond :data:`STATE_LIMIT_FRACTION` of memory
+    (units ``[lo, hi)`` are the window / pane / row-window ids the ring must hold)."""
+    nbytes = 8 * int(R) * int(C) * max(int(n_lanes), 1)
+    limit = STATE_LIMIT_FRACTION * physical_memory()
+    if nbytes > limit:
+        from oop.errors import StateLimitError
+
+        raise StateLimitError(
+            f"window state: a dense ring of {R} window/pane ids x {C} group columns x "
+            f"{n_lanes} lanes would need {nbytes / 2**30:.3g} GiB (limit {limit / 2**30:.1f} "
+            f"GiB) to hold the open ids {lo}..{hi}. Usual causes: an event time far from the "
+            "others (int64 min/max or 0 used as a placeholder among real timestamps -- filter "
+            "or fix those rows), a time column in the wrong unit, a row-based RANGE of "
+            "billions of rows, or no punctuation to close old windows. Fix the data, declare "
+            "the right unit, or use a shorter range / coarser slide")
+
+
 class Ring:
     """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring."""
 
@@ -417,6 +450,7 @@ class Ring:
         self.lanes = list(lanes)
         self.R = 1 << max(int(np.ceil(np.log2(max(rows, 2)))), 1)
         self.C = max(codes, 1)
+        check_state_size(self.R, self.C, len(self.lanes), int(base), int(base) + int(rows))
         self.base = int(base)  # smallest unit that may be live
         self.top = int(base)  # one past the largest unit ever updated
         self.live = 0  # number of non-empty (unit, code) cells
@@ -520,6 +554,7 @@ class Ring:
             newC *= 2
         if newR == self.R and newC == self.C:
             return
+        check_state_size(newR, newC, len(self.lanes) + len(self.tarr), self.base, top)
         live_units = range(self.base, max(self.top, self.base))
         for li in self.lanes:
             self.arr[li.key] = self._regrid(self.arr[li.key], li.identity(), li.dtype, newR, newC,
