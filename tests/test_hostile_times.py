@@ -6,6 +6,7 @@ silent corruption (docs/semantics.md, "Times at the edge of the int64 range").
   window and the time (window_end used to wrap to year 1677);
 * int64 min/max among normal times: a clear error instead of ``array is too big``;
 * RowSliding / PartitionedRows with huge ranges: StateLimitError, not a bare MemoryError;
+* a negative slack: ConfigError.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pyarrow as pa
 import pytest
 
 import oop
-from oop.errors import OopError, StateLimitError, ValueRangeError
+from oop.errors import ConfigError, OopError, StateLimitError, ValueRangeError
+from oop.query import parse_strategy
 from oop.stream.timecol import time_values
 from oop.window import Landmark, PartitionedRows, RowSliding, Sliding, Tumbling, agg
 
@@ -94,6 +96,13 @@ def test_huge_partitioned_row_range_is_a_state_limit_error():
 def test_landmark_far_times():
     with pytest.raises(OopError):
         _run([0, I64MAX - 1], Landmark(10))
+
+
+@pytest.mark.parametrize("spec", ["iop-slack:-2s", "iop-slack:-5,generous", "iop-bsort:-3"])
+def test_negative_slack_is_a_config_error(spec):
+    with pytest.raises(ConfigError, match=">= 0"):
+        parse_strategy(spec)
+    assert parse_strategy("iop-slack:0").amount == 0
 
 
 @pytest.mark.parametrize("ts", [[0, 1, I64MAX - 2], [I64MIN, 0, 1], [-10**18, 0, 10**18]])
