@@ -446,6 +446,8 @@ class WindowAggregate(Operator):
                 self.ring.lower_base(low)
         cols = self._lane_columns(batch)
         single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
+        # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
+        self.ring.track_nf = self.units is not None
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
         if self.holistic:

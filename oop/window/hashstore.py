@@ -144,6 +144,7 @@ class HashCells(Ring):
         """
         h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * ring.live))
         h.shift, h.nn_active, h.n_used = dict(ring.shift), set(ring.nn_active), ring.n_used
+        h.nf_hi = ring.nf_hi
         u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
         rr = u & ring.mask
         wi, codes = K.scan_rows(ring.arr[("rows", None)], ring.C, rr, min(n, ring.C))
@@ -166,6 +167,7 @@ class HashCells(Ring):
         r = Ring(self.lanes, base=self.base, rows=(self.top - self.base) * 2 + 2,
                  codes=max(n_codes, 64))
         r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
+        r.nf_hi = self.nf_hi
         r.top, r.n_used = self.top, n_codes
         k = self.n_cells
         sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))
@@ -187,7 +189,8 @@ class HashCells(Ring):
         n = codes.shape[0]
         if n == 0:
             return
-        self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, None if single else hi)
+        if self.track_nf:
+            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, None if single else hi)
         if single:
             units, idx = lo, None
         else:

@@ -142,8 +142,8 @@ def upd_min(acc, codes, lo, hi, C, mask, vals, valid):
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
                 a = acc[j]
-                if v < a or a != a:  # NaN is the greatest value (and the float identity)
-                    acc[j] = v
+                # NaN is the greatest value (and min's float identity); a select, no branch
+                acc[j] = v if (v < a) | (a != a) else a
 
 
 @nb.njit(cache=True)
@@ -155,8 +155,8 @@ def upd_max(acc, codes, lo, hi, C, mask, vals, valid):
             v = vals[i]
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
-                if v > acc[j] or v != v:  # NaN is the greatest value
-                    acc[j] = v
+                a = acc[j]
+                acc[j] = v if (v > a) | (v != v) else a  # NaN is the greatest value
 
 
 @nb.njit(cache=True)

@@ -460,8 +460,10 @@ class Ring:
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
-        # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite)
+        # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite),
+        # tracked when the owner subtracts units (Paned-WID sets track_nf)
         self.nf_hi = NO_NONFINITE
+        self.track_nf = False
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -593,7 +595,8 @@ class Ring:
         """
         if codes.shape[0] == 0:
             return
-        self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
+        if self.track_nf:
+            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
         self.n_used = max(self.n_used, n_codes)
         if self.fixed:
             self.reserve(self.top, n_codes)
