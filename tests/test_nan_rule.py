@@ -308,3 +308,19 @@ def test_hash_layout_and_update_mode_follow_the_rule(method, late, feed, kind):
             last[(r["key"], r["window_start"])] = r
         table = pa.Table.from_pylist(list(last.values()), schema=table.schema)
     _check(table.select([c for c in table.column_names if c != "is_revision"]), t, kind, aggs)
+
+
+@settings(max_examples=30, deadline=None)
+@given(hostile_feeds(), st.sampled_from([1, 2, 3]),
+       st.sampled_from(["RowSliding", "PartitionedRows", "SlideByTuple"]))
+def test_row_and_slide_by_tuple_windows_follow_the_rule(feed, n, kind_name):
+    from oop.window.kinds import PartitionedRows, RowSliding, SlideByTuple
+
+    t, _ = feed
+    kind = {"RowSliding": RowSliding(4 + n, n), "PartitionedRows": PartitionedRows(3 + n, n),
+            "SlideByTuple": SlideByTuple(6, n)}[kind_name]
+    aggs = BOUNDED if kind_name == "SlideByTuple" else AGGS  # the bins are bounded only
+    res = oop.from_batches(t.to_batches(max_chunksize=7), time="ts", unit="ms",
+                           punctuation=oop.External(), schema=t.schema
+                           ).window(kind, aggs, by="key").run()
+    _check(res.table, t, kind, aggs)
