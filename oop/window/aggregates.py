@@ -71,6 +71,11 @@ def _isnan(x: Any) -> bool:
     return isinstance(x, float) and x != x
 
 
+#: the one NaN the counting states (distinct, heavy hitters, quantiles) key NaN values by:
+#: every NaN is the same value there (Spark's count(DISTINCT): NaN = NaN)
+_NAN = float("nan")
+
+
 def _order(x: Any) -> tuple:
     """Sort key of a value under the NaN rule: NaN above every number, +inf included."""
     return (True, 0.0) if _isnan(x) else (False, x)
@@ -246,7 +251,7 @@ class Agg:
             assert self.fns is not None
             return self.fns.update(state, value)
         c = Counter(state)
-        c[value] += 1
+        c[_NAN if _isnan(value) else value] += 1
         return c
 
     def merge(self, a: Any, b: Any) -> Any:
@@ -303,6 +308,7 @@ class Agg:
             assert self.fns is not None and self.fns.revert is not None
             return self.fns.revert(state, value)
         c = Counter(state)
+        value = _NAN if _isnan(value) else value
         c[value] -= 1
         if c[value] == 0:
             del c[value]
@@ -350,7 +356,7 @@ class Agg:
         if f == "distinct":
             return len(items)
         # heavy hitters: the k most frequent values, ties by value
-        top = sorted(items, key=lambda vc: (-vc[1], vc[0]))[: self.k]
+        top = sorted(items, key=lambda vc: (-vc[1], _order(vc[0])))[: self.k]
         return [{"value": v, "count": c} for v, c in top]
 
 
