@@ -50,7 +50,8 @@ class ConfigError(OopError, ValueError):
 
 class ValueRangeError(OopError, ValueError):
     """A value (uint64, unscaled decimal) or a sum beyond the int64 range that the window
-    aggregates keep exactly."""
+    aggregates keep exactly; a uint64 event time above 2**63-1; a window whose start or end
+    would not fit int64."""
 
 
 class StateLimitError(OopError, MemoryError):

@@ -92,16 +92,21 @@ def parse_strategy(spec: str | Strategy) -> Strategy:
     head, _, rest = text.partition(":")
     if head == "iop-bsort" and rest:
         try:
-            return Strategy("iop-bsort", int(rest))
+            n = int(rest)
         except ValueError:
             raise ConfigError(f"strategy {spec!r}: iop-bsort:N needs an integer tuple count") from None
+        if n < 0:
+            raise ConfigError(f"strategy {spec!r}: the tuple count must be >= 0, e.g. iop-bsort:100")
+        return Strategy("iop-bsort", n)
     if head == "iop-slack" and rest:
         amount, _, sem = rest.partition(",")
         amount = amount.strip()
         value: int | str = int(amount) if amount.lstrip("-").isdigit() else amount
         from oop.stream.timecol import parse_duration
 
-        parse_duration(value, "ns")  # validate the syntax now
+        if parse_duration(value, "ns") < 0:  # validates the syntax too
+            raise ConfigError(f"strategy {spec!r}: the slack must be >= 0 (a negative slack "
+                              "would drop almost every tuple as late); e.g. iop-slack:2s")
         return Strategy("iop-slack", value, (sem.strip() or "consistent"))  # type: ignore[arg-type]
     raise ConfigError(f"cannot parse strategy {spec!r}; use {STRATEGY_HELP}")
 

@@ -54,7 +54,9 @@ def test_route_batch_equals_reference(rows, init, eager, first_open, slide, k, m
     out = np.zeros(9, np.int64)
     lazy_idx = np.empty(len(g), np.int64)
     scratch = np.full(12, -1, np.int64)
-    geom = (rng, slide, 1)
+    # the kernels take the origin of the grid of window ends, kind.o (= origin + RANGE mod
+    # SLIDE: Spark alignment), as the operator passes it
+    geom = (rng, slide, Sliding(rng, slide, 1).o)
     sw_k = K.route_batch(g, src, ts, np.array(geom, np.int64), lo_k, hi_k, np.int64(first_open),
                          wv_k, scratch, VOL_MASK,
                          MODE_BIT, monitor, forced_eager, base, float(rng), True, up, cls, hw_k,

@@ -26,6 +26,31 @@ def test_boundary_example_from_the_timeline():
     assert k.extent(0) == (-5, 5) and k.extent(1) == (0, 10)
 
 
+def test_spark_alignment_when_range_is_not_a_multiple_of_slide():
+    """Spark's window(ts, '10 seconds', '3 seconds'): windows [3k s, 3k s + 10 s) holding t.
+    (Before: windows were aligned on their ends, [-1000, 9000) for sliding:10s,3s.)"""
+    k = Sliding("10s", "3s").resolve("ms")
+    got = [k.extent(int(w)) for w in k.windows(np.array([5000]))]
+    assert got == [(-3000, 7000), (0, 10000), (3000, 13000)]
+    assert Sliding(10, 3, origin=1).extent(int(Sliding(10, 3, origin=1).wids(np.array([1]))[0][0])
+                                           )[0] % 3 == 1
+
+
+@given(st.integers(1, 20), st.integers(1, 20), st.integers(-20, 20),
+       st.lists(st.integers(-60, 60), min_size=1, max_size=20))
+def test_sliding_windows_are_sparks(r, s, o, values):
+    """Every window start is origin + k*slide and the windows holding t are exactly Spark's
+    {k : origin + k*slide <= t < origin + k*slide + range}."""
+    r = max(r, s)
+    kind = Sliding(r, s, o)
+    lo, hi = kind.wids(np.array(values, np.int64))
+    for t, a, b in zip(values, lo.tolist(), hi.tolist()):
+        got = sorted(kind.extent(w) for w in range(a, b))
+        spark = sorted((o + k * s, o + k * s + r) for k in range(-100, 100)
+                       if o + k * s <= t < o + k * s + r)
+        assert got == spark, (kind, t)
+
+
 kinds = st.one_of(
     st.builds(lambda s, o: Tumbling(s, o), st.integers(1, 12), st.integers(-20, 20)),
     st.builds(lambda s, k, o: Sliding(s * k, s, o), st.integers(1, 6), st.integers(1, 5),

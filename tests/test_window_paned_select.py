@@ -164,7 +164,8 @@ def test_pane_window_geometry_matches_the_kind(g, pane_per_slide, slides_per_ran
     r = s * slides_per_range + g * (pane_per_slide > 1)  # range need not be a multiple of slide
     kind = Sliding(r, s, origin=origin)
     pc = PaneCombiner(kind, [], [])
-    lo, hi = kind.wids(np.array([origin + pane * pc.g, origin + (pane + 1) * pc.g - 1]))
+    o = kind.o  # panes start at the grid of window ends: origin + range mod slide (Spark)
+    lo, hi = kind.wids(np.array([o + pane * pc.g, o + (pane + 1) * pc.g - 1]))
     assert pc.first_window(pane) == int(lo[0]) and pc.last_window(pane) == int(hi[1]) - 1
     for w in range(pc.first_window(pane), pc.last_window(pane) + 1):
         a, b = pc.window_panes(w)

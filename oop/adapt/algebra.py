@@ -79,10 +79,37 @@ def _lengths(starts: np.ndarray, n: int) -> np.ndarray:
 
 
 def _sentinel(dtype: np.dtype, high: bool) -> Any:
+    """The identity of min (``high``) / max: NaN for min over floats, since NaN is the greatest
+    value (docs/semantics.md) and ``np.fmin`` skips it."""
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
         return info.max if high else info.min
-    return np.inf if high else -np.inf
+    return np.nan if high else -np.inf
+
+
+#: min / max under the NaN rule: min skips NaN unless every value is NaN, max propagates it
+_MIN, _MAX = np.fmin, np.maximum
+
+
+def _quantile(b: np.ndarray, q: float) -> float:
+    """numpy's linear quantile of a sorted bag with NaN sorted last; an exact order statistic is
+    returned as is (``median(1, 2, NaN)`` is 2, not NaN)."""
+    pos = q * (len(b) - 1)
+    lo = int(np.floor(pos))
+    frac = pos - lo
+    a = float(b[lo])
+    if frac == 0:
+        return a
+    return a + (float(b[min(lo + 1, len(b) - 1)]) - a) * frac
+
+
+def _lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a < b with NaN above every number."""
+    return (a < b) | ((b != b) & (a == a))
+
+
+def _isnan(v: np.ndarray) -> np.ndarray:
+    return np.isnan(v) if np.issubdtype(v.dtype, np.floating) else np.zeros(v.shape, bool)
 
 
 class BlockAgg:
@@ -109,7 +136,7 @@ class BlockAgg:
             return [nn, np.add.reduceat(x, starts)]
         if f in ("min", "max"):
             x = np.where(r.valid, r.values, _sentinel(r.values.dtype, f == "min"))
-            red = np.minimum if f == "min" else np.maximum
+            red = _MIN if f == "min" else _MAX
             return [nn, red.reduceat(x, starts)]
         if f in ("var", "std"):
             x = np.where(r.valid, r.values, 0).astype(np.float64)
@@ -118,10 +145,10 @@ class BlockAgg:
             return [nn, mean, np.add.reduceat(d * d, starts)]
         if f in ("first", "last"):
             seg = np.repeat(np.arange(len(starts)), _lengths(starts, n))
-            if f == "first":
+            if f == "first":  # ties by value, NaN the greatest (np.lexsort sorts it last)
                 order = np.lexsort((r.values, r.times, ~r.valid, seg))
             else:
-                order = np.lexsort((-r.values, -r.times, ~r.valid, seg))
+                order = np.lexsort((-r.values, ~_isnan(r.values), -r.times, ~r.valid, seg))
             pick = order[starts]
             return [nn, r.times[pick].astype(np.int64), r.values[pick]]
         # holistic: a bag of the valid values per partial (per group: holistic only)
@@ -160,7 +187,7 @@ class BlockAgg:
             a[1][idx] += b[1]
             return
         if f in ("min", "max"):
-            red = np.minimum if f == "min" else np.maximum
+            red = _MIN if f == "min" else _MAX
             a[1][idx] = np.where(a[0][idx] == 0, b[1], np.where(b[0] == 0, a[1][idx], red(a[1][idx], b[1])))
             a[0][idx] += b[0]
             return
@@ -177,9 +204,9 @@ class BlockAgg:
         if f in ("first", "last"):
             ta, va, tb, vb = a[1][idx], a[2][idx], b[1], b[2]
             if f == "first":
-                better = (tb < ta) | ((tb == ta) & (vb < va))
+                better = (tb < ta) | ((tb == ta) & _lt(vb, va))
             else:
-                better = (tb > ta) | ((tb == ta) & (vb > va))
+                better = (tb > ta) | ((tb == ta) & _lt(va, vb))
             take_b = (b[0] > 0) & ((a[0][idx] == 0) | better)
             a[1][idx] = np.where(take_b, tb, ta)
             a[2][idx] = np.where(take_b, vb, va)
@@ -204,7 +231,7 @@ class BlockAgg:
         bags = a[0]
         if f in ("median", "quantile"):
             q = 0.5 if f == "median" else float(self.agg.q)  # type: ignore[arg-type]
-            return pa.array([float(np.quantile(b, q)) if len(b) else None for b in bags], pa.float64())
+            return pa.array([_quantile(b, q) if len(b) else None for b in bags], pa.float64())
         if f == "distinct":
             return pa.array([len(b) for b in bags], pa.int64())
         # heavy hitters, UDAFs: the aggregate's own scalar algebra over the bag

@@ -60,6 +60,7 @@ from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense
 from oop.adapt.store import Block
 from oop.errors import StateLimitError
 from oop.limits import ADVICE, fmt_bytes
+from oop.window.store import check_state_size
 
 __all__ = ["DenseEagerStore", "lane_dtypes", "fold_aggs"]
 
@@ -210,6 +211,9 @@ class DenseEagerStore:
 
         ``slot_map``: old slot -> new slot (compaction), or None (slots kept).
         """
+        n_lanes = sum(len(x) for x in self.lanes) + (self.rows is not None) + (self.tc is not None)
+        check_state_size(R, C, n_lanes, self.wlo if self.wlo is not None else 0,
+                         (self.wlo if self.wlo is not None else 0) + R)
         if self.guard is not None and R * C > self.R * self.C:
             self.guard(R * C * self.cell_bytes + C * 16 + 4 * self.n_slots,
                        f"dense ring of {R} open windows x {C} group slots"

@@ -289,7 +289,9 @@ def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ign
         v = x[i]
         for w in range(lo[i], hi[i]):
             r = w & mask
-            if nn[r, s] == 0 or (is_min and v < m[r, s]) or ((not is_min) and v > m[r, s]):
+            cur = m[r, s]  # NaN is the greatest value (docs/semantics.md)
+            if nn[r, s] == 0 or (is_min and (v < cur or (cur != cur and v == v))) or (
+                    (not is_min) and (v > cur or (v != v and cur == cur))):
                 m[r, s] = v
             nn[r, s] += 1
 
@@ -324,9 +326,11 @@ def dense_fold_firstlast(nn, t, val, slot, lo, hi, x, valid, ts, mask, is_first)
             if nn[r, s] == 0:
                 take = True
             elif is_first:
-                take = tt < t[r, s] or (tt == t[r, s] and v < val[r, s])
+                cur = val[r, s]
+                take = tt < t[r, s] or (tt == t[r, s] and (v < cur or (cur != cur and v == v)))
             else:
-                take = tt > t[r, s] or (tt == t[r, s] and v > val[r, s])
+                cur = val[r, s]
+                take = tt > t[r, s] or (tt == t[r, s] and (v > cur or (v != v and cur == cur)))
             if take:
                 t[r, s] = tt
                 val[r, s] = v

@@ -58,6 +58,7 @@ from oop.stream.timecol import check_time_column, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import WindowKind
+from oop.window.kernels import minmax
 from oop.window.store import check_exact_sum, max_abs
 
 __all__ = ["AdaptWID"]
@@ -204,6 +205,10 @@ class AdaptWID(Operator):
             return []
         gids = self.keys.encode(batch)
         ts = time_values(batch, self._time, self.inputs[port].name)
+        check = getattr(self.window_kind, "check_range", None)
+        if check is not None:  # windows that would wrap around int64: ValueRangeError
+            lo_t, hi_t = minmax(ts)
+            check(int(lo_t), int(hi_t))
         vals = {c: _values(batch, c) for c in self.logic.value_cols}
         for c in self.sum_max:
             self.sum_max[c] = max(self.sum_max[c], max_abs(vals[c][0].astype(np.int64, copy=False)))

@@ -137,11 +137,12 @@ def _extent_lane(elo, ehi, ewid, minw, codes, vals, valid, n_groups, op):  # typ
                 oacc[j] = v * v if op == 3 else v
             elif op == 0:
                 oacc[j] += v
-            elif op == 1:
-                if v < oacc[j]:
+            elif op == 1:  # NaN is the greatest value (docs/semantics.md)
+                a = oacc[j]
+                if v < a or (a != a and v == v):
                     oacc[j] = v
             elif op == 2:
-                if v > oacc[j]:
+                if v > oacc[j] or v != v:
                     oacc[j] = v
             else:
                 oacc[j] += v * v
@@ -153,8 +154,13 @@ def _extent_lane(elo, ehi, ewid, minw, codes, vals, valid, n_groups, op):  # typ
 
 @njit(cache=True)
 def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state_nn, state_acc,
-               pos):  # type: ignore[no-untyped-def]
+               pos, state_nf):  # type: ignore[no-untyped-def]
     """Differential sums (Eq. 6.4): extent k = extent k-1 + entered - expired.
+
+    NaN and infinite values are not added to ``state_acc`` (subtracting them
+    would leave NaN behind in every later extent) but counted per group in
+    ``state_nf[3g .. 3g+2]`` (NaN, +inf, -inf); an extent's sum is the finite
+    sum combined with them by IEEE rules (docs/semantics.md).
 
     ``pos = [lo, hi]`` is the buffer range the running sums cover; it and the
     per-group ``state_*`` carry over between calls. ``elo``/``ehi`` must be
@@ -180,10 +186,15 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
                 state_rows[g] = 0
                 state_nn[g] = 0
                 state_acc[g] = 0
+                state_nf[3 * g] = 0
+                state_nf[3 * g + 1] = 0
+                state_nf[3 * g + 2] = 0
             lo = elo[k]
             hi = elo[k]
-        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, hi, ehi[k], 1)
-        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, lo, elo[k], -1)
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, hi, ehi[k], 1,
+                    state_nf)
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, lo, elo[k], -1,
+                    state_nf)
         lo = elo[k]
         hi = ehi[k]
         # emit the groups present in the extent (one scan of the extent's codes for the set)
@@ -196,7 +207,10 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
                 oc[n] = g
                 orows[n] = state_rows[g]
                 onn[n] = state_nn[g]
-                oacc[n] = state_acc[g]
+                if state_nf[3 * g] or state_nf[3 * g + 1] or state_nf[3 * g + 2]:
+                    oacc[n] = _with_nonfinite(state_acc[g], state_nf, g)  # floats only
+                else:
+                    oacc[n] = state_acc[g]  # int64 sums stay exact
                 n += 1
         for j in range(first, n):
             mark[oc[j]] = 0
@@ -206,10 +220,22 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
 
 
 @njit(cache=True)
+def _with_nonfinite(acc, state_nf, g):  # type: ignore[no-untyped-def]
+    """The running sum ``acc`` of group ``g``'s finite values with its NaN/+inf/-inf counts."""
+    if state_nf[3 * g] > 0 or (state_nf[3 * g + 1] > 0 and state_nf[3 * g + 2] > 0):
+        return acc * np.nan
+    if state_nf[3 * g + 1] > 0:
+        return acc + np.inf
+    if state_nf[3 * g + 2] > 0:
+        return acc - np.inf
+    return acc
+
+
+@njit(cache=True)
 def _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, a, b,
-                sign):  # type: ignore[no-untyped-def]
+                sign, state_nf):  # type: ignore[no-untyped-def]
     """Add (``sign=1``: rows enter the extent) or subtract (``sign=-1``: rows expire)
-    buffer rows ``[a, b)`` to / from the per-group running sums."""
+    buffer rows ``[a, b)`` to / from the per-group running sums (NaN / inf counted apart)."""
     has_valid = valid.shape[0] > 0
     for i in range(a, b):
         g = codes[i]
@@ -218,7 +244,10 @@ def _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, a, 
             continue
         state_nn[g] += sign
         x = vals[i] * vals[i] if square else vals[i]
-        state_acc[g] += x if sign > 0 else -x
+        if x - x == 0:  # finite (False for NaN and +-inf; always True for integers)
+            state_acc[g] += x if sign > 0 else -x
+        else:
+            state_nf[3 * g + (0 if x != x else (1 if x > 0 else 2))] += sign
 
 
 def nonempty_windows(kind: Any, sorted_times: np.ndarray) -> np.ndarray:
@@ -615,15 +644,17 @@ class BufferingWindow(DropsLate):
         st = self.diff_state.get(key)
         if st is None or len(st[0]) < ng:
             grown = (np.zeros(ng, np.int64), np.zeros(ng, np.int64), np.zeros(ng, v.dtype),
-                     np.zeros(2, np.int64))
+                     np.zeros(2, np.int64), np.zeros(3 * ng, np.int64))
             if st is not None:
                 for old, new in zip(st[:3], grown[:3]):
                     new[: len(old)] = old
                 grown[3][:] = st[3]
+                if len(st) > 4:
+                    grown[4][: len(st[4])] = st[4]
             st = grown
             self.diff_state[key] = st
         return _diff_lane(elo, ehi, self.buf_codes, v, valid, ng, op == "sumsq", st[0], st[1],
-                          st[2], st[3])
+                          st[2], st[3], st[4])
 
     def _purge(self) -> None:
         """Drop buffered tuples before the first open extent's start."""
@@ -638,7 +669,7 @@ class BufferingWindow(DropsLate):
             if lo < min(k, hi):
                 v, valid = self._lane_values(col, op)
                 _diff_apply(self.buf_codes, v, valid, op == "sumsq", st[0], st[1], st[2], lo,
-                            min(k, hi), -1)
+                            min(k, hi), -1, st[4])
             st[3][0] = max(lo - k, 0)
             st[3][1] = max(hi - k, 0)
         self.buf_t = self.buf_t[k:]

@@ -38,6 +38,7 @@ vectorized work per punctuation. State: one row per open (cell, key).
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -49,7 +50,7 @@ from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import Element, JointPunctuation, Punctuation
 from oop.stream.timecol import parse_duration, time_arrow_type, time_values
-from oop.window.aggregates import Agg
+from oop.window.aggregates import Agg, _pick
 from oop.window.keys import KeyEncoder
 
 __all__ = ["PairWindow", "pair_window_reference"]
@@ -140,6 +141,9 @@ class PairWindow(Operator):
                 lanes += [(f"__s{i}", a.column, "sum"), (f"__n{i}", a.column, "count")]
             elif a.fn in ("min", "max"):
                 lanes.append((f"__m{i}", a.column, a.fn))
+                if a.fn == "max" and pa.types.is_floating(self._value_types[a.column]):
+                    # Arrow's max skips NaN; the NaN rule makes it the greatest value
+                    lanes.append((f"__x{i}", a.column, "nan_count"))
         return lanes
 
     def _empty_state(self) -> pa.Table:
@@ -150,6 +154,8 @@ class PairWindow(Operator):
                            pa.field(f"__n{i}", pa.int64())]
             elif a.fn in ("min", "max"):
                 fields.append(pa.field(f"__m{i}", self._value_types[a.column]))
+                if a.fn == "max" and pa.types.is_floating(self._value_types[a.column]):
+                    fields.append(pa.field(f"__x{i}", pa.int64()))
         return pa.schema(fields).empty_table()
 
     # ---- the batch path -----------------------------------------------
@@ -162,11 +168,14 @@ class PairWindow(Operator):
         cols: dict[str, Any] = {"__c0": cells[0], "__c1": cells[1],
                                 "__code": np.asarray(code, dtype=np.int64),
                                 "__rows": np.ones(batch.num_rows, np.int64)}
-        for name, src, _ in self._lanes()[1:]:
+        for name, src, op in self._lanes()[1:]:
             cols[name] = batch.column(src)
+            if op == "nan_count":
+                cols[name] = pc.fill_null(pc.cast(pc.is_nan(cols[name]), pa.int64()), 0)
         part = pa.table(cols)
-        aggs = [(c, "sum" if op == "count" else op) for c, _, op in self._lanes()]
-        first = [(c, op) for c, _, op in self._lanes()]  # count non-null values of the batch
+        aggs = [(c, "sum" if op in ("count", "nan_count") else op) for c, _, op in self._lanes()]
+        # count non-null values of the batch
+        first = [(c, "sum" if op == "nan_count" else op) for c, _, op in self._lanes()]
         part = _group(part, first)
         merged = pa.concat_tables([self.state, part.cast(self.state.schema)])
         self.state = _group(merged, aggs).cast(self.state.schema)
@@ -239,6 +248,10 @@ class PairWindow(Operator):
             elif a.fn == "mean":
                 cols.append(pc.divide(pc.cast(done.column(f"__s{i}"), pa.float64()),
                                       pc.cast(done.column(f"__n{i}"), pa.float64())))
+            elif f"__x{i}" in done.column_names:  # a float max: NaN when the cell holds one
+                m = done.column(f"__m{i}")
+                cols.append(pc.if_else(pc.greater(done.column(f"__x{i}"), 0),
+                                       pa.scalar(float("nan"), m.type), m))
             else:
                 cols.append(done.column(f"__m{i}"))
         arrays = [pa.array(c) if isinstance(c, np.ndarray) else c for c in cols]
@@ -322,9 +335,9 @@ def pair_window_reference(
                 row[a.name] = sum(vals) if vals else None
             elif a.fn == "mean":
                 row[a.name] = sum(vals) / len(vals) if vals else None
-            elif a.fn == "min":
-                row[a.name] = min(vals) if vals else None
+            elif vals:  # min / max under the NaN rule (NaN the greatest value)
+                row[a.name] = functools.reduce(lambda x, y: _pick(a.fn, x, y), vals)
             else:
-                row[a.name] = max(vals) if vals else None
+                row[a.name] = None
         out.append(row)
     return out

@@ -80,7 +80,10 @@ def window_params(kind: Any, unit: str) -> tuple[int, int, int]:
         raise ConfigError(
             f"Spark ground truth covers time windows (Tumbling, Sliding); got {kind!r}"
         )
-    return int(kind.r), int(kind.s), int(getattr(kind, "o", getattr(kind, "origin", 0)) or 0)
+    # the user's origin: window starts are origin + k*slide (Spark's startTime), also when
+    # range is not a multiple of slide (kind.o, the origin of the grid of window ends, then
+    # differs by range mod slide -- docs/semantics.md)
+    return int(kind.r), int(kind.s), int(getattr(kind, "origin", 0) or 0)
 
 
 def spark_agg(a: Any) -> Any:
@@ -144,15 +147,16 @@ def spark_windows(
             ws, we = F.col("__w.start"), F.col("__w.end")
         return out.select(*by, ws.alias("window_start"), we.alias("window_end"),
                           *[a.name for a in aggs])
-    # nanoseconds: Spark timestamps are microseconds; the same windows by integer arithmetic
+    # nanoseconds: Spark timestamps are microseconds; the same windows by integer arithmetic:
+    # starts origin + k*slide with start <= t < start + range
     t = F.col(time).cast("long")
-    lo = F.floor((t - F.lit(origin)) / F.lit(slide))
-    hi = F.floor((t - F.lit(origin) + F.lit(rng)) / F.lit(slide))
-    wid = F.explode(F.sequence(lo, hi - 1))
-    ended = df.withColumn("__wid", wid)
-    out = ended.groupBy("__wid", *by).agg(*aggs_c)
-    we = F.lit(origin) + (F.col("__wid") + 1) * F.lit(slide)
-    return out.select(*by, (we - F.lit(rng)).alias("window_start"), we.alias("window_end"),
+    lo = F.floor((t - F.lit(origin) - F.lit(rng)) / F.lit(slide)) + 1
+    hi = F.floor((t - F.lit(origin)) / F.lit(slide))
+    k = F.explode(F.sequence(lo, hi))
+    started = df.withColumn("__k", k)
+    out = started.groupBy("__k", *by).agg(*aggs_c)
+    ws = F.lit(origin) + F.col("__k") * F.lit(slide)
+    return out.select(*by, ws.alias("window_start"), (ws + F.lit(rng)).alias("window_end"),
                       *[a.name for a in aggs])
 
 
@@ -174,6 +178,16 @@ def last_revisions(table: pa.Table, by: Sequence[str] = ()) -> pa.Table:
     idx = table.append_column("__row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
     last = idx.group_by(keys, use_threads=False).aggregate([("__row", "max")])
     return table.take(pa.array(np.sort(last.column("__row_max").to_numpy())))
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Equality with NaN equal to NaN (values that are not plain floats)."""
+    if isinstance(x, float) and isinstance(y, float) and x != x and y != y:
+        return True
+    try:
+        return bool(x == y)
+    except (TypeError, ValueError):  # arrays (lists of heavy hitters)
+        return bool(np.array_equal(np.asarray(x, dtype=object), np.asarray(y, dtype=object)))
 
 
 def compare_windows(
@@ -199,6 +213,9 @@ def compare_windows(
              for k in keys}
         for v in values:
             d[v] = t.column(v).to_pandas()
+            # pandas turns nulls into NaN: keep them apart (a null is not a NaN value)
+            d[f"{v}\0null"] = np.asarray(t.column(v).is_null().to_numpy(zero_copy_only=False),
+                                          dtype=bool)
         return pd.DataFrame(d)
 
     e, g = frame(engine), frame(truth)
@@ -211,12 +228,16 @@ def compare_windows(
     for v in values:
         a = both[f"{v}_truth"].to_numpy()
         b = both[f"{v}_engine"].to_numpy()
+        na = both[f"{v}\0null_truth"].to_numpy(dtype=bool)
+        nb = both[f"{v}\0null_engine"].to_numpy(dtype=bool)
         try:
             af, bf = a.astype(np.float64), b.astype(np.float64)
-            eq = np.isclose(af, bf, rtol=rtol, atol=1e-12) | (np.isnan(af) & np.isnan(bf))
+            # NaN == NaN (the NaN rule, docs/semantics.md); +-inf equal only to themselves
+            with np.errstate(invalid="ignore"):
+                eq = np.isclose(af, bf, rtol=rtol, atol=1e-12) | (np.isnan(af) & np.isnan(bf))
         except (TypeError, ValueError):
-            eq = np.array([x == y for x, y in zip(a, b)], dtype=bool)
-        ok &= eq
+            eq = np.array([_same(x, y) for x, y in zip(a, b)], dtype=bool)
+        ok &= np.where(na | nb, na & nb, eq)
     matched = int(ok.sum())
     return VerifyReport(
         windows=len(g),

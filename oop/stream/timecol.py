@@ -28,7 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from oop.errors import ConfigError, NullTimeError, TimeTypeError, UnknownColumnError
+from oop.errors import (ConfigError, NullTimeError, TimeTypeError, UnknownColumnError,
+                        ValueRangeError)
 
 __all__ = [
     "TimeUnit",
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 TimeUnit = Literal["s", "ms", "us", "ns"]
+INT64_MAX = (1 << 63) - 1
 UNIT_NS: dict[str, int] = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _SUFFIX_NS: dict[str, int] = {
     "ns": 1,
@@ -158,7 +160,17 @@ def time_values(batch: pa.RecordBatch, column: str, stream: str = "?") -> np.nda
     if pa.types.is_timestamp(t):
         return arr.view(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_integer(t):
-        return arr.to_numpy(zero_copy_only=False).astype(np.int64)
+        v = arr.to_numpy(zero_copy_only=False)
+        if t == pa.uint64() and v.shape[0]:
+            big = v > np.uint64(INT64_MAX)
+            if big.any():  # astype would wrap them to negative times
+                raise ValueRangeError(
+                    f"stream {stream!r}: time column {column!r} (uint64) holds "
+                    f"{int(v[big][0])} at row {int(np.flatnonzero(big)[0])} ({int(big.sum())} "
+                    f"value(s) above 2**63-1 = {INT64_MAX}); event times are int64 -- "
+                    "rebase the column (subtract a start time) or cast it to int64 after "
+                    "checking its range")
+        return v.astype(np.int64)
     raise TimeTypeError(
         f"stream {stream!r}: time column {column!r} has type {t}; "
         "use an integer or timestamp column"

@@ -543,7 +543,7 @@ class WindowAggregate(Operator):
         return [range(int(lo[a]), int(hic[b])) for a, b in zip(starts, ends)]
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
-        span = float(times.max() - times.min() + 1) if times.size else 1.0
+        span = float(times.max()) - float(times.min()) + 1.0 if times.size else 1.0  # no wrap
         rate = times.size / span
         g = self.kind.pane if isinstance(self.kind, Sliding) else 1
         groups = float(np.unique(codes).size) * min(1.0, g / span)
@@ -616,6 +616,8 @@ class WindowAggregate(Operator):
             if low < self.ring.base:
                 self.ring.lower_base(low)
         cols = self._lane_columns(batch)
+        # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
+        self.ring.track_nf = self.units is not None
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None)
         if self.holistic:

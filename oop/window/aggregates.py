@@ -43,7 +43,11 @@ values. ``first``/``last`` are by event time; ties between equal times are
 broken by the smaller (first) / larger (last) value, so results do not
 depend on arrival order. Quantiles interpolate linearly between order
 statistics (numpy's default). Floating-point NaN is treated as a value, not
-as null; inputs with NaN are not covered by the exactness tests.
+as null (docs/semantics.md, "NaN, infinity and null"): it propagates through
+sum/mean/var/std and sorts above every number (+inf included) for
+min/max/median/quantiles and the first/last tie rule; ``+-inf`` are ordinary
+values. A quantile at an exact order statistic is that value (no
+interpolation with its neighbour, so ``median(1, 2, NaN)`` is 2).
 """
 
 from __future__ import annotations
@@ -61,6 +65,31 @@ __all__ = ["Agg", "Lane", "UdafFns", "count", "sum", "mean", "min", "max", "var"
            "as_aggs", "output_type"]
 
 _builtin_sum, _builtin_min, _builtin_max = sum, min, max
+
+
+def _isnan(x: Any) -> bool:
+    return isinstance(x, float) and x != x
+
+
+#: the one NaN the counting states (distinct, heavy hitters, quantiles) key NaN values by:
+#: every NaN is the same value there (Spark's count(DISTINCT): NaN = NaN)
+_NAN = float("nan")
+
+
+def _order(x: Any) -> tuple:
+    """Sort key of a value under the NaN rule: NaN above every number, +inf included."""
+    return (True, 0.0) if _isnan(x) else (False, x)
+
+
+def _pick(fn: str, a: Any, b: Any) -> Any:
+    """min / max of two values under the NaN rule (NaN is the greatest value)."""
+    if fn == "min":
+        return a if _order(a) <= _order(b) else b
+    return a if _order(a) >= _order(b) else b
+
+
+def _tv_order(p: tuple) -> tuple:
+    return (p[0], _order(p[1]))
 
 
 def _exact(value: Any) -> int | Fraction:
@@ -209,10 +238,11 @@ class Agg:
             return (n + 1, value if s is None else s + value)
         if f in ("min", "max"):
             n, m = state
-            pick = _builtin_min if f == "min" else _builtin_max
-            return (n + 1, value if m is None else pick(m, value))
+            return (n + 1, value if m is None else _pick(f, m, value))
         if f in ("var", "std"):
             n, s, ss = state
+            if isinstance(value, float) and not math.isfinite(value):
+                return (n + 1, math.nan, math.nan)  # NaN / inf: the variance is NaN
             x = _exact(value)
             return (n + 1, s + x, ss + x * x)
         if f in ("first", "last"):
@@ -221,7 +251,7 @@ class Agg:
             assert self.fns is not None
             return self.fns.update(state, value)
         c = Counter(state)
-        c[value] += 1
+        c[_NAN if _isnan(value) else value] += 1
         return c
 
     def merge(self, a: Any, b: Any) -> Any:
@@ -240,8 +270,7 @@ class Agg:
                 return b
             if b[1] is None:
                 return a
-            pick = _builtin_min if f == "min" else _builtin_max
-            return (a[0] + b[0], pick(a[1], b[1]))
+            return (a[0] + b[0], _pick(f, a[1], b[1]))
         if f in ("var", "std"):
             return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
         if f in ("first", "last"):
@@ -249,7 +278,9 @@ class Agg:
                 return b
             if b is None:
                 return a
-            return _builtin_min(a, b) if f == "first" else _builtin_max(a, b)
+            if f == "first":
+                return a if _tv_order(a) <= _tv_order(b) else b
+            return a if _tv_order(a) >= _tv_order(b) else b
         if f == "udaf":
             assert self.fns is not None
             return self.fns.merge(a, b)
@@ -269,12 +300,15 @@ class Agg:
             return (n - 1, None if n == 1 else s - value)
         if f in ("var", "std"):
             n, s, ss = state
+            if isinstance(value, float) and not math.isfinite(value):
+                return (n - 1, s, ss)  # cannot undo a NaN: the state stays NaN
             x = _exact(value)
             return (n - 1, s - x, ss - x * x)
         if f == "udaf":
             assert self.fns is not None and self.fns.revert is not None
             return self.fns.revert(state, value)
         c = Counter(state)
+        value = _NAN if _isnan(value) else value
         c[value] -= 1
         if c[value] == 0:
             del c[value]
@@ -295,6 +329,8 @@ class Agg:
             n, s, ss = state
             if n < 2:
                 return None
+            if _isnan(s):
+                return math.nan
             v = _builtin_max(float((ss - Fraction(s) * s / n) / (n - 1)), 0.0)  # rounded once
             return v if f == "var" else math.sqrt(v)
         if f in ("first", "last"):
@@ -302,7 +338,8 @@ class Agg:
         if f == "udaf":
             assert self.fns is not None
             return self.fns.finalize(state)
-        items = sorted((v, c) for v, c in Counter(state).items() if c > 0)
+        items = sorted(((v, c) for v, c in Counter(state).items() if c > 0),
+                       key=lambda vc: _order(vc[0]))
         if f in ("median", "quantile"):
             n = _builtin_sum(c for _, c in items)
             if n == 0:
@@ -312,12 +349,14 @@ class Agg:
             lo_i, frac = int(math.floor(pos)), pos - math.floor(pos)
             vals = [v for v, c in items for _ in range(c)]
             lo = float(vals[lo_i])
+            if frac == 0:  # an order statistic: no interpolation with its (maybe NaN) neighbour
+                return lo
             hi = float(vals[_builtin_min(lo_i + 1, n - 1)])
             return lo + (hi - lo) * frac
         if f == "distinct":
             return len(items)
         # heavy hitters: the k most frequent values, ties by value
-        top = sorted(items, key=lambda vc: (-vc[1], vc[0]))[: self.k]
+        top = sorted(items, key=lambda vc: (-vc[1], _order(vc[0])))[: self.k]
         return [{"value": v, "count": c} for v, c in top]
 
 

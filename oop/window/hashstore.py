@@ -26,7 +26,7 @@ import numba as nb
 import numpy as np
 
 from oop.window import kernels as K
-from oop.window.store import ColumnValues, LaneInfo, Ring
+from oop.window.store import ColumnValues, LaneInfo, Ring, note_nonfinite
 
 __all__ = ["HashCells"]
 
@@ -148,6 +148,7 @@ class HashCells(Ring):
         h = cls(ring.lanes, base=ring.base, cap=max(1024, 2 * ring.live))
         h.guard = ring.guard
         h.shift, h.nn_active, h.n_used = dict(ring.shift), set(ring.nn_active), ring.n_used
+        h.nf_hi = ring.nf_hi
         u = np.arange(ring.base, max(ring.top, ring.base), dtype=np.int64)
         rr = u & ring.mask
         wi, codes = K.scan_rows(ring.arr[("rows", None)], ring.C, rr, min(n, ring.C))
@@ -175,6 +176,7 @@ class HashCells(Ring):
                  codes=max(n_codes, 64))
         r.shift, r.nn_active = dict(self.shift), set(self.nn_active)
         r.guard = self.guard
+        r.nf_hi = self.nf_hi
         r.top, r.n_used = self.top, n_codes
         k = self.n_cells
         sel = np.flatnonzero((self.arr[("rows", None)][:k] > 0) & (self.cell_u[:k] >= self.base))
@@ -196,6 +198,8 @@ class HashCells(Ring):
         n = codes.shape[0]
         if n == 0:
             return
+        if self.track_nf:
+            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, None if single else hi)
         if single:
             units, idx = lo, None
         else:

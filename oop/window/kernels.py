@@ -29,6 +29,24 @@ __all__ = [
 SELECT_OPS = {"min": 0, "max": 1, "first": 2, "last": 3}
 
 
+@nb.njit(cache=True, inline="always")
+def _lt(a, b):
+    """a < b with NaN greater than every number (docs/semantics.md); False for NaN, NaN."""
+    return a < b or (b != b and a == a)
+
+
+@nb.njit(cache=True, inline="always")
+def nan_min(a, b):
+    """min under the NaN rule: NaN only when both are NaN (NaN is the float identity of min)."""
+    return a if (a < b or b != b) else b
+
+
+@nb.njit(cache=True, inline="always")
+def nan_max(a, b):
+    """max under the NaN rule: NaN when either is NaN."""
+    return a if (a > b or a != a) else b
+
+
 @nb.njit(cache=True)
 def upd_rows(rows, codes, lo, hi, C, mask):
     """rows[u, c] += 1 for every unit u of every row; returns the number of cells that became live."""
@@ -123,8 +141,9 @@ def upd_min(acc, codes, lo, hi, C, mask, vals, valid):
             v = vals[i]
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
-                if v < acc[j]:
-                    acc[j] = v
+                a = acc[j]
+                # NaN is the greatest value (and min's float identity); a select, no branch
+                acc[j] = v if (v < a) | (a != a) else a
 
 
 @nb.njit(cache=True)
@@ -136,8 +155,8 @@ def upd_max(acc, codes, lo, hi, C, mask, vals, valid):
             v = vals[i]
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
-                if v > acc[j]:
-                    acc[j] = v
+                a = acc[j]
+                acc[j] = v if (v > a) | (v != v) else a  # NaN is the greatest value
 
 
 @nb.njit(cache=True)
@@ -151,7 +170,7 @@ def upd_first(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
             v = vals[i]
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
-                if t < acct[j] or (t == acct[j] and v < accv[j]):
+                if t < acct[j] or (t == acct[j] and _lt(v, accv[j])):
                     acct[j] = t
                     accv[j] = v
 
@@ -167,7 +186,7 @@ def upd_last(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
             v = vals[i]
             for u in range(lo[i], hi[i]):
                 j = (u & mask) * C + c
-                if t > acct[j] or (t == acct[j] and v > accv[j]):
+                if t > acct[j] or (t == acct[j] and _lt(accv[j], v)):
                     acct[j] = t
                     accv[j] = v
 
@@ -292,12 +311,12 @@ def take_rows(rows, C, rr, n, ilanes, n_i, iident, flanes, n_f, fident):
 def _sel_better(op, t1, v1, t2, v2):
     """True when partial (t1, v1) replaces (t2, v2) under select op ``op`` (see SELECT_OPS)."""
     if op == 0:
-        return v1 < v2
+        return _lt(v1, v2)
     if op == 1:
-        return v1 > v2
+        return _lt(v2, v1)
     if op == 2:
-        return t1 < t2 or (t1 == t2 and v1 < v2)
-    return t1 > t2 or (t1 == t2 and v1 > v2)
+        return t1 < t2 or (t1 == t2 and _lt(v1, v2))
+    return t1 > t2 or (t1 == t2 and _lt(v2, v1))
 
 
 @nb.njit(cache=True)
@@ -429,10 +448,10 @@ def _paned_minmax(vals, is_max, ident, C, mask, base, top, n, P, plo, wi, codes)
             prv = pre[j - 1]
             if is_max:
                 for c in range(n):
-                    cur[c] = max(cur[c], prv[c])
+                    cur[c] = nan_max(cur[c], prv[c])
             else:
                 for c in range(n):
-                    cur[c] = min(cur[c], prv[c])
+                    cur[c] = nan_min(cur[c], prv[c])
     for j in range(S - 1, -1, -1):
         p = a0 + j
         cur = suf[j]
@@ -445,10 +464,10 @@ def _paned_minmax(vals, is_max, ident, C, mask, base, top, n, P, plo, wi, codes)
             nxt = suf[j + 1]
             if is_max:
                 for c in range(n):
-                    cur[c] = max(cur[c], nxt[c])
+                    cur[c] = nan_max(cur[c], nxt[c])
             else:
                 for c in range(n):
-                    cur[c] = min(cur[c], nxt[c])
+                    cur[c] = nan_min(cur[c], nxt[c])
     for i in range(m):
         a = plo[wi[i]] - a0
         c = codes[i]
@@ -456,9 +475,9 @@ def _paned_minmax(vals, is_max, ident, C, mask, base, top, n, P, plo, wi, codes)
         if a % P != 0:
             v2 = pre[a + P - 1, c]
             if is_max:
-                v = max(v, v2)
+                v = nan_max(v, v2)
             else:
-                v = min(v, v2)
+                v = nan_min(v, v2)
         out[i] = v
     return out, outt
 

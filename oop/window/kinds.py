@@ -15,21 +15,29 @@ The three functions of the WID framework (004 §5.1.1):
 * ``windows(values)`` -- the sorted non-empty window ids of a finite set of
   values (the windows a query over those values reports).
 
-Window ids follow 004 Eq. 5.2 with a user ``origin`` in place of
-``min_a(T)``: sliding window ``w`` is
-``[origin + (w+1)*slide - range, origin + (w+1)*slide)``. Solving
-``start <= t < end`` for ``w`` gives ``lo = floor((t-origin)/slide)`` and
-``hi = floor((t-origin+range)/slide)`` (exclusive) -- the printed ceil
-formulas of Eq. 5.3 are off by one when ``t - origin`` is a multiple of
+Sliding windows are aligned like Spark's ``window(ts, range, slide)`` and
+Flink's: window *starts* are ``origin + k*slide`` and each window is
+``[start, start + range)`` (docs/semantics.md, "Window alignment"). Window
+ids follow 004 Eq. 5.2 on the grid of window *ends*, whose origin is
+``o = origin + range mod slide`` (the same as ``origin`` when ``range`` is a
+multiple of ``slide``): sliding window ``w`` is
+``[o + (w+1)*slide - range, o + (w+1)*slide)``, and its start
+``origin + (w + 1 - range div slide)*slide`` lies on the start grid.
+Solving ``start <= t < end`` for ``w`` gives ``lo = floor((t-o)/slide)``
+and ``hi = floor((t-o+range)/slide)`` (exclusive) -- the printed ceil
+formulas of Eq. 5.3 are off by one when ``t - o`` is a multiple of
 ``slide``. Ids may be negative for times before ``origin``: the origin only
 aligns the grid (like Flink's window offset).
 
 >>> k = Sliding(range=10, slide=4)
 >>> k.extent(0), k.extent(1)
-((-6, 4), (-2, 8))
+((-4, 6), (0, 10))
 >>> lo, hi = k.wids(np.array([0, 3, 4]))
 >>> lo.tolist(), hi.tolist()
-([0, 0, 1], [2, 3, 3])
+([-1, 0, 0], [2, 2, 3])
+>>> k = Sliding(10, 3)  # Spark's window(ts, '10 seconds', '3 seconds'): starts at 3k
+>>> [k.extent(int(w)) for w in k.windows(np.array([5]))]
+[(-3, 7), (0, 10), (3, 13)]
 >>> Tumbling("1s").resolve("ms").extent(2)
 (2000, 3000)
 """
@@ -43,8 +51,10 @@ from typing import Union
 
 import numpy as np
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, ValueRangeError
 from oop.stream.elements import INT64_MAX
+
+INT64_MIN = -INT64_MAX - 1
 from oop.stream.timecol import parse_duration
 
 __all__ = [
@@ -71,6 +81,10 @@ def _int(v: Size, what: str, kind: str) -> int:
         f"{kind}: {what}={v!r} is a duration spec; call .resolve(unit) with the stream's time "
         "unit first (the window operator does this when it opens)"
     )
+
+
+def _minmax(v: np.ndarray) -> tuple[int, int]:
+    return int(v.min()), int(v.max())  # numpy's SIMD reductions: cheaper than one scalar pass
 
 
 def _fdiv(a: np.ndarray, b: int) -> np.ndarray:
@@ -145,10 +159,11 @@ def _check_positive(kind: str, **sizes: Size) -> None:
 
 @dataclass(frozen=True)
 class Sliding(WindowKind):
-    """Sliding window by event time: ``[origin + (w+1)*slide - range, origin + (w+1)*slide)``.
+    """Sliding window by event time, Spark-aligned: ``[origin + k*slide, origin + k*slide + range)``.
 
-    004 Eq. 5.1-5.3 with ``origin`` for ``min_a(T)``. ``slide <= range``.
-    Each tuple belongs to ``range/slide`` windows (rounded).
+    004 Eq. 5.1-5.3 with ``o = origin + range mod slide`` for ``min_a(T)``:
+    window ``w`` is ``[o + (w+1)*slide - range, o + (w+1)*slide)``.
+    ``slide <= range``. Each tuple belongs to ``range/slide`` windows (rounded).
     """
 
     range: Size
@@ -174,7 +189,10 @@ class Sliding(WindowKind):
 
     @cached_property
     def o(self) -> int:
-        return _int(self.origin, "origin", type(self).__name__)
+        """Origin of the grid of window *ends*: ``origin + range mod slide``, so that window
+        starts lie on ``origin + k*slide`` (Spark, Flink) even when ``range`` is not a
+        multiple of ``slide``."""
+        return _int(self.origin, "origin", type(self).__name__) + self.r % self.s
 
     def resolve(self, unit: str) -> "Sliding":
         k = super().resolve(unit)
@@ -189,13 +207,36 @@ class Sliding(WindowKind):
         end = self.o + (np.asarray(wids, np.int64) + 1) * self.s
         return end - self.r, end
 
+    def check_range(self, tmin: int, tmax: int) -> None:
+        """Raise :class:`ValueRangeError` when a window holding a time in ``[tmin, tmax]``
+        starts or ends outside int64 (its ``window_end`` would wrap to year 1677)."""
+        o, r, s = self.o, self.r, self.s
+        tmin, tmax = int(tmin), int(tmax)
+        end = o + ((tmax - o + r) // s) * s  # end of the last window holding tmax
+        start = o + ((tmin - o) // s + 1) * s - r  # start of the first window holding tmin
+        if end > INT64_MAX or tmax - o > INT64_MAX:
+            raise ValueRangeError(
+                f"{self!r}: time {tmax} lies in window [{end - r}, {end}) whose end is beyond "
+                f"int64 max {INT64_MAX} (window_end would wrap to a date in 1677). Such a time "
+                "is usually a placeholder (int64 max) or in the wrong unit: filter or fix those "
+                f"rows; event times must stay below {INT64_MAX - r} with this window")
+        if start < INT64_MIN or tmin - o < INT64_MIN:
+            raise ValueRangeError(
+                f"{self!r}: time {tmin} lies in window [{start}, {start + r}) whose start is "
+                f"below int64 min {INT64_MIN} (window_start would wrap). Such a time is usually "
+                "a placeholder (int64 min) or in the wrong unit: filter or fix those rows; "
+                f"event times must stay above {INT64_MIN + r} with this window")
+
     def wids(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = np.asarray(values, np.int64)
+        if v.size:  # two SIMD reductions: refuse windows that would wrap around int64
+            self.check_range(*_minmax(v))
         d = v - self.o if self.o else v
         lo = _fdiv(d, self.s)
         if self.r == self.s:  # tumbling: one window per value
             return lo, lo + 1
-        return lo, _fdiv(d + self.r, self.s)
+        # floor((d + r) / s) without forming d + r (it may not fit int64 near the top)
+        return lo, lo + _fdiv(d - lo * self.s + self.r, self.s)
 
     def first_open(self, bound: int) -> int:
         # end(w) = o + (w+1)s <= bound  <=>  w <= floor((bound-o)/s) - 1
@@ -272,8 +313,20 @@ class Landmark(WindowKind):
         w = np.asarray(wids, np.int64)
         return np.full(w.shape, self.o, np.int64), self.o + (w + 1) * self.s
 
+    def check_range(self, tmin: int, tmax: int) -> None:
+        """Raise :class:`ValueRangeError` when the first window holding ``tmax`` ends beyond
+        int64 max, or ``tmin - origin`` does not fit int64."""
+        end = self.o + ((int(tmax) - self.o) // self.s + 1) * self.s
+        if end > INT64_MAX or int(tmin) - self.o < INT64_MIN:
+            raise ValueRangeError(
+                f"{self!r}: time {int(tmax)} lies in landmark windows ending at {end} and later, "
+                f"beyond int64 max {INT64_MAX} (window_end would wrap). Such a time is usually "
+                "a placeholder (int64 max) or in the wrong unit: filter or fix those rows")
+
     def wids(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         v = np.asarray(values, np.int64)
+        if v.size:
+            self.check_range(*_minmax(v))
         lo = _fdiv(v - self.o, self.s)
         before = v < self.o
         hi = np.where(before, 0, OPEN_END).astype(np.int64)

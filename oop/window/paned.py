@@ -77,7 +77,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from oop.errors import ConfigError
+from oop.errors import ConfigError, ValueRangeError
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
@@ -93,6 +93,11 @@ _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 _NO_LUT = np.zeros(0, np.int64)
 _FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
+
+
+def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a < b elementwise with NaN above every number (docs/semantics.md)."""
+    return (a < b) | ((b != b) & (a == a))
 
 
 class PaneCombiner:
@@ -140,6 +145,11 @@ class PaneCombiner:
         """(pane of every time, min, max, smallest time) in one compiled pass. ``times``
         non-empty."""
         p, lo, hi, tmin = PK.pane_ids(times, self.o, self.g)
+        # the largest time lies in pane hi: refuse windows that would wrap around int64
+        try:
+            self.kind.check_range(int(tmin), self.o + (int(hi) + 1) * self.g - 1)  # type: ignore[attr-defined]
+        except ValueRangeError:  # near the edge: check (and name) the real largest time
+            self.kind.check_range(int(tmin), int(times.max()))  # type: ignore[attr-defined]
         return p, int(lo), int(hi), int(tmin)
 
     def window_panes(self, w: int) -> tuple[int, int]:
@@ -191,17 +201,17 @@ class PaneCombiner:
             v = ring.view(li.key, p)[:n]
             if op in _SUM_OPS:
                 acc += v
-            elif op == "min":
-                np.minimum(acc, v, out=acc)
+            elif op == "min":  # NaN is the greatest value (and min's float identity)
+                np.fmin(acc, v, out=acc)
             elif op == "max":
                 np.maximum(acc, v, out=acc)
             else:
                 assert acct is not None
                 t = ring.view(li.key, p, time=True)[:n]
                 if op == "first":
-                    better = (t < acct) | ((t == acct) & (v < acc))
+                    better = (t < acct) | ((t == acct) & _nan_lt(v, acc))
                 else:
-                    better = (t > acct) | ((t == acct) & (v > acc))
+                    better = (t > acct) | ((t == acct) & _nan_lt(acc, v))
                 acc[better] = v[better]
                 acct[better] = t[better]
         return acc, acct
@@ -281,7 +291,7 @@ class PaneCombiner:
                 tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
                 len(fk), tuple(self.running[x] for x in ik),
                 tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-                prev[0], prev[1], inc0, self.since, self.P, self.holistic)
+                prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
             self.run_w = w0 + nw - 1
             lanes = {x: iv[q] for q, x in enumerate(ik)}
             lanes.update({x: fv[q] for q, x in enumerate(fk)})
@@ -297,7 +307,7 @@ class PaneCombiner:
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
             prev[0], prev[1], inc0, self.since, self.P, zero,
-            key_lut if key_lut is not None else _NO_LUT)
+            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = w0 + nw - 1
         if zero:
             ring.live -= dead
@@ -385,7 +395,7 @@ class PaneCombiner:
             st["prei"], st["sufi"], st["pref"], st["suff"], st["pret"], st["suft"], st["C2"],
             pre_hi, suf_b, ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g,
             k.o, prev[0], prev[1], inc0, self.since, self.P,
-            key_lut if key_lut is not None else _NO_LUT)
+            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = self._s_w = w0 + nw - 1
         ring.live -= dead
         ring.base = max(ring.base, self.window_panes(self.run_w)[0])
@@ -446,7 +456,9 @@ class PaneCombiner:
             diff = [li for li in lanes_ if li.lane.op in _SUM_OPS] if differential_ok else []
             if diff:
                 self._grow(n)
+                # a pane with a NaN / inf sum cannot be subtracted (docs/semantics.md)
                 incremental = (self.run_w == w - 1 and self.since < self.P
+                               and self.window_panes(w - 1)[0] > ring.nf_hi
                                and all(li.key in self.running for li in diff))
                 if incremental:
                     plo0, phi0 = self.window_panes(w - 1)

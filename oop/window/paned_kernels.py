@@ -45,7 +45,7 @@ import numba as nb
 import numpy as np
 
 from oop.hashing import mix64
-from oop.window.kernels import _sel_better
+from oop.window.kernels import _sel_better, nan_max, nan_min
 
 __all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
            "paned_emit_sel", "paned_emit_sel_ref", "paned_quantiles", "paned_quantiles_ref",
@@ -107,7 +107,7 @@ def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
 
 @nb.njit(cache=True)
 def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g, o,
-               prev_plo, prev_phi, inc0, since, P, zero, lut):
+               prev_plo, prev_phi, inc0, since, P, zero, lut, nf_hi=-(1 << 62)):
     """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
 
     Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
@@ -127,6 +127,13 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
     non-empty ``lut`` (the key value of every code: one int64 key column) the
     first array holds ``lut[code]`` instead -- the key column itself, written
     in the same pass instead of decoded afterwards.
+
+    ``nf_hi``: the last pane that may hold a NaN / infinite float sum (the
+    ring's :attr:`~oop.window.store.Ring.nf_hi`). Subtracting such a pane
+    cannot remove it (``inf - inf`` is NaN), so a window whose predecessor
+    starts at or before ``nf_hi`` is recomputed from its panes instead of
+    stepped: the NaN stays in the windows that hold it and no other
+    (docs/semantics.md). All-finite streams never take that branch.
     """
     cap = nw * n
     codes = np.empty(cap, np.int64)
@@ -142,7 +149,7 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
         e = (w + 1) * s
         plo = (e - r) // g
         phi = e // g
-        if (inc0 or k > 0) and since < P:
+        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
             a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
             d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
             if (zero and n_i == 1 and n_f <= 2 and a_hi - a_lo == 1 and d_hi - d_lo == 1
@@ -329,7 +336,7 @@ def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int,
 
 @nb.njit(cache=True)
 def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, frun, n, w0, nw, s,
-                    r, g, o, prev_plo, prev_phi, inc0, since, P, sort_codes):
+                    r, g, o, prev_plo, prev_phi, inc0, since, P, sort_codes, nf_hi=-(1 << 62)):
     """:func:`paned_emit` over the sparse (hash) layout: panes are lists of live cells.
 
     ``order[offs[p - pa0]:offs[p - pa0 + 1]]`` are the cells of pane ``p``
@@ -365,7 +372,7 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
         e = (w + 1) * s
         plo = (e - r) // g
         phi = e // g
-        if (inc0 or k > 0) and since < P:
+        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
             lo1, hi1 = p_hi, phi
             lo2, hi2 = p_lo, plo
             since += 1
@@ -467,10 +474,10 @@ def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
             dst[q0:q0 + n] = lane[rr:rr + n]
         elif op == 0:
             for c in range(n):
-                dst[q0 + c] = min(lane[rr + c], dst[src + c])
+                dst[q0 + c] = nan_min(lane[rr + c], dst[src + c])
         else:
             for c in range(n):
-                dst[q0 + c] = max(lane[rr + c], dst[src + c])
+                dst[q0 + c] = nan_max(lane[rr + c], dst[src + c])
         return
     for c in range(n):
         if live:
@@ -500,11 +507,11 @@ def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
         elif op == 0:
             for t in range(m0, m):
                 c = idx[t]
-                out[t] = min(suf[sa + c], pre[pb + c])
+                out[t] = nan_min(suf[sa + c], pre[pb + c])
         else:
             for t in range(m0, m):
                 c = idx[t]
-                out[t] = max(suf[sa + c], pre[pb + c])
+                out[t] = nan_max(suf[sa + c], pre[pb + c])
         return
     for t in range(m0, m):
         c = idx[t]
@@ -540,11 +547,11 @@ def _fused_minmax_step(rows, rrun, lane, is_max, ident, pre, pcur, pprev, suf, s
         x = lane[ra + c]
         if pprev >= 0:
             y = pre[pprev + c]
-            x = max(x, y) if is_max else min(x, y)
+            x = nan_max(x, y) if is_max else nan_min(x, y)
         pre[pcur + c] = x
         a = suf[sa + c]
         if two:
-            a = max(a, x) if is_max else min(a, x)
+            a = nan_max(a, x) if is_max else nan_min(a, x)
         lane[rd + c] = ident
         codes[m] = lut[c] if keys else c
         orow[m] = cr
@@ -558,7 +565,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                    sil, n_si, sfl, n_sf, stl, ops, idi, idf, tid,
                    prei, sufi, pref, suff, pret, suft, C2, pre_hi, suf_b,
                    C, mask, base, top, n, w0, nw, s, r, g, o, prev_plo, prev_phi, inc0, since, P,
-                   lut):
+                   lut, nf_hi=-(1 << 62)):
     """:func:`paned_emit` with select lanes (min, max, first, last); resets the leaving panes.
 
     Sum-type lanes (``ilanes``/``flanes``, lane 0 = row count) move
@@ -630,7 +637,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
         ra = -1
         rd = -1
         fused = False
-        if (inc0 or k > 0) and since < P:
+        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
             a_lo, a_hi = max(p_hi, base), min(phi, top)
             d_lo, d_hi = max(p_lo, base), min(plo, top)
             if a_hi - a_lo == 1 and d_hi - d_lo == 1:
@@ -897,7 +904,7 @@ def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
                     na -= 1
                     pos[b] = pos[na]
                     seg[b] = seg[na]
-            out[t] = lo_v + (hi_v - lo_v) * frac
+            out[t] = lo_v if frac == 0 else lo_v + (hi_v - lo_v) * frac  # NaN-safe order stat
             present[t] = 1
     return out, present
 
@@ -921,7 +928,8 @@ def paned_quantiles_ref(rows: Sequence[tuple], windows: Sequence[tuple[int, int,
             pos = q * (len(vals) - 1)
             lo = math.floor(pos)
             hi = min(lo + 1, len(vals) - 1)
-            out.append(vals[lo] + (vals[hi] - vals[lo]) * (pos - lo))
+            # an exact order statistic is that value (NaN neighbours do not leak into it)
+            out.append(vals[lo] if pos == lo else vals[lo] + (vals[hi] - vals[lo]) * (pos - lo))
     return out
 
 

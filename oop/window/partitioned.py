@@ -60,7 +60,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows
-from oop.window.store import Ring
+from oop.window.store import Ring, check_state_size
 
 __all__ = ["PartitionedRowsAggregate"]
 
@@ -94,6 +94,7 @@ class PartitionedRowsAggregate(WindowAggregate):
         self.kind = self._pa_kind
         self.chunk = self.kind.slide * _CHUNK_WINDOWS
         self.R = -(-self.kind.range // self.kind.slide) + _CHUNK_WINDOWS + 2
+        check_state_size(self.R, 64, len(getattr(self, "lanes", ())), 0, self.R)  # before data
         self.done = np.zeros(64, np.int64)  # per partition: first window not emitted
         self.counters = np.zeros(64, np.int64)
         self._scratch(64)

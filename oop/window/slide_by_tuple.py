@@ -47,6 +47,7 @@ from oop.window.aggregate import SELECT, WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
 from oop.window.store import held_ranks, lane_input, remap_ranks
+from oop.window.kernels import _lt, nan_max as _nan_max, nan_min as _nan_min
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]
 
@@ -172,18 +173,16 @@ def sbt_replay(acc, tacc, ident, tident, log_k, log_a, log_b, nlog, C, codes, va
         elif op == 3:
             d = vals[i] - shift
             acc[j] += d * d
-        elif op == 4:
-            if vals[i] < acc[j]:
-                acc[j] = vals[i]
+        elif op == 4:  # NaN is the greatest value and min's float identity (docs/semantics.md)
+            acc[j] = _nan_min(vals[i], acc[j])
         elif op == 5:
-            if vals[i] > acc[j]:
-                acc[j] = vals[i]
+            acc[j] = _nan_max(vals[i], acc[j])
         elif op == 6:
-            if times[i] < tacc[j] or (times[i] == tacc[j] and vals[i] < acc[j]):
+            if times[i] < tacc[j] or (times[i] == tacc[j] and _lt(vals[i], acc[j])):
                 tacc[j] = times[i]
                 acc[j] = vals[i]
         else:
-            if times[i] > tacc[j] or (times[i] == tacc[j] and vals[i] > acc[j]):
+            if times[i] > tacc[j] or (times[i] == tacc[j] and _lt(acc[j], vals[i])):
                 tacc[j] = times[i]
                 acc[j] = vals[i]
 

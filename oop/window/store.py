@@ -21,6 +21,8 @@ rows. Appends are vectorized; :meth:`Multiset.compact` merges duplicates
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -51,8 +53,8 @@ class LaneInfo:
 
     def identity(self) -> Any:
         op = self.lane.op
-        if op == "min":
-            return np.inf if self.dtype == np.float64 else _I64MAX
+        if op == "min":  # NaN is the greatest float (docs/semantics.md): min's identity
+            return np.nan if self.dtype == np.float64 else _I64MAX
         if op == "max":
             return -np.inf if self.dtype == np.float64 else _I64MIN
         return 0
@@ -150,13 +152,58 @@ def exact_sum_columns(lanes: Sequence[LaneInfo]) -> dict[str, int]:
             if li.lane.op == "sum" and li.lane.column and li.dtype == np.int64}
 
 
+#: :attr:`Ring.nf_hi` of a ring that never saw a NaN or an infinity
+NO_NONFINITE = -(1 << 62)
+#: a float value whose square (a ``sumsq`` lane) could overflow counts as non-finite
+_SQ_SAFE = 1e150
+
+
+def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, ColumnValues],
+                   lo: np.ndarray, hi: np.ndarray | None) -> int:
+    """``nf_hi`` raised to the last unit (``hi - 1``, or ``lo``) of every valid row whose value
+    feeds a float ``sum``/``sumsq`` lane and is NaN, infinite or too large to square.
+
+    Paned-WID's differential step cannot subtract such a pane (``inf - inf`` is NaN), so it
+    recomputes the windows that follow one (docs/semantics.md). Cost on all-finite batches: a
+    min and a max per float column; the masks are only built when one is not finite.
+    """
+    seen: set[str] = set()
+    for li in lanes:
+        col = li.lane.column
+        if li.lane.op not in ("sum", "sumsq") or col is None or col in seen or col not in cols:
+            continue
+        seen.add(col)
+        v = cols[col].values
+        if v.dtype != np.float64 or v.shape[0] == 0:
+            continue
+        if -_SQ_SAFE < v.min() and v.max() < _SQ_SAFE:  # False on NaN
+            continue
+        bad = ~(np.abs(v) < _SQ_SAFE)
+        valid = cols[col].valid
+        if valid.shape[0]:
+            bad &= valid.astype(bool)
+        if bad.any():
+            last = (hi - 1) if hi is not None else lo
+            nf_hi = max(nf_hi, int(last[bad].max()))
+    return nf_hi
+
+
 def pick_shift(cv: ColumnValues) -> float | int | None:
-    """A column's variance shift: its first valid value (an int for int64-held columns, so that
-    ``value - shift`` is exact before the float conversion); None when every value is null."""
+    """A column's variance shift: its first valid finite value (an int for int64-held columns, so
+    that ``value - shift`` is exact before the float conversion); None when every value is null
+    (or NaN / infinite: a non-finite shift would turn every later window's mean and variance
+    NaN, see docs/semantics.md)."""
     v = cv.values if cv.valid.shape[0] == 0 else cv.values[cv.valid.astype(bool)]
     if not v.size:
         return None
-    return int(v[0]) if v.dtype == np.int64 else float(v[0])
+    if v.dtype == np.int64:
+        return int(v[0])
+    if not math.isfinite(v[0]):
+        fin = np.flatnonzero(np.isfinite(v))
+        if not fin.size:
+            return None
+        return float(v[fin[0]])
+    return float(v[0])
 
 
 def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[np.ndarray, float]:
@@ -362,6 +409,39 @@ def decimal_array(unscaled: np.ndarray, null: np.ndarray, typ: pa.DataType) -> p
     return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(data.tobytes())])
 
 
+#: the share of physical memory the dense window state may take before StateLimitError
+STATE_LIMIT_FRACTION = 0.5
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory (``os.sysconf``; 16 GiB where it is not available)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16 << 30
+
+
+def check_state_size(R: int, C: int, n_lanes: int, lo: int, hi: int) -> None:
+    """Raise :class:`~oop.errors.StateLimitError` before allocating dense lanes of ``R`` ring
+    rows x ``C`` group columns x ``n_lanes`` beyond :data:`STATE_LIMIT_FRACTION` of memory
+    (units ``[lo, hi)`` are the window / pane / row-window ids the ring must hold)."""
+    nbytes = 8 * int(R) * int(C) * max(int(n_lanes), 1)
+    limit = STATE_LIMIT_FRACTION * physical_memory()
+    if nbytes > limit:
+        from oop.errors import StateLimitError
+
+        raise StateLimitError(
+            f"window state: a dense ring of {R} window/pane ids x {C} group columns x "
+            f"{n_lanes} lanes would need {nbytes / 2**30:.3g} GiB (limit {limit / 2**30:.1f} "
+            f"GiB) to hold the open ids {lo}..{hi}. Usual causes: an event time far from the "
+            "others (int64 min/max or 0 used as a placeholder among real timestamps -- filter "
+            "or fix those rows), a time column in the wrong unit, a row-based RANGE of "
+            "billions of rows, or no punctuation to close old windows. Fix the data, declare "
+            "the right unit, or use a shorter range / coarser slide")
+
+
 class Ring:
     """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring."""
 
@@ -370,6 +450,7 @@ class Ring:
         self.lanes = list(lanes)
         self.R = 1 << max(int(np.ceil(np.log2(max(rows, 2)))), 1)
         self.C = max(codes, 1)
+        check_state_size(self.R, self.C, len(self.lanes), int(base), int(base) + int(rows))
         self.base = int(base)  # smallest unit that may be live
         self.top = int(base)  # one past the largest unit ever updated
         self.live = 0  # number of non-empty (unit, code) cells
@@ -379,6 +460,10 @@ class Ring:
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
+        # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite),
+        # tracked when the owner subtracts units (Paned-WID sets track_nf)
+        self.nf_hi = NO_NONFINITE
+        self.track_nf = False
         # growth check (oop.limits): called with the lanes' bytes after a growth, before
         # allocating; raises StateLimitError. None: unchecked
         self.guard: Any = None
@@ -474,6 +559,7 @@ class Ring:
             newC *= 2
         if newR == self.R and newC == self.C:
             return
+        check_state_size(newR, newC, len(self.lanes) + len(self.tarr), self.base, top)
         if self.guard is not None:
             self.guard(newR * newC * 8 * (len(self.arr) + len(self.tarr)),
                        f"dense ring of {newR} window/pane rows x {newC} key columns x "
@@ -516,6 +602,8 @@ class Ring:
         """
         if codes.shape[0] == 0:
             return
+        if self.track_nf:
+            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
         self.n_used = max(self.n_used, n_codes)
         if self.fixed:
             self.reserve(self.top, n_codes)
@@ -692,7 +780,7 @@ class Ring:
         return out
 
     def snapshot(self) -> dict[str, Any]:
-        return {"nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+        return {"nf_hi": self.nf_hi, "nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
                 "tarr": {k: v.copy() for k, v in self.tarr.items()}}
 
@@ -701,6 +789,7 @@ class Ring:
         self.fixed = s["fixed"]
         self.nn_active = set(s["nn_active"])
         self.shift = dict(s["shift"])
+        self.nf_hi = s.get("nf_hi", NO_NONFINITE)
         self.arr = {k: v.copy() for k, v in s["arr"].items()}
         self.tarr = {k: v.copy() for k, v in s["tarr"].items()}
         self.n_used = self.C  # conservative: any column may hold data
@@ -865,7 +954,8 @@ def quantiles_from_counts(values: np.ndarray, counts: np.ndarray, bounds: np.nda
     # value at global rank g: first row whose cum > g
     lo_v = values[np.searchsorted(cum, start_cum + lo_r, side="right")].astype(np.float64)
     hi_v = values[np.searchsorted(cum, start_cum + hi_r, side="right")].astype(np.float64)
-    return lo_v + (hi_v - lo_v) * frac
+    with np.errstate(invalid="ignore"):  # NaN / inf neighbours (docs/semantics.md)
+        return np.where(frac == 0, lo_v, lo_v + (hi_v - lo_v) * frac)
 
 
 NO_NULLS = np.zeros(0, bool)  # lane_array: no cell is null
