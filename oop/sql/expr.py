@@ -88,6 +88,10 @@ def _literal(node: exp.Literal) -> object:
 def to_arrow(node: exp.Expression, scope: Scope, script: Script) -> pc.Expression:
     """Translate a scalar SQL expression (module doc); :class:`SqlError` for anything else."""
     def go(n: exp.Expression) -> pc.Expression:
+        e = one(n)
+        return pc.invert(e) if n.args.get("negate") else e  # x NOT LIKE / NOT IN / NOT BETWEEN
+
+    def one(n: exp.Expression) -> pc.Expression:
         if isinstance(n, exp.Paren):
             return go(n.this)
         if isinstance(n, exp.Column):

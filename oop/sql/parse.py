@@ -163,6 +163,8 @@ def parse_script(text: str) -> Script:
         if line is not None and col is not None:
             col = max(1, int(col) - len(hl) + 1)
             desc = str(err.get("description", e)).split("<Token")[0].strip().rstrip(".")
+            if desc.endswith(" but got"):
+                desc = desc[: -len(" but got")]
             if desc.startswith("Required keyword"):
                 desc = "the clause is incomplete"
             if desc.startswith("Invalid expression / Unexpected token"):

@@ -119,6 +119,7 @@ class _Aggs:
         self.aggs: list[Agg] = []
         self.keys: dict[tuple, str] = {}
         self.pre: dict[str, pc.Expression] = {}  # computed argument columns
+        self.nodes: dict[str, exp.Expression] = {}  # output name -> the SQL call
 
     def _arg(self, e: exp.Expression) -> str:
         if isinstance(e, exp.Column):
@@ -173,6 +174,7 @@ class _Aggs:
                  if fn == "quantile" else getattr(agg, fn)(key[1]))
             self.aggs.append(a.alias_as(out))
             self.keys[key] = out
+            self.nodes[out] = n
         return self.keys[key]
 
 
@@ -259,7 +261,8 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
         if bad:
             raise script.error(f"the in-order strategy {strategy.spec} cannot compute "
                                f"{bad[0].fn} (the buffering window implements "
-                               f"{', '.join(SUPPORTED)}); use --strategy oop", sel, "SELECT")
+                               f"{', '.join(SUPPORTED)}); use --strategy oop",
+                               aggs.nodes.get(bad[0].name, sel))
         if spec.time != before.info.time:
             raise script.error(f"the in-order strategy windows on the primary event time "
                                f"{before.info.time!r}, not {spec.time!r}", spec.node)
