@@ -91,8 +91,8 @@ def interval_spec(node: exp.Expression, script: Script) -> str:
     return f"{value.strip()}{_UNITS[u]}"
 
 
-def arrow_type(dt: exp.DataType, script: Script) -> pa.DataType:
-    """The Arrow type of a declared SQL column type."""
+def arrow_type(dt: exp.DataType, script: Script, at: exp.Expression | None = None) -> pa.DataType:
+    """The Arrow type of a declared SQL column type (errors point at ``at``, else ``dt``)."""
     T = exp.DataType.Type
     params = [int(p.this.name) for p in dt.expressions if isinstance(p, exp.DataTypeParam)
               and isinstance(p.this, exp.Literal)]
@@ -100,7 +100,7 @@ def arrow_type(dt: exp.DataType, script: Script) -> pa.DataType:
     if t in (T.TIMESTAMP, T.TIMESTAMPLTZ, T.TIMESTAMPTZ, T.DATETIME):
         p = params[0] if params else 3 if t != T.TIMESTAMP else 6
         if p not in _TS_UNIT:
-            raise script.error(f"TIMESTAMP({p}): use precision 0, 3, 6 or 9", dt)
+            raise script.error(f"TIMESTAMP({p}): use precision 0, 3, 6 or 9", at or dt)
         return pa.timestamp(_TS_UNIT[p], "UTC" if t != T.TIMESTAMP and t != T.DATETIME else None)
     simple = {T.BIGINT: pa.int64(), T.INT: pa.int32(), T.SMALLINT: pa.int16(),
               T.TINYINT: pa.int8(), T.DOUBLE: pa.float64(), T.FLOAT: pa.float32(),
@@ -111,7 +111,7 @@ def arrow_type(dt: exp.DataType, script: Script) -> pa.DataType:
     if t == T.DECIMAL:
         p, s = (params + [10, 0])[:2] if params else (10, 0)
         return pa.decimal128(p, s)
-    raise script.error(f"unsupported column type {dt.sql()!r}", dt)
+    raise script.error(f"unsupported column type {dt.sql()!r}", at or dt)
 
 
 def _options(node: exp.Create, script: Script) -> dict[str, str]:
@@ -147,7 +147,7 @@ def _table(node: exp.Create, script: Script) -> TableDef:
         if isinstance(col, exp.WatermarkColumnConstraint):
             wm = col
         elif isinstance(col, exp.ColumnDef) and col.args.get("kind") is not None:
-            fields.append(pa.field(col.name, arrow_type(col.args["kind"], script)))
+            fields.append(pa.field(col.name, arrow_type(col.args["kind"], script, col)))
         else:
             raise script.error(f"unsupported column definition {col.sql()!r} (computed "
                                "columns and constraints are not supported)", col)

@@ -35,7 +35,7 @@ from oop.errors import OopError
 __all__ = ["SqlError", "Script", "parse_script", "DIALECT", "position"]
 
 DIALECT = "risingwave"
-_TVFS = ("TUMBLE", "HOP", "CUMULATE")
+_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")  # SESSION: to refuse it by name
 
 
 class SqlError(OopError):
@@ -96,11 +96,35 @@ def _blank(chars: list[str], tok: Token) -> None:
             chars[i] = " "
 
 
+def _open_quote(text: str) -> int | None:
+    """Offset of a quote that is never closed (outside comments), else None."""
+    i, n, quote = 0, len(text), None
+    start = 0
+    while i < n:
+        c = text[i]
+        if quote is None:
+            if text.startswith("--", i):
+                j = text.find("\n", i)
+                i = n if j < 0 else j
+            elif c in ("'", '"', "`"):
+                quote, start = c, i
+        elif c == quote:
+            if text.startswith(quote * 2, i):
+                i += 1  # an escaped quote
+            else:
+                quote = None
+        i += 1
+    return start if quote is not None else None
+
+
 def _tokens(text: str) -> list[Token]:
     try:
         return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
-    except TokenError as e:
-        raise SqlError(f"cannot read the SQL text: {e}") from None
+    except TokenError:
+        at = _open_quote(text)
+        if at is not None:
+            raise SqlError(f"{_line_col(text, at)}: this quote is never closed") from None
+        raise SqlError("1:1: cannot split the SQL text into tokens") from None
 
 
 def _prepare(text: str) -> tuple[str, list[Token], str | None]:
@@ -129,6 +153,9 @@ def _prepare(text: str) -> tuple[str, list[Token], str | None]:
         tokens = _tokens("".join(chars))
     for i, t in enumerate(tokens):
         if t.text.upper() in _TVFS and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
+            if t.text.upper() == "SESSION":
+                raise SqlError(f"{_line_col(text, t.start)}: SESSION windows are not supported; "
+                               "use TUMBLE, HOP or CUMULATE")
             depth = 0
             for j in range(i + 1, len(tokens)):
                 tt = tokens[j].token_type

@@ -122,7 +122,9 @@ class Planner:
             what = type(node).__name__.upper()
             raise s.error(f"{what} is not supported", node, what)
         if not isinstance(node, exp.Select):
-            raise s.error(f"unsupported query form {type(node).__name__.upper()}", node)
+            what = type(node).__name__.upper()
+            raise s.error(f"unsupported statement {what}; the query must be a SELECT (or "
+                          "INSERT INTO ... SELECT)", node, what)
         return self.select(node)
 
     def _check(self, sel: exp.Select) -> None:

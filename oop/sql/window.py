@@ -178,6 +178,26 @@ class _Aggs:
         return self.keys[key]
 
 
+def _name_aggs_directly(aggs: _Aggs, items: list[exp.Expression],
+                        having: exp.Expression | None, taken: set[str]) -> None:
+    """Give an aggregate its select alias as the window's output name when the item is just
+    that aggregate (no Apply/Rename after the window for it); rewrites ``items`` in place."""
+    refs: dict[str, int] = {}
+    for e in items + ([having] if having is not None else []):
+        for c in e.find_all(exp.Column):
+            refs[c.name] = refs.get(c.name, 0) + 1
+    internal = {a.name for a in aggs.aggs}
+    for i, item in enumerate(items):
+        inner, alias = item.this, item.alias
+        if (isinstance(inner, exp.Column) and inner.name in internal and refs[inner.name] == 1
+                and alias not in taken and alias not in internal and not alias.startswith("__")):
+            j = [a.name for a in aggs.aggs].index(inner.name)
+            aggs.aggs[j] = aggs.aggs[j].alias_as(alias)
+            aggs.nodes[alias] = aggs.nodes.pop(inner.name)
+            taken.add(alias)
+            items[i] = exp.alias_(exp.column(alias), alias, quoted=False)
+
+
 def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any) -> Rel:
     """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``."""
     script = rel.script
@@ -237,6 +257,7 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
                                "aggregates", item)
         items.append(exp.alias_(rewrite(inner), output_name(item, i), quoted=False))
     having_e = rewrite(having.this) if having is not None else None
+    _name_aggs_directly(aggs, items, having_e, set(keys) | set(WINDOW_COLUMNS))
     post = Scope([Col(None, w, w) for w in WINDOW_COLUMNS] + key_cols
                  + [Col(None, k, k) for k in expr_keys.values()]
                  + [Col(None, a.name, a.name) for a in aggs.aggs])
