@@ -142,7 +142,7 @@ class Planner:
             if n is not sel and isinstance(n, exp.Subquery) and not isinstance(
                     n.parent, (exp.From, exp.Join)) and not (
                     isinstance(n.parent, exp.Anonymous)):
-                raise s.error("subqueries in expressions are not supported", n)
+                raise s.error("subqueries in expressions are not supported", n, "SELECT")
         if sel.args.get("having") is not None and sel.args.get("group") is None:
             raise s.error("HAVING needs GROUP BY", sel.args["having"], "HAVING")
 
