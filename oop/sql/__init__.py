@@ -34,9 +34,7 @@ import types
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from sqlglot import exp
-
-from oop.sql.parse import SqlError, parse_script
+from oop.sql.error import SqlError
 
 __all__ = ["sql", "plan_sql", "SqlPlan", "SqlError"]
 
@@ -78,9 +76,12 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
     ``batch_size``: rows per source batch (default: the table's
     ``batch-size`` option, else 65536). Raises :class:`SqlError` (line:col).
     """
+    from sqlglot import exp
+
     from oop.errors import OopError
     from oop.query import parse_strategy
     from oop.sql.ddl import read_ddl
+    from oop.sql.parse import parse_script
     from oop.sql.planner import Planner
 
     parsed = parse_script(script)

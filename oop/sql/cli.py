@@ -85,6 +85,13 @@ def run_sql(args: argparse.Namespace) -> int:
     from oop.io.sinks import open_sink
     from oop.sql import plan_sql
 
+    try:
+        import sqlglot  # noqa: F401
+    except ModuleNotFoundError:
+        print("oop: error: oop sql needs the sqlglot package (pip install sqlglot)",
+              file=sys.stderr)
+        return 2
+
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
     for spec in args.table:

@@ -12,6 +12,7 @@ user's text):
 * ``TABLE t`` as an argument of the window TVFs ``TUMBLE`` / ``HOP`` /
   ``CUMULATE`` (sqlglot reads ``TABLE t, ...`` as a subquery with a comma
   join): the ``TABLE`` keyword is blanked, leaving ``TUMBLE(t, ...)``;
+* Flink's backtick-quoted identifiers (`` `user` ``) become double-quoted;
 * a leading ``EXPLAIN`` (also ``EXPLAIN PLAN FOR`` and ``EXPLAIN ANALYZE``)
   on the query, which sqlglot would keep as an opaque command: it is blanked
   and reported in :attr:`Script.explain`.
@@ -30,16 +31,12 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from oop.errors import OopError
+from oop.sql.error import SqlError
 
 __all__ = ["SqlError", "Script", "parse_script", "DIALECT", "position"]
 
 DIALECT = "risingwave"
 _TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")  # SESSION: to refuse it by name
-
-
-class SqlError(OopError):
-    """A SQL script outside the supported subset, or invalid: ``line:col: message``."""
 
 
 @dataclass
@@ -117,6 +114,30 @@ def _open_quote(text: str) -> int | None:
     return start if quote is not None else None
 
 
+def _backticks(text: str) -> str:
+    """Flink quotes identifiers with backticks; the dialect with double quotes: swap them
+    (outside string literals and comments; same length, so positions hold)."""
+    out = list(text)
+    i, n, quote = 0, len(text), None
+    while i < n:
+        c = text[i]
+        if quote is None:
+            if text.startswith("--", i):
+                j = text.find("\n", i)
+                i = n if j < 0 else j
+            elif c in ("'", '"', "`"):
+                quote = c
+                out[i] = '"' if c == "`" else c
+        elif c == quote:
+            if text.startswith(quote * 2, i):
+                i += 1
+            else:
+                quote = None
+                out[i] = '"' if c == "`" else c
+        i += 1
+    return "".join(out)
+
+
 def _tokens(text: str) -> list[Token]:
     try:
         return sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
@@ -129,6 +150,7 @@ def _tokens(text: str) -> list[Token]:
 
 def _prepare(text: str) -> tuple[str, list[Token], str | None]:
     """Blank a leading ``EXPLAIN`` and ``TABLE`` inside window TVF calls (module doc)."""
+    text = _backticks(text)
     tokens = _tokens(text)
     chars = list(text)
     # the last statement: tokens after the last ';' that is followed by something. sqlglot
