@@ -307,3 +307,24 @@ def test_streams_and_insert_positional_names() -> None:
     got = plan.stream.collect()
     assert plan.sink_name == "out" and plan.sink_target() == ("x.csv", None)
     same(got, duck("SELECT k AS key, count(*) AS n FROM t GROUP BY k", t=t))
+
+
+# ---- property: any disorder, delay and batching ---------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), jitter=st.integers(1, 8000), delay=st.integers(0, 4000),
+       bs=st.integers(1, 64), size=st.sampled_from([1, 3, 10]))
+def test_tumble_matches_duckdb_minus_late_rows(seed: int, jitter: int, delay: int, bs: int,
+                                               size: int) -> None:
+    t = disordered(seed, n=150, jitter=jitter, span=30)
+    late = late_rows(t.column("ts").to_pylist(), delay, bs)
+    q = ddl(d=delay, bs=bs) + f"""SELECT k, window_start, COUNT(*) AS n, SUM(w) AS sw,
+        MIN(v) AS mn FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '{size}' SECOND))
+        GROUP BY window_start, window_end, k"""
+    got = oop.sql(q, {"t": t}).collect()
+    on_time = t.filter(pa.array([i not in late for i in range(t.num_rows)]))
+    want = duck(f"""SELECT k, ts // {size * 1000} * {size * 1000} AS window_start,
+        count(*) AS n, sum(w) AS sw, min(v) AS mn FROM t GROUP BY ALL""", t=on_time)
+    same(got, want)
