@@ -239,6 +239,21 @@ def test_window_over_join(seed: int) -> None:
     same(got, want)
 
 
+def test_join_of_a_join_view_renames_clashing_columns() -> None:
+    a, b, c = disordered(12, n=80), disordered(13, n=80), disordered(14, n=80)
+    q = ddl("a") + ddl("b") + ddl("c") + """
+        CREATE VIEW ab AS SELECT * FROM a JOIN b ON a.k = b.k
+          AND b.ts BETWEEN a.ts - INTERVAL '2' SECOND AND a.ts + INTERVAL '2' SECOND;
+        SELECT ab.ts, ab.ts_right, c.ts AS cts, c.w
+        FROM ab JOIN c ON ab.k2_right = c.k2 AND c.ts BETWEEN ab.ts AND ab.ts + INTERVAL '3' SECOND"""
+    got = oop.sql(q, {"a": a, "b": b, "c": c}).collect()
+    want = duck("""SELECT a.ts, b.ts AS ts_right, c.ts AS cts, c.w FROM a
+        JOIN b ON a.k = b.k AND b.ts BETWEEN a.ts - 2000 AND a.ts + 2000
+        JOIN c ON b.k2 = c.k2 AND c.ts BETWEEN a.ts AND a.ts + 3000""", a=a, b=b, c=c)
+    assert want
+    same(got, want)
+
+
 # ---- late rows, files, in-order plans ------------------------------------------------------
 @pytest.mark.parametrize("bs", [1, 7, 32])
 def test_late_rows_are_those_of_the_punctuation_rule(bs: int) -> None:

@@ -56,7 +56,7 @@ def test_explain_join_and_union() -> None:
     text = oop.sql(D + U + """EXPLAIN SELECT t.k, u.ts AS uts FROM t FULL JOIN u ON t.k = u.k
         AND u.ts BETWEEN t.ts - INTERVAL '1' SECOND AND t.ts + INTERVAL '2' SECOND""",
                    {"t": T, "u": T})
-    assert "interval_join [OAJoin]" in text and "how: full; keys: [('k', 'k')]" in text
+    assert "interval_join [OAJoin]" in text and "how: full; keys: [('k', 'k_right')]" in text
     assert "range0=1000, range1=2000" in text and "rename: ts_right -> uts" in text
     text = oop.sql(D + U + "EXPLAIN SELECT ts, k FROM t UNION ALL SELECT ts, k FROM u",
                    {"t": T, "u": T})
@@ -76,6 +76,9 @@ ERRORS = [
     (D + U + "SELECT * FROM t JOIN u ON t.k = u.k", "3:27: the join needs both a lower and an "
                                                     "upper bound"),
     (D + U + "SELECT * FROM t CROSS JOIN u", "CROSS joins are not supported"),
+    (D + U + "CREATE VIEW j AS SELECT * FROM t JOIN u ON t.k = u.k AND t.ts = u.ts;\n"
+     "SELECT j.k FROM j JOIN t AS c ON c.ts BETWEEN j.ts_right AND j.ts_right", "4:47: the join's "
+     "time band must be on each input's primary event time (j: 'ts', c: 'ts')"),
     (D + U + "SELECT * FROM t JOIN u ON t.ts > u.ts AND t.ts <= u.ts", "use >= / <="),
     (D + f"SELECT STDDEV_POP(v) AS s {W} GROUP BY window_start, window_end",
      "2:8: unsupported aggregate STDDEV_POP"),

@@ -154,18 +154,41 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
                     continue
         residual.append(c)
     if band.lo is None or band.hi is None:
+        for c in _conjuncts(on):
+            for col in c.find_all(exp.Column):
+                side_ = _side_of(col, left, right)
+                rel, info = (left, li) if side_ == 0 else (right, ri)
+                if side_ is not None and rel.scope.resolve(col, script) in info.times and \
+                        rel.scope.resolve(col, script) != info.time:
+                    raise script.error(
+                        f"the join's time band must be on each input's primary event time "
+                        f"({lq}: {times[0]!r}, {rq}: {times[1]!r}); {col.sql()!r} is another "
+                        "event-time attribute (select it first, as the view's time column, "
+                        "after a join the left time is primary)", col)
         raise script.error(
             f"the join needs both a lower and an upper bound on the event times, e.g. "
             f"{rq}.{times[1]} BETWEEN {lq}.{times[0]} - INTERVAL '1' SECOND AND "
             f"{lq}.{times[0]} + INTERVAL '1' SECOND (unbounded joins are not supported)", on)
     if band.lo > band.hi:
         raise script.error("the join's time bounds are empty (lower bound above upper bound)", on)
-    args: dict[str, Any] = dict(on=keys, band=(f"{-band.lo}ns", f"{band.hi}ns"), how=how,
-                                name="interval_join")
-    n_left = len(li.schema)
-    # output names: left's, then right's (suffixed _right on a clash), as OA-Join does
-    lnames = list(li.schema.names)
-    rphys = [n + "_right" if n in lnames else n for n in ri.schema.names]
+    # output names: left's, then right's; a clashing right name is suffixed _right (_right2,
+    # ... when that clashes too), renamed before the join so the engine sees no clash
+    taken = set(li.schema.names)
+    rphys = []
+    for n in ri.schema.names:
+        new, i = n, 1
+        while new in taken:
+            new, i = f"{n}_right{i if i > 1 else ''}", i + 1
+        taken.add(new)
+        rphys.append(new)
+    ren = {a: b for a, b in zip(ri.schema.names, rphys) if a != b}
+    right_stream = right.stream
+    if ren:
+        from oop.operators.rename import Rename
+
+        right_stream = right_stream.via(Rename(ren, name="right_names"))
+    args: dict[str, Any] = dict(on=[(a, ren.get(b, b)) for a, b in keys], how=how,
+                                band=(f"{-band.lo}ns", f"{band.hi}ns"), name="interval_join")
     scope = Scope([Col(c.qual if c.qual else lq, c.name, c.phys) for c in left.scope.cols]
                   + [Col(c.qual if c.qual else rq, c.name, rphys[ri.schema.names.index(c.phys)])
                      for c in right.scope.cols])
@@ -181,13 +204,11 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
                                "--strategy oop", join, "JOIN")
         from oop.query import JoinQuery
 
-        stream = JoinQuery(left.stream, right.stream, iop_join="opob", **args).plan(strategy)
+        stream = JoinQuery(left.stream, right_stream, iop_join="opob", **args).plan(strategy)
     else:
-        stream = left.stream.join(right.stream, **args)
+        stream = left.stream.join(right_stream, **args)
     out = Rel([stream], scope, script, join)
-    got = out.info.schema.names
-    if got[n_left:] != rphys:  # the engine named them otherwise: trust the engine
-        scope.cols = [Col(c.qual, c.name, got[n_left + rphys.index(c.phys)]
-                          if c.phys in rphys and i >= len(left.scope.cols) else c.phys)
-                      for i, c in enumerate(scope.cols)]
+    if out.info.schema.names != list(li.schema.names) + rphys:  # pragma: no cover - invariant
+        raise script.error(f"internal: the join's output columns {out.info.schema.names} are "
+                           "not the planned ones", join, "JOIN")
     return out
