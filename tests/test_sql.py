@@ -313,6 +313,21 @@ def test_in_order_strategies_agree(strategy: str) -> None:
     same(iop_rows, oop_rows.to_pylist())
 
 
+def test_in_order_inner_join_agrees() -> None:
+    a, b = disordered(15, n=100), disordered(16, n=100)
+    q = ddl("a") + ddl("b") + """SELECT a.k, a.ts, b.ts AS bts FROM a JOIN b ON a.k = b.k
+        AND b.ts BETWEEN a.ts - INTERVAL '1' SECOND AND a.ts + INTERVAL '1' SECOND"""
+    want = duck("""SELECT a.k, a.ts, b.ts AS bts FROM a JOIN b ON a.k = b.k
+        AND b.ts BETWEEN a.ts - 1000 AND a.ts + 1000""", a=a, b=b)
+    same(oop.sql(q, {"a": a, "b": b}, strategy="iop-sort").collect(), want)
+    text = oop.sql("EXPLAIN " + q.split(";")[-1], {"a": oop.sql(ddl("a") + "SELECT * FROM a",
+                                                                 {"a": a}),
+                                                    "b": oop.sql(ddl("b") + "SELECT * FROM b",
+                                                                 {"b": b})},
+                   strategy="iop-sort")
+    assert "[OPOBJoin]" in text and "[SortBuffer]" in text
+
+
 def test_streams_and_insert_positional_names() -> None:
     t = disordered(9)
     s = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay("2s"), batch_size=8)

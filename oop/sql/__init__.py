@@ -102,7 +102,13 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
         query = query.expression
     assert query is not None
     planner = Planner(parsed, defs, views, dict(tables or {}), st, batch_size)
-    rel = planner.query(query)
+    try:
+        rel = planner.query(query)
+    except (OopError, FileNotFoundError):
+        raise
+    except Exception as e:  # a form the planner does not expect: still one line, no traceback
+        raise parsed.error(f"cannot plan this query ({type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''})", query) from e
     sink_def = defs.get(sink_name) if sink_name else None
     if sink_name and sink_name.lower() in planner.sources:
         raise parsed.error(f"INSERT INTO {sink_name}: the sink is also read by the query",

@@ -80,7 +80,20 @@ class _CastSink:
 
 
 def run_sql(args: argparse.Namespace) -> int:
-    """The ``oop sql`` command (see module doc)."""
+    """The ``oop sql`` command (see module doc); any failure is one line on stderr, exit 2."""
+    from oop.errors import OopError
+
+    try:
+        return _run(args)
+    except (OopError, FileNotFoundError, KeyboardInterrupt):
+        raise  # oop.cli.main prints these on one line
+    except Exception as e:
+        msg = str(e).splitlines()[0] if str(e) else ""
+        print(f"oop: error: {type(e).__name__}: {msg}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
     from oop.errors import ConfigError
     from oop.io.sinks import open_sink
     from oop.sql import plan_sql
@@ -115,14 +128,10 @@ def run_sql(args: argparse.Namespace) -> int:
         target, fmt = t[0], fmt or t[1]
     else:
         target, fmt = "-", fmt or "csv"
-    try:
-        sink = open_sink(target, fmt, name="--out" if args.out else plan.sink_name or "stdout")
-        if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
-            sink = _CastSink(sink, plan.sink_def.schema)
-        res = plan.stream.sink(sink)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        print(f"oop: error: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+    sink = open_sink(target, fmt, name="--out" if args.out else plan.sink_name or "stdout")
+    if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
+        sink = _CastSink(sink, plan.sink_def.schema)
+    res = plan.stream.sink(sink)
     late = sum(sum(m.late.values()) for m in res.metrics.values())
     if late:
         print(f"oop sql: {late} late tuple(s) dropped (see the punctuation / WATERMARK)",

@@ -102,10 +102,22 @@ def _describe(op: Any, analyzed: bool) -> list[str]:
         else:
             lines.append("in-order: materialises each extent from sorted input")
     elif t == "SortBuffer":
-        lines.append(f"sort buffer: mode {op.mode}, slack {op.slack}")
+        spec = getattr(op, "spec", None)
+        lines.append(f"sort buffer: {spec!r} (releases tuples in time order; a tuple behind "
+                     "the released frontier is dropped as late)")
+    elif t == "Merge":
+        lines.append("order-preserving merge: waits for every input to pass a time")
     elif t == "Meld":
         lines.append("union: punctuation is the min over the inputs")
     return lines
+
+
+def _safe_describe(op: Any, analyzed: bool) -> list[str]:
+    """:func:`_describe`, or nothing for an operator whose attributes it does not know."""
+    try:
+        return _describe(op, analyzed)
+    except AttributeError:
+        return []
 
 
 def _stats(op: Any) -> str:
@@ -140,7 +152,7 @@ def explain(stream: Any, *, strategy: str = "oop", analyzed: bool = False) -> st
             return
         shown[n.id] = label
         lines.append(f"{pad}{'<- ' if depth else ''}{label}")
-        for d in _describe(n.op, analyzed) + [_cols(n.op)] + (
+        for d in _safe_describe(n.op, analyzed) + [_cols(n.op)] + (
                 [_stats(n.op)] if analyzed else []):
             if d:
                 lines.append(f"{pad}     {d}")
