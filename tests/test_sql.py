@@ -197,6 +197,26 @@ def test_window_over_union(seed: int) -> None:
     same(got, want)
 
 
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_cascading_windows_on_window_time(seed: int) -> None:
+    t = disordered(seed)
+    q = ddl() + """
+        CREATE VIEW per_k AS SELECT k, window_time AS wt, COUNT(*) AS n, SUM(w) AS sw
+          FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '5' SECOND))
+          GROUP BY window_start, window_end, window_time, k;
+        SELECT window_start, window_time, SUM(n) AS n, MAX(sw) AS top, COUNT(*) AS keys
+        FROM TABLE(HOP(TABLE per_k, DESCRIPTOR(wt), INTERVAL '10' SECOND, INTERVAL '20' SECOND))
+        GROUP BY window_start, window_end"""
+    got = oop.sql(q, {"t": t}).collect()
+    want = duck("""WITH per_k AS (SELECT k, ts // 5000 * 5000 + 4999 AS wt, count(*) AS n,
+                                 sum(w) AS sw FROM t GROUP BY ALL),
+                    win AS (SELECT range AS ws FROM range(-20000, 80000, 10000))
+        SELECT ws AS window_start, ws + 19999 AS window_time, sum(n) AS n, max(sw) AS top,
+               count(*) AS keys
+        FROM per_k JOIN win ON wt >= ws AND wt < ws + 20000 GROUP BY ws""", t=t)
+    same(got, want)
+
+
 # ---- interval joins ------------------------------------------------------------------
 @pytest.mark.parametrize("how", ["INNER", "LEFT", "RIGHT", "FULL OUTER"])
 @pytest.mark.parametrize("seed", SEEDS[:2])

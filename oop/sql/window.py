@@ -6,8 +6,9 @@
 ``CUMULATE(TABLE t, DESCRIPTOR(ts), step, max [, off])``   ``Cumulate(step, max, offset)``
 =======================================================  =====================================
 
-``GROUP BY window_start, window_end [, keys]`` (both window columns are
-required, as in Flink) plans one window operator
+``GROUP BY window_start, window_end [, window_time] [, keys]`` (both window
+columns are required, as in Flink; ``window_time`` is ``window_end`` minus one
+unit of the time column, an event-time attribute for cascading windows) plans one window operator
 (:meth:`oop.Stream.window`, WID or Paned-WID by ``method="auto"``) on the
 DESCRIPTOR column, which must be an event-time attribute of the input.
 Aggregates:
@@ -178,6 +179,33 @@ class _Aggs:
         return self.keys[key]
 
 
+def key_cols_named(cols: list[Col], name: str) -> bool:
+    return any(c.name.lower() == name for c in cols)
+
+
+def _minus_one(v: int) -> int:
+    return v - 1
+
+
+def with_window_time(stream: Any, time_type: pa.DataType) -> Any:
+    """Add ``window_time = window_end - 1`` (one unit of the time column: Flink's rowtime of
+    a window result) as an event-time attribute: punctuation ``P(window_end, e)`` becomes
+    ``P(window_time, e - 1)``, so a window over ``window_time`` (cascading windows) closes."""
+    from oop.operators.apply import Apply
+
+    one = (pa.scalar(1, pa.duration(time_type.unit)) if pa.types.is_timestamp(time_type)
+           else pa.scalar(1, pa.int64()))
+    from oop.operators.rename import Rename
+
+    # the progressing attribute window_end moves to window_time (a rename keeps its
+    # punctuation); window_end stays as a plain copy; then window_time - 1, declared monotone
+    s = stream.apply(name="window_end_copy", __window_end=pc.field("window_end"))
+    s = s.via(Rename({"window_end": "window_time", "__window_end": "window_end"},
+                     name="window_time"))
+    return s.via(Apply({"window_time": pc.subtract(pc.field("window_time"), one)},
+                       name="window_time_minus_1", monotone={"window_time": _minus_one}))
+
+
 def _name_aggs_directly(aggs: _Aggs, items: list[exp.Expression],
                         having: exp.Expression | None, taken: set[str]) -> None:
     """Give an aggregate its select alias as the window's output name when the item is just
@@ -213,8 +241,6 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     for g in group.expressions:
         if isinstance(g, exp.Column) and g.name.lower() in WINDOW_COLUMNS + ("window_time",) \
                 and not rel.scope.find(g.name, g.table or None):
-            if g.name.lower() == "window_time":
-                raise script.error("window_time is not supported; use window_end", g)
             seen.add(g.name.lower())
         elif isinstance(g, exp.Column):
             phys = rel.scope.resolve(g, script)
@@ -228,7 +254,7 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
             pre[name] = to_arrow(g, rel.scope, script)
             keys.append(name)
             expr_keys[g.sql()] = name
-    if seen != set(WINDOW_COLUMNS):
+    if not set(WINDOW_COLUMNS) <= seen:
         raise script.error(f"GROUP BY of a {spec.fn} window must list both window_start and "
                            "window_end", group, "GROUP")
     aggs = _Aggs(rel.scope, script)
@@ -258,7 +284,11 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
         items.append(exp.alias_(rewrite(inner), output_name(item, i), quoted=False))
     having_e = rewrite(having.this) if having is not None else None
     _name_aggs_directly(aggs, items, having_e, set(keys) | set(WINDOW_COLUMNS))
-    post = Scope([Col(None, w, w) for w in WINDOW_COLUMNS] + key_cols
+    wt = any(c.name.lower() == "window_time" and not c.table and not key_cols_named(
+        key_cols, "window_time") for e in items + ([having_e] if having_e is not None else [])
+        for c in e.find_all(exp.Column))
+    post = Scope([Col(None, w, w) for w in WINDOW_COLUMNS + (("window_time",) if wt else ())]
+                 + key_cols
                  + [Col(None, k, k) for k in expr_keys.values()]
                  + [Col(None, a.name, a.name) for a in aggs.aggs])
     for e in items + ([having_e] if having_e is not None else []):
@@ -291,6 +321,8 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     else:
         stream = before.stream.window(spec.kind, aggs.aggs, by=keys, time=spec.time,
                                       name="window")
+    if wt:
+        stream = with_window_time(stream, before.info.schema.field(spec.time).type)
     out = Rel([stream], post, script, spec.node)
     if having_e is not None:
         out = out.where(having_e)
