@@ -378,3 +378,19 @@ def test_tumble_matches_duckdb_minus_late_rows(seed: int, jitter: int, delay: in
     want = duck(f"""SELECT k, ts // {size * 1000} * {size * 1000} AS window_start,
         count(*) AS n, sum(w) AS sw, min(v) AS mn FROM t GROUP BY ALL""", t=on_time)
     same(got, want)
+
+
+def test_a_stopped_sql_plan_resumes_from_an_encoded_checkpoint() -> None:
+    from oop.checkpoint.codec import decode, encode
+    from oop.plan.executor import Checkpoint
+
+    t = disordered(3)
+    q = ddl(bs=10) + """SELECT window_start, window_end, window_time, k, COUNT(*) AS n
+        FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '4' SECOND, INTERVAL '12' SECOND))
+        GROUP BY window_start, window_end, window_time, k"""
+    full = oop.sql(q, {"t": t}).collect()
+    cp = oop.sql(q, {"t": t}).run(stop_after_rounds=7).checkpoint
+    tree, arrays = encode(cp.states)
+    res = oop.sql(q, {"t": t}).run(resume_from=Checkpoint(cp.rounds, decode(tree, arrays),
+                                                           cp.metrics))
+    assert rows(res.table) == rows(full)
