@@ -237,7 +237,11 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
             raise script.error(f"table {t.name!r}: the data has no column(s) {missing}; it has "
                                f"{table.column_names}", t.node, "CREATE")
         schema = t.schema if len(t.schema) else table.schema
-        table = table.select(schema.names).cast(schema)
+        try:
+            table = table.select(schema.names).cast(schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise script.error(f"table {t.name!r}: the data does not cast to the declared "
+                               f"columns ({str(e).splitlines()[0]})", t.node, "CREATE") from None
         return Stream(Node(Source(lambda: table.to_batches(max_chunksize=rows), time=t.time,
                                   unit=t.unit or "ms", punctuation=t.punctuation, late=late,
                                   schema=schema, name=t.name)))

@@ -178,10 +178,11 @@ def union_all(parts: list[Rel], node: exp.Expression) -> Rel:
             if f.type != g.type:
                 raise script.error(f"UNION ALL column {f.name!r} is {f.type} in the first input "
                                    f"but {g.type} in another; CAST one of them", p.node or node)
-        if p.info.time != first.info.time and p.info.time is not None and (
-                s.names.index(p.info.time) != names.index(first.info.time or "")):
-            raise script.error("UNION ALL inputs must have their event-time column in the same "
-                               "position", p.node or node)
+        pos = [None if i.time is None else i.schema.names.index(i.time)
+               for i in (first.info, p.info)]
+        if pos[0] != pos[1]:
+            raise script.error("UNION ALL inputs must all keep (or all drop) their event-time "
+                               "column, in the same position", p.node or node)
         ren = {a: b for a, b in zip(s.names, names) if a != b}
         branches += [b.via(Rename(ren, name="as")) if ren else b for b in p.branches]
     out = Rel(branches, Scope([Col(None, n, n) for n in names]), script, node)
