@@ -394,3 +394,20 @@ def test_a_stopped_sql_plan_resumes_from_an_encoded_checkpoint() -> None:
     res = oop.sql(q, {"t": t}).run(resume_from=Checkpoint(cp.rounds, decode(tree, arrays),
                                                            cp.metrics))
     assert rows(res.table) == rows(full)
+
+
+def test_punctuation_and_late_options() -> None:
+    t = disordered(21, n=200, jitter=5000)
+    late = late_rows(t.column("ts").to_pylist(), 500, 8)
+    assert late
+    q = """CREATE TABLE t (ts BIGINT, k STRING, k2 STRING, v DOUBLE, w BIGINT, rid BIGINT,
+             WATERMARK FOR ts AS ts - INTERVAL '10' SECOND)
+           WITH ('time-unit' = 'ms', 'punctuation' = 'bounded:500ms', 'late' = 'side_output',
+                 'batch-size' = '8');
+           SELECT rid FROM t"""
+    res = oop.sql(q, {"t": t}).run()
+    side = pa.concat_tables(list(res.late.values()))
+    assert set(side.column("rid").to_pylist()) == late
+    assert set(res.table.column("rid").to_pylist()) == set(range(t.num_rows)) - late
+    text = oop.sql(q.replace("SELECT rid", "EXPLAIN SELECT rid"), {"t": t})
+    assert "punctuation: BoundedDelay(delay='500ms'); late: side_output" in text
