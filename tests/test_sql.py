@@ -411,3 +411,28 @@ def test_punctuation_and_late_options() -> None:
     assert set(res.table.column("rid").to_pylist()) == set(range(t.num_rows)) - late
     text = oop.sql(q.replace("SELECT rid", "EXPLAIN SELECT rid"), {"t": t})
     assert "punctuation: BoundedDelay(delay='500ms'); late: side_output" in text
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), jitter=st.integers(1, 6000), delay=st.integers(0, 3000),
+       bs=st.integers(1, 40), how=st.sampled_from(["INNER", "LEFT", "RIGHT", "FULL"]),
+       lo=st.integers(-2000, 1000), width=st.integers(0, 3000))
+def test_interval_join_matches_duckdb_minus_late_rows(seed: int, jitter: int, delay: int,
+                                                      bs: int, how: str, lo: int,
+                                                      width: int) -> None:
+    a = disordered(seed, n=60, jitter=jitter, span=20)
+    b = disordered(seed + 1, n=60, jitter=jitter, span=20)
+    keep = {}
+    for name, t in (("a", a), ("b", b)):
+        late = late_rows(t.column("ts").to_pylist(), delay, bs)
+        keep[name] = t.filter(pa.array([i not in late for i in range(t.num_rows)]))
+    hi = lo + width
+    bound = (lambda v: f"a.ts + INTERVAL '{v}' MILLISECOND" if v >= 0
+             else f"a.ts - INTERVAL '{-v}' MILLISECOND")
+    q = ddl("a", d=delay, bs=bs) + ddl("b", d=delay, bs=bs) + f"""
+        SELECT a.rid, b.rid AS brid FROM a {how} JOIN b
+        ON a.k2 = b.k2 AND b.ts BETWEEN {bound(lo)} AND {bound(hi)}"""
+    got = oop.sql(q, {"a": a, "b": b}).collect()
+    want = duck(f"""SELECT a.rid, b.rid AS brid FROM a {how} JOIN b
+        ON a.k2 = b.k2 AND b.ts BETWEEN a.ts + {lo} AND a.ts + {hi}""", **keep)
+    same(got, want)
