@@ -274,6 +274,34 @@ def test_join_of_a_join_view_renames_clashing_columns() -> None:
     same(got, want)
 
 
+def test_tumble_rows_without_group_by() -> None:
+    t = disordered(17)
+    q = ddl() + """SELECT k, ts, window_start, window_end, window_time
+        FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '7' SECOND)) WHERE w > 20"""
+    got = oop.sql(q, {"t": t}).collect()
+    want = duck("""SELECT k, ts, ts // 7000 * 7000 AS window_start,
+        ts // 7000 * 7000 + 7000 AS window_end, ts // 7000 * 7000 + 6999 AS window_time
+        FROM t WHERE w > 20""", t=t)
+    same(got, want)
+
+
+@pytest.mark.parametrize("how", ["INNER", "LEFT", "FULL OUTER"])
+def test_window_join(how: str) -> None:
+    a, b = disordered(18, n=150), disordered(19, n=120)
+    q = ddl("a") + ddl("b", bs=7) + f"""
+        SELECT L.k2, L.rid, R.rid AS rrid, COALESCE(L.window_start, R.window_start) AS ws,
+               R.window_end AS rwe
+        FROM (SELECT * FROM TABLE(TUMBLE(TABLE a, DESCRIPTOR(ts), INTERVAL '5' SECOND))) L
+        {how} JOIN (SELECT * FROM TABLE(TUMBLE(TABLE b, DESCRIPTOR(ts), INTERVAL '5' SECOND))) R
+        ON L.k2 = R.k2 AND L.window_start = R.window_start AND L.window_end = R.window_end"""
+    got = oop.sql(q, {"a": a, "b": b}).collect()
+    want = duck(f"""WITH L AS (SELECT *, ts // 5000 * 5000 AS ws FROM a),
+                          R AS (SELECT *, ts // 5000 * 5000 AS ws FROM b)
+        SELECT L.k2, L.rid, R.rid AS rrid, coalesce(L.ws, R.ws) AS ws, R.ws + 5000 AS rwe
+        FROM L {how} JOIN R ON L.k2 = R.k2 AND L.ws = R.ws""", a=a, b=b)
+    same(got, want)
+
+
 # ---- late rows, files, in-order plans ------------------------------------------------------
 @pytest.mark.parametrize("bs", [1, 7, 32])
 def test_late_rows_are_those_of_the_punctuation_rule(bs: int) -> None:

@@ -93,6 +93,12 @@ ERRORS = [
     (D + "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(v), INTERVAL '1' SECOND)) "
          "GROUP BY window_start, window_end", "DESCRIPTOR(v) is not an event-time attribute"),
     (D + "SELECT k FROM nope", "2:15: unknown table 'nope'"),
+    (D + "SELECT * FROM TABLE(HOP(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND, INTERVAL '2' "
+         "SECOND))", "2:21: HOP without GROUP BY is not supported"),
+    (D + U + "SELECT * FROM (SELECT * FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' "
+             "SECOND))) L JOIN (SELECT * FROM TABLE(TUMBLE(TABLE u, DESCRIPTOR(ts), INTERVAL '2'"
+             " SECOND))) R ON L.window_start = R.window_start AND L.window_end = R.window_end",
+     "a window join needs the same window on both sides"),
     (D + "SELECT t.zz FROM t", "2:8: unknown column 't.zz'"),
     (D + "SELECT k FROM t WHERE foo(k) = 1", "2:23: unsupported function FOO"),
     (D + "SELECT ts + INTERVAL '1' SECOND FROM t", "INTERVAL arithmetic is only supported"),

@@ -19,7 +19,7 @@ prefixed by ``EXPLAIN`` (``EXPLAIN ANALYZE`` runs it). Supported: window
 TVFs ``TUMBLE`` / ``HOP`` / ``CUMULATE`` with ``GROUP BY window_start,
 window_end, keys`` and the aggregates of :mod:`oop.sql.window`; ``WHERE``;
 projections with expressions (:mod:`oop.sql.expr`); ``UNION ALL``; interval
-joins (:mod:`oop.sql.join`); views and ``WITH``. Anything else is a
+joins and tumbling window joins (:mod:`oop.sql.join`); views and ``WITH``. Anything else is a
 one-line :class:`SqlError` with the construct's ``line:col``.
 
 Entry points: :func:`sql` (``oop.sql``) returns a :class:`~oop.Stream`;

@@ -11,6 +11,12 @@ The ON condition is split at ``AND`` into
   needed (an unbounded join would keep its state forever);
 * anything else -> the residual predicate over the joined columns.
 
+Window joins: when both inputs are ``SELECT * FROM TABLE(TUMBLE(...))``
+subqueries with the same window (no offset) and the ON condition has
+``L.window_start = R.window_start AND L.window_end = R.window_end``, the join
+is OA-Join's tumbling predicate (``tumbling=size``: same window
+``[N*size, (N+1)*size)``) instead of a band, as in Flink's window join.
+
 The band is ``(range0, range1)`` with ``a.ts - range0 <= b.ts <= a.ts +
 range1`` (:meth:`oop.Stream.join`); durations go to the join as text and are
 resolved in the inputs' time unit when the plan opens. Output columns: the
@@ -116,6 +122,44 @@ def _bound(op: type, a: exp.Expression, b: exp.Expression, band: _Band, left: Re
     return True
 
 
+def _window_equality(c: exp.Expression, left: Rel, right: Rel) -> str | None:
+    """``L.window_start = R.window_start`` (or ``window_end``) of two windowed inputs -> which."""
+    if not (isinstance(c, exp.EQ) and isinstance(c.this, exp.Column)
+            and isinstance(c.expression, exp.Column)):
+        return None
+    if left.window is None or right.window is None:
+        return None
+    sides = [_side_of(x, left, right) for x in (c.this, c.expression)]
+    if set(sides) != {0, 1}:
+        return None
+    lc, rc = (c.this, c.expression) if sides[0] == 0 else (c.expression, c.this)
+    lp, rp = left.scope.resolve(lc, left.script), right.scope.resolve(rc, right.script)
+    for which in ("start", "end"):
+        if lp == left.window[which] and rp == right.window[which]:
+            return which
+    return None
+
+
+def _tumbling(same: set[str], left: Rel, right: Rel, times: tuple[str, str],
+              on: exp.Expression) -> str:
+    """The window size of a window join on equal TUMBLE windows (OA-Join ``tumbling=``)."""
+    script = left.script
+    lw, rw = left.window, right.window
+    assert lw is not None and rw is not None
+    if same != {"start", "end"}:
+        raise script.error("a window join needs both L.window_start = R.window_start and "
+                           "L.window_end = R.window_end", on)
+    if lw["kind"] != rw["kind"]:
+        raise script.error(f"a window join needs the same window on both sides, not "
+                           f"{lw['kind']!r} and {rw['kind']!r}", on)
+    if lw["kind"].o != 0:
+        raise script.error("a window join needs TUMBLE windows without an offset", on)
+    if (lw["time"], rw["time"]) != times:
+        raise script.error("a window join's windows must be on each input's primary event time",
+                           on)
+    return f"{lw['kind'].r}{left.info.times[times[0]]}"
+
+
 def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
               strategy: Any) -> Rel:
     """The OA-Join of ``left`` (alias ``lq``) and ``right`` (alias ``rq``) for ``join``."""
@@ -136,7 +180,12 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
         raise script.error("both join inputs need an event-time attribute", join, "JOIN")
     times = (li.time, ri.time)
     band, keys, residual = _Band(), [], []
+    same_window: set[str] = set()
     for c in _conjuncts(on):
+        w = _window_equality(c, left, right)
+        if w is not None:
+            same_window.add(w)
+            continue
         if isinstance(c, exp.Between):
             if (_bound(exp.GTE, c.this, c.args["low"], band, left, right, times, script, c)
                     and _bound(exp.LTE, c.this, c.args["high"], band, left, right, times,
@@ -153,7 +202,11 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
                     keys.append((left.scope.resolve(lc, script), right.scope.resolve(rc, script)))
                     continue
         residual.append(c)
-    if band.lo is None or band.hi is None:
+    tumbling = _tumbling(same_window, left, right, times, on) if same_window else None
+    if tumbling is not None and (band.lo is not None or band.hi is not None):
+        raise script.error("give either equal windows (window join) or a time band "
+                           "(interval join), not both", on)
+    if tumbling is None and (band.lo is None or band.hi is None):
         for c in _conjuncts(on):
             for col in c.find_all(exp.Column):
                 side_ = _side_of(col, left, right)
@@ -169,7 +222,7 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
             f"the join needs both a lower and an upper bound on the event times, e.g. "
             f"{rq}.{times[1]} BETWEEN {lq}.{times[0]} - INTERVAL '1' SECOND AND "
             f"{lq}.{times[0]} + INTERVAL '1' SECOND (unbounded joins are not supported)", on)
-    if band.lo > band.hi:
+    if tumbling is None and band.lo > band.hi:  # type: ignore[operator]
         raise script.error("the join's time bounds are empty (lower bound above upper bound)", on)
     # output names: left's, then right's; a clashing right name is suffixed _right (_right2,
     # ... when that clashes too), renamed before the join so the engine sees no clash
@@ -188,7 +241,11 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
 
         right_stream = right_stream.via(Rename(ren, name="right_names"))
     args: dict[str, Any] = dict(on=[(a, ren.get(b, b)) for a, b in keys], how=how,
-                                band=(f"{-band.lo}ns", f"{band.hi}ns"), name="interval_join")
+                                name="window_join" if tumbling else "interval_join")
+    if tumbling is not None:
+        args["tumbling"] = tumbling
+    else:
+        args["band"] = (f"{-band.lo}ns", f"{band.hi}ns")  # type: ignore[operator]
     scope = Scope([Col(c.qual if c.qual else lq, c.name, c.phys) for c in left.scope.cols]
                   + [Col(c.qual if c.qual else rq, c.name, rphys[ri.schema.names.index(c.phys)])
                      for c in right.scope.cols])

@@ -5,14 +5,17 @@ SQL                                    plan
 =====================================  ==============================================
 table / view / ``WITH`` name           its source stream (one per table, shared)
 ``TABLE(TUMBLE|HOP|CUMULATE(...))``    window aggregation (:mod:`oop.sql.window`)
-``a JOIN b ON ... BETWEEN ...``        OA-Join (:mod:`oop.sql.join`)
+``TABLE(TUMBLE(...))`` without GROUP   each row + its window (an Apply)
+``a JOIN b ON ... BETWEEN ...``        OA-Join, band (:mod:`oop.sql.join`)
+``L JOIN R ON L.window_start = ...``   OA-Join, tumbling (window join)
 ``WHERE``                              :class:`~oop.operators.select.Select`
 select items                           Apply + Project + Rename
 ``UNION ALL``                          :class:`~oop.operators.meld.Meld`
 =====================================  ==============================================
 
 Everything else -- ORDER BY, LIMIT, DISTINCT, UNION (distinct), subqueries
-in expressions, OVER windows, non-windowed GROUP BY, more than one JOIN --
+in expressions, OVER windows, non-windowed GROUP BY, more than one JOIN per
+SELECT, HOP / CUMULATE rows without GROUP BY --
 is a :class:`~oop.sql.parse.SqlError` naming the construct and its
 position.
 """
@@ -29,7 +32,7 @@ from oop.sql.ddl import TableDef, source_stream
 from oop.sql.expr import Col, Scope
 from oop.sql.parse import Script
 from oop.sql.relation import Rel, info_of, project, union_all
-from oop.sql.window import plan_window_aggregate, window_spec
+from oop.sql.window import assign_windows, plan_window_aggregate, window_spec
 
 __all__ = ["Planner"]
 
@@ -96,8 +99,7 @@ class Planner:
                 rel = self.query(body)
             finally:
                 self._expanding.pop()
-            return Rel(rel.branches, Scope([Col(q, c.name, c.phys) for c in rel.scope.cols]),
-                       self.script, node)
+            return rel.requalified(q, node)
         s = self.source(name, node)
         try:
             info = info_of(s)
@@ -153,9 +155,7 @@ class Planner:
             item.alias or None)
         if isinstance(item, exp.Subquery):
             rel = self.query(item.this)
-            q = item.alias or None
-            return Rel(rel.branches, Scope([Col(q, c.name, c.phys) for c in rel.scope.cols]),
-                       s, item), None
+            return rel.requalified(item.alias or None, item), None
         if isinstance(item, exp.Table) and isinstance(item.this, exp.Anonymous):
             call = item.this
             if str(call.this).upper() == "TABLE" and len(call.expressions) == 1 and isinstance(
@@ -171,9 +171,7 @@ class Planner:
                 if isinstance(src, exp.Column) and not src.table:
                     rel = self.named(src.name, alias, src)
                 elif isinstance(src, (exp.Subquery, exp.Select)):
-                    inner = self.query(src)
-                    rel = Rel(inner.branches, Scope([Col(alias, c.name, c.phys)
-                                                     for c in inner.scope.cols]), s, src)
+                    rel = self.query(src).requalified(alias, src)
                 else:
                     raise s.error(f"{fn}: the first argument must be TABLE name", src)
                 return rel, window_spec(tvf, rel)
@@ -201,23 +199,24 @@ class Planner:
                           "instead", joins[1], "JOIN")
         if joins:
             if win is not None:
-                raise s.error("a window TVF cannot be joined directly (window joins are not "
-                              "supported); join first, then window the join's view", joins[0],
-                              "JOIN")
+                raise s.error("a window TVF on the left of a JOIN: write it as a subquery "
+                              "(SELECT * FROM TABLE(TUMBLE(...))) L", joins[0], "JOIN")
             from oop.sql.join import plan_join
 
             right, rwin = self.from_item(joins[0].this)
             if rwin is not None:
-                raise s.error("window joins are not supported; use an interval join", joins[0],
-                              "JOIN")
+                raise s.error("a window TVF on the right of a JOIN: write it as a subquery "
+                              "(SELECT * FROM TABLE(TUMBLE(...))) R", joins[0], "JOIN")
             lq = frm.this.alias_or_name
             rq = joins[0].this.alias_or_name
             rel = plan_join(rel, right, joins[0], lq, rq, self.strategy)
         where = sel.args.get("where")
         if where is not None:
             rel = rel.where(where.this)
-        if win is not None:
+        if win is not None and sel.args.get("group") is not None:
             return plan_window_aggregate(rel, win, sel, self.strategy)
+        if win is not None:
+            rel = assign_windows(rel, win, sel)
         if sel.args.get("group") is not None:
             raise s.error("GROUP BY needs a window TVF in FROM (TUMBLE, HOP or CUMULATE) and "
                           "window_start, window_end among its keys; unbounded aggregation is "

@@ -54,6 +54,9 @@ class Rel:
     scope: Scope
     script: Script
     node: exp.Expression | None = None
+    #: rows carrying their TUMBLE window (a window TVF without GROUP BY): the window kind and
+    #: the physical names of the time, window_start and window_end columns
+    window: dict[str, Any] | None = None
     _info: StreamInfo | None = field(default=None, repr=False)
     _melded: Any = field(default=None, repr=False)
 
@@ -78,7 +81,7 @@ class Rel:
             node: exp.Expression | None = None) -> "Rel":
         """The relation with ``fn`` applied to every branch (and a new scope)."""
         out = Rel([fn(b) for b in self.branches], scope or self.scope, self.script,
-                  node or self.node)
+                  node or self.node, self.window if scope is None else None)
         out.info  # validate now: errors point at this step's SQL
         return out
 
@@ -89,6 +92,11 @@ class Rel:
 
     def times(self) -> dict[str, str]:
         return dict(self.info.times)
+
+    def requalified(self, qual: str | None, node: exp.Expression | None = None) -> "Rel":
+        """The same relation with every column qualified by ``qual`` (an alias or view name)."""
+        return Rel(self.branches, Scope([Col(qual, c.name, c.phys) for c in self.scope.cols]),
+                   self.script, node or self.node, self.window)
 
 
 def output_name(item: exp.Expression, i: int) -> str:
@@ -147,8 +155,14 @@ def project(rel: Rel, items: Sequence[exp.Expression], scope: Scope | None = Non
     phys = [p for _, p in outs]
     cur = rel.info.schema.names
     new_scope = Scope([Col(None, n, n) for n in names])
+    window = None
+    if rel.window is not None:  # the window columns and the time survive: keep the marker
+        new_of = {p: n for n, p in outs}
+        w = rel.window
+        if all(w[c] in new_of for c in ("time", "start", "end")):
+            window = dict(w, **{c: new_of[w[c]] for c in ("time", "start", "end")})
     if not exprs and phys == list(cur) and names == phys:
-        return Rel(rel.branches, new_scope, script, rel.node)
+        return Rel(rel.branches, new_scope, script, rel.node, window)
 
     def step(s: Any) -> Any:
         if exprs:
@@ -158,7 +172,9 @@ def project(rel: Rel, items: Sequence[exp.Expression], scope: Scope | None = Non
         ren = {p: n for n, p in outs if p != n}
         return s.via(Rename(ren, name="as")) if ren else s
 
-    return rel.map(step, new_scope)
+    out = rel.map(step, new_scope)
+    out.window = window
+    return out
 
 
 def union_all(parts: list[Rel], node: exp.Expression) -> Rel:

@@ -6,7 +6,9 @@
 ``CUMULATE(TABLE t, DESCRIPTOR(ts), step, max [, off])``   ``Cumulate(step, max, offset)``
 =======================================================  =====================================
 
-``GROUP BY window_start, window_end [, window_time] [, keys]`` (both window
+Without ``GROUP BY``, ``TUMBLE`` gives each row with its ``window_start``,
+``window_end`` and ``window_time`` (:func:`assign_windows`; the input of a
+window join). ``GROUP BY window_start, window_end [, window_time] [, keys]`` (both window
 columns are required, as in Flink; ``window_time`` is ``window_end`` minus one
 unit of the time column, an event-time attribute for cascading windows) plans one window operator
 (:meth:`oop.Stream.window`, WID or Paned-WID by ``method="auto"``) on the
@@ -49,7 +51,8 @@ from oop.stream.timecol import parse_duration
 from oop.window import Cumulate, Sliding, Tumbling, agg
 from oop.window.aggregates import Agg
 
-__all__ = ["WindowSpec", "window_spec", "plan_window_aggregate", "WINDOW_COLUMNS"]
+__all__ = ["WindowSpec", "window_spec", "plan_window_aggregate", "assign_windows",
+           "WINDOW_COLUMNS"]
 
 WINDOW_COLUMNS = ("window_start", "window_end")
 _SIMPLE = {exp.Sum: "sum", exp.Avg: "mean", exp.Min: "min", exp.Max: "max",
@@ -106,6 +109,47 @@ def window_spec(call: exp.Anonymous, rel: Rel) -> WindowSpec:
                                call)
         kind = Cumulate(iv[0], iv[1], off)
     return WindowSpec(kind, time, fn, call)
+
+
+class _WindowColumn:
+    """``batch -> window_start | window_end | window_time`` of each row's tumbling window."""
+
+    def __init__(self, kind: Any, time: str, which: str, arrow_type: pa.DataType) -> None:
+        self.kind, self.time, self.which, self.type = kind, time, which, arrow_type
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Array:
+        from oop.stream.timecol import time_values
+
+        lo, _ = self.kind.wids(time_values(batch, self.time))
+        start, end = self.kind.extents(lo)
+        v = start if self.which == "start" else end if self.which == "end" else end - 1
+        return pa.array(v, pa.int64()).cast(self.type)
+
+
+def assign_windows(rel: Rel, spec: WindowSpec, sel: exp.Expression) -> Rel:
+    """A window TVF without GROUP BY: every row with its ``window_start``, ``window_end`` and
+    ``window_time`` (TUMBLE only: HOP and CUMULATE would repeat each row). The relation is
+    marked (:attr:`Rel.window`) so that a JOIN on equal windows plans a tumbling window join."""
+    script = rel.script
+    if spec.fn != "TUMBLE":
+        raise script.error(f"{spec.fn} without GROUP BY is not supported (each row would be "
+                           "repeated per window); aggregate with GROUP BY window_start, "
+                           "window_end", spec.node)
+    taken = [c for c in ("window_start", "window_end", "window_time")
+             if c in rel.info.schema.names]
+    if taken:
+        raise script.error(f"the input already has column(s) {taken}", spec.node)
+    unit = rel.info.times[spec.time]
+    kind = spec.kind.resolve(unit)
+    ttype = rel.info.schema.field(spec.time).type
+    cols = {f"window_{w}": _WindowColumn(kind, spec.time, w, ttype)
+            for w in ("start", "end", "time")}
+    qual = rel.scope.cols[0].qual if rel.scope.cols else None
+    scope = Scope(rel.scope.cols + [Col(qual, c, c) for c in cols])
+    out = rel.map(lambda s: s.apply(name="window_assign", **cols), scope, sel)
+    out.window = {"kind": kind, "time": spec.time, "start": "window_start",
+                  "end": "window_end"}
+    return out
 
 
 def _is_agg(n: exp.Expression) -> bool:
