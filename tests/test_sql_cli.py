@@ -193,6 +193,18 @@ def test_cli_strategy_and_out(tmp_path: Path) -> None:
     assert a.sort_by(key).equals(b.sort_by(key)) and a.num_rows == 4
 
 
+def test_cli_table_option_and_missing_inputs(tmp_path: Path, capsys: Any) -> None:
+    _write(tmp_path)
+    q = D + "SELECT k, v FROM t WHERE v >= 2"
+    assert main(["sql", "-e", q, "--table", f"t={tmp_path}/t.parquet"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()[1:]) == ['"b",2', ',3']
+    assert main(["sql", "-f", str(tmp_path / "nope.sql")]) == 2
+    assert main(["sql", "-e", q, "--table", "t"]) == 2
+    assert main(["sql", "-e", q, "--table", f"t={tmp_path}/missing.parquet"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(err) == 3 and all(line.startswith("oop: error: ") for line in err), err
+
+
 # ---- docs/sql.md ---------------------------------------------------------------------
 def _blocks(lang: str) -> list[str]:
     text = (ROOT / "docs" / "sql.md").read_text()
