@@ -19,7 +19,10 @@ spec such as ``bounded:5s+idle:1min``; overrides the watermark clause),
 ``late`` (``drop``, ``side_output``, ``raise``), ``batch-size`` (rows per
 batch, default 65536) and ``connector`` (``filesystem`` only).
 
-Columns are read as declared (cast when the file's type differs). Types:
+Columns are read as declared (cast when the file's type differs); computed
+columns (``ts AS TO_TIMESTAMP_LTZ(epoch, 3)``, any expression of
+:mod:`oop.sql.expr`) are evaluated as the rows are read, so one can be the
+event time. Types:
 ``TIMESTAMP(p)`` (p = 0, 3, 6, 9), ``TIMESTAMP_LTZ(p)``, ``BIGINT``, ``INT``,
 ``SMALLINT``, ``TINYINT``, ``DOUBLE``, ``FLOAT``, ``STRING``/``VARCHAR``,
 ``BOOLEAN``, ``DECIMAL(p, s)``, ``DATE``.
@@ -60,6 +63,25 @@ class TableDef:
     punctuation: GeneratorConfig | None
     options: dict[str, str] = field(default_factory=dict)
     node: exp.Expression | None = None
+    #: computed columns (``ts AS TO_TIMESTAMP_LTZ(epoch, 3)``), evaluated as rows are read
+    computed: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def physical(self) -> pa.Schema:
+        """The declared columns read from the data (all but the computed ones)."""
+        return pa.schema([f for f in self.schema if f.name not in self.computed])
+
+    def complete(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (physical columns) with the computed columns, in declared order."""
+        if not self.computed:
+            return batch
+        from oop.operators.apply import evaluate_expressions
+
+        names = list(self.computed)
+        vals = dict(zip(names, evaluate_expressions(batch, list(self.computed.values()), names)))
+        cols = [vals[f.name].cast(f.type) if f.name in vals else batch.column(f.name)
+                for f in self.schema]
+        return pa.RecordBatch.from_arrays(cols, schema=self.schema)
 
     @property
     def unit(self) -> str | None:
@@ -143,15 +165,26 @@ def _table(node: exp.Create, script: Script) -> TableDef:
     name = schema_node.this.name if isinstance(schema_node, exp.Schema) else schema_node.name
     fields: list[pa.Field] = []
     wm: exp.WatermarkColumnConstraint | None = None
+    order: list[str] = []
+    computed_sql: dict[str, exp.Expression] = {}
     for col in (schema_node.expressions if isinstance(schema_node, exp.Schema) else []):
+        cons = [c.args.get("kind") for c in col.args.get("constraints") or []] \
+            if isinstance(col, exp.ColumnDef) else []
         if isinstance(col, exp.WatermarkColumnConstraint):
             wm = col
-        elif isinstance(col, exp.ColumnDef) and col.args.get("kind") is not None:
+        elif isinstance(col, exp.ColumnDef) and col.args.get("kind") is not None and not cons:
             fields.append(pa.field(col.name, arrow_type(col.args["kind"], script, col)))
+            order.append(col.name)
+        elif (isinstance(col, exp.ColumnDef) and len(cons) == 1
+              and isinstance(cons[0], exp.ComputedColumnConstraint)):
+            computed_sql[col.name] = cons[0].this
+            order.append(col.name)
         else:
-            raise script.error(f"unsupported column definition {col.sql()!r} (computed "
-                               "columns and constraints are not supported)", col)
-    schema = pa.schema(fields)
+            raise script.error(f"unsupported column definition {col.sql()!r} (constraints "
+                               "are not supported)", col)
+    computed = _computed(computed_sql, pa.schema(fields), script)
+    types = {f.name: f.type for f in fields} | {n: t for n, (_, t) in computed.items()}
+    schema = pa.schema([pa.field(n, types[n]) for n in order])
     opts = _options(node, script)
     time: str | None = opts.get("time")
     punct: GeneratorConfig | None = None
@@ -182,7 +215,28 @@ def _table(node: exp.Create, script: Script) -> TableDef:
             if opts.get("time-unit") not in ("s", "ms", "us", "ns"):
                 raise script.error(f"table {name!r}: the BIGINT event-time column {time!r} "
                                    "needs the option 'time-unit' = 's'|'ms'|'us'|'ns'", node)
-    return TableDef(name, schema, time, punct, opts, node)
+    return TableDef(name, schema, time, punct, opts, node,
+                    {n: e for n, (e, _) in computed.items()})
+
+
+def _computed(sql: dict[str, exp.Expression], physical: pa.Schema,
+              script: Script) -> dict[str, tuple[Any, pa.DataType]]:
+    """Computed columns: name -> (Arrow expression over the physical columns, result type)."""
+    if not sql:
+        return {}
+    from oop.operators.apply import evaluate_expressions
+    from oop.sql.expr import Col, Scope, to_arrow
+
+    scope = Scope([Col(None, f.name, f.name) for f in physical])
+    exprs = {n: to_arrow(e, scope, script) for n, e in sql.items()}
+    try:
+        empty = pa.RecordBatch.from_pylist([], schema=physical)
+        arrays = evaluate_expressions(empty, list(exprs.values()), list(exprs))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        first = next(iter(sql.values()))
+        raise script.error(f"cannot compute the computed columns: {str(e).splitlines()[0]}",
+                           first) from None
+    return {n: (exprs[n], a.type) for n, a in zip(exprs, arrays)}
 
 
 def read_ddl(script: Script) -> tuple[dict[str, TableDef], dict[str, exp.Expression]]:
@@ -232,19 +286,21 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
     late = t.options.get("late", "drop")
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
-        missing = [c for c in t.schema.names if c not in table.column_names]
+        missing = [c for c in t.physical.names if c not in table.column_names]
         if missing:
             raise script.error(f"table {t.name!r}: the data has no column(s) {missing}; it has "
                                f"{table.column_names}", t.node, "CREATE")
-        schema = t.schema if len(t.schema) else table.schema
+        phys = t.physical if len(t.schema) else table.schema
         try:
-            table = table.select(schema.names).cast(schema)
+            table = table.select(phys.names).cast(phys)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
             raise script.error(f"table {t.name!r}: the data does not cast to the declared "
                                f"columns ({str(e).splitlines()[0]})", t.node, "CREATE") from None
-        return Stream(Node(Source(lambda: table.to_batches(max_chunksize=rows), time=t.time,
-                                  unit=t.unit or "ms", punctuation=t.punctuation, late=late,
-                                  schema=schema, name=t.name)))
+        schema = t.schema if len(t.schema) else table.schema
+        return Stream(Node(Source(
+            lambda: (t.complete(b) for b in table.to_batches(max_chunksize=rows)),
+            time=t.time, unit=t.unit or "ms", punctuation=t.punctuation, late=late,
+            schema=schema, name=t.name)))
     path = data if data is not None else t.options.get("path")
     if path is None:
         raise script.error(f"table {t.name!r} has no data: give the option 'path' or pass "
@@ -252,10 +308,11 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
     from oop.io.files import FileSource
     from oop.io.protocol import END
 
-    cols = t.schema.names or None
+    cols = t.physical.names or None
     fs = FileSource(Path(path), format=t.options.get("format"), columns=cols, name=t.name)
     file_schema = fs.open()
     fs.close()
+    phys = t.physical if len(t.schema) else file_schema
     schema = t.schema if len(t.schema) else file_schema
 
     def feed() -> Iterator[pa.RecordBatch]:
@@ -264,7 +321,7 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
         try:
             while (b := src.poll(rows)) is not END:
                 if isinstance(b, pa.RecordBatch):
-                    yield _cast(b, schema)
+                    yield t.complete(_cast(b, phys))
         finally:
             src.close()
 

@@ -10,7 +10,7 @@ Supported: column references, numeric / string / boolean / NULL literals,
 ``+ - * /`` and unary minus, comparisons, ``AND OR NOT``, ``IS [NOT] NULL``,
 ``[NOT] IN (literals)``, ``[NOT] BETWEEN``, ``[NOT] LIKE`` / ``ILIKE``,
 ``CAST(x AS type)``, ``CASE WHEN``, ``IF``, ``COALESCE``, ``UPPER``,
-``LOWER``, ``ABS``, ``CHAR_LENGTH`` and ``||``. SQL's three-valued logic
+``LOWER``, ``ABS``, ``CHAR_LENGTH``, ``||`` and ``TO_TIMESTAMP_LTZ(epoch, 0|3)``. SQL's three-valued logic
 holds: a predicate that is NULL drops the row, as FALSE does.
 """
 
@@ -151,6 +151,18 @@ def to_arrow(node: exp.Expression, scope: Scope, script: Script) -> pc.Expressio
             return pc.coalesce(go(n.this), *(go(e) for e in n.expressions))
         if isinstance(n, exp.DPipe):
             return pc.binary_join_element_wise(go(n.this), go(n.expression), pc.scalar(""))
+        if isinstance(n, exp.Anonymous) and str(n.this).upper() in ("TO_TIMESTAMP_LTZ",
+                                                                    "TO_TIMESTAMP"):
+            args = n.expressions
+            p = args[1] if len(args) == 2 else None
+            if (p is None and str(n.this).upper() == "TO_TIMESTAMP_LTZ") or (
+                    p is not None and not (isinstance(p, exp.Literal) and p.name in ("0", "3"))):
+                raise script.error("TO_TIMESTAMP_LTZ(epoch, 0|3) takes seconds (0) or "
+                                   "milliseconds (3)", n)
+            if p is None:
+                raise script.error("TO_TIMESTAMP(string) is not supported; declare the column "
+                                   "TIMESTAMP(3)", n)
+            return go(args[0]).cast(pa.timestamp("s" if p.name == "0" else "ms", "UTC"))
         name = n.sql_name() if hasattr(n, "sql_name") else type(n).__name__
         if isinstance(n, exp.Anonymous):
             name = str(n.this).upper()
