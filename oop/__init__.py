@@ -61,6 +61,16 @@ from oop.window import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """Lazy attributes: ``oop.sql`` (streaming SQL, :mod:`oop.sql`; imports sqlglot on first use)."""
+    if name == "sql":
+        import importlib
+
+        return importlib.import_module("oop.sql")
+    raise AttributeError(f"module 'oop' has no attribute {name!r}")
+
+
 __all__ = [
     "Stream",
     "from_arrow",
@@ -96,6 +106,7 @@ __all__ = [
     "PartitionedRows",
     "SlideByTuple",
     "agg",
+    "sql",
     "OopError",
     "ConfigError",
     "EmptyInputError",

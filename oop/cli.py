@@ -25,6 +25,7 @@ __all__ = ["main", "build_parser", "SUBCOMMANDS"]
 #: modules providing ``register(subparsers)``, in help order
 SUBCOMMANDS: tuple[str, ...] = (
     "oop.replay.cli",
+    "oop.sql.cli",
     "oop.experiments.cli",
 )
 

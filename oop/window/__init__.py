@@ -6,6 +6,7 @@ Window kinds (frozen dataclasses, sizes as ``"10s"`` or ints in the time unit)::
 
     Tumbling(size, origin=0)              Sliding(range, slide, origin=0)
     Landmark(slide, origin=0)             RowSliding(range, slide)        # arrival rows
+    Cumulate(step, size, origin=0)        # Flink CUMULATE: [k*size, k*size + j*step)
     PartitionedRows(range, slide)         SlideByTuple(range, slide_rows=1)
 
 each with ``extent(wid) -> (start, end)`` (half-open, the reference),
@@ -48,6 +49,7 @@ from oop.window import aggregates as agg
 from oop.window.aggregate import WindowAggregate, choose_method
 from oop.window.aggregates import Agg
 from oop.window.bucket import Bucket
+from oop.window.cumulate import Cumulate
 from oop.window.kinds import (
     Landmark,
     PartitionedRows,
@@ -70,6 +72,7 @@ __all__ = [
     "RowSliding",
     "PartitionedRows",
     "SlideByTuple",
+    "Cumulate",
     "WindowAggregate",
     "PanedWID",
     "Bucket",

@@ -1,0 +1,329 @@
+"""``CREATE TABLE`` / ``CREATE VIEW``: table definitions and the source streams they give.
+
+A table::
+
+    CREATE TABLE clicks (
+      ts   TIMESTAMP(3),            -- or BIGINT with 'time-unit' = 'ms'
+      user STRING,
+      len  BIGINT,
+      WATERMARK FOR ts AS ts - INTERVAL '5' SECOND     -- BoundedDelay('5s'); `AS ts`: Ordered()
+    ) WITH ('path' = 'clicks/', 'format' = 'parquet')
+
+``WITH`` options: ``path`` (a file or folder, read by
+:class:`~oop.io.files.FileSource`; or give the data in ``tables=``),
+``format`` (``parquet``, ``csv``, ``ndjson``/``json``, ``arrow``; default by
+extension), ``time-unit`` (``s``/``ms``/``us``/``ns``, for an integer time
+column), ``punctuation`` (a :func:`~oop.punctuation.spec.parse_punctuation`
+spec such as ``bounded:5s+idle:1min``; overrides the watermark clause),
+``time`` (the event-time column when there is no watermark clause),
+``late`` (``drop``, ``side_output``, ``raise``), ``batch-size`` (rows per
+batch, default 65536) and ``connector`` (``filesystem`` only).
+
+Columns are read as declared (cast when the file's type differs); computed
+columns (``ts AS TO_TIMESTAMP_LTZ(epoch, 3)``, any expression of
+:mod:`oop.sql.expr`) are evaluated as the rows are read, so one can be the
+event time. Types:
+``TIMESTAMP(p)`` (p = 0, 3, 6, 9), ``TIMESTAMP_LTZ(p)``, ``BIGINT``, ``INT``,
+``SMALLINT``, ``TINYINT``, ``DOUBLE``, ``FLOAT``, ``STRING``/``VARCHAR``,
+``BOOLEAN``, ``DECIMAL(p, s)``, ``DATE``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+from sqlglot import exp
+
+from oop.errors import OopError
+from oop.punctuation import BoundedDelay, Ordered, parse_punctuation
+from oop.punctuation.base import GeneratorConfig
+from oop.sql.parse import Script
+
+__all__ = ["TableDef", "read_ddl", "interval_spec", "source_stream", "arrow_type"]
+
+_OPTIONS = ("path", "format", "time-unit", "punctuation", "time", "late", "batch-size",
+            "connector")
+_UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d",
+          "MICROSECOND": "us", "NANOSECOND": "ns"}
+_TS_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
+_FORMATS = {"parquet": "parquet", "csv": "csv", "ndjson": "ndjson", "json": "ndjson",
+            "arrow": "arrow"}
+
+
+@dataclass
+class TableDef:
+    """One ``CREATE TABLE``: columns, event time, punctuation and options."""
+
+    name: str
+    schema: pa.Schema
+    time: str | None
+    punctuation: GeneratorConfig | None
+    options: dict[str, str] = field(default_factory=dict)
+    node: exp.Expression | None = None
+    #: computed columns (``ts AS TO_TIMESTAMP_LTZ(epoch, 3)``), evaluated as rows are read
+    computed: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def physical(self) -> pa.Schema:
+        """The declared columns read from the data (all but the computed ones)."""
+        return pa.schema([f for f in self.schema if f.name not in self.computed])
+
+    def complete(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """``batch`` (physical columns) with the computed columns, in declared order."""
+        if not self.computed:
+            return batch
+        from oop.operators.apply import evaluate_expressions
+
+        names = list(self.computed)
+        vals = dict(zip(names, evaluate_expressions(batch, list(self.computed.values()), names)))
+        cols = [vals[f.name].cast(f.type) if f.name in vals else batch.column(f.name)
+                for f in self.schema]
+        return pa.RecordBatch.from_arrays(cols, schema=self.schema)
+
+    @property
+    def unit(self) -> str | None:
+        """The event-time unit: the timestamp type's, else the ``time-unit`` option."""
+        if self.time is None:
+            return None
+        t = self.schema.field(self.time).type
+        return t.unit if pa.types.is_timestamp(t) else self.options.get("time-unit")
+
+
+def interval_spec(node: exp.Expression, script: Script) -> str:
+    """``INTERVAL '5' SECOND`` -> ``"5s"`` (a duration spec of :func:`parse_duration`)."""
+    if not isinstance(node, exp.Interval):
+        raise script.error(f"expected an INTERVAL like INTERVAL '5' SECOND, got {node.sql()!r}",
+                           node)
+    value = node.this.name if isinstance(node.this, exp.Literal) else node.this.sql()
+    unit = node.args.get("unit")
+    text = unit.name if unit is not None else ""
+    if not text and " " in value.strip():
+        value, text = value.strip().split(None, 1)
+    u = text.upper().rstrip("S") if text.upper() not in ("S", "MS") else text.upper()
+    if u not in _UNITS:
+        raise script.error(f"unsupported interval unit {text or '(none)'!r}; use MILLISECOND, "
+                           "SECOND, MINUTE, HOUR or DAY", node)
+    try:
+        float(value)
+    except ValueError:
+        raise script.error(f"interval value {value!r} is not a number", node) from None
+    return f"{value.strip()}{_UNITS[u]}"
+
+
+def arrow_type(dt: exp.DataType, script: Script, at: exp.Expression | None = None) -> pa.DataType:
+    """The Arrow type of a declared SQL column type (errors point at ``at``, else ``dt``)."""
+    T = exp.DataType.Type
+    params = [int(p.this.name) for p in dt.expressions if isinstance(p, exp.DataTypeParam)
+              and isinstance(p.this, exp.Literal)]
+    t = dt.this
+    if t in (T.TIMESTAMP, T.TIMESTAMPLTZ, T.TIMESTAMPTZ, T.DATETIME):
+        p = params[0] if params else 3 if t != T.TIMESTAMP else 6
+        if p not in _TS_UNIT:
+            raise script.error(f"TIMESTAMP({p}): use precision 0, 3, 6 or 9", at or dt)
+        return pa.timestamp(_TS_UNIT[p], "UTC" if t != T.TIMESTAMP and t != T.DATETIME else None)
+    simple = {T.BIGINT: pa.int64(), T.INT: pa.int32(), T.SMALLINT: pa.int16(),
+              T.TINYINT: pa.int8(), T.DOUBLE: pa.float64(), T.FLOAT: pa.float32(),
+              T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
+              T.BOOLEAN: pa.bool_(), T.DATE: pa.date32()}
+    if t in simple:
+        return simple[t]
+    if t == T.DECIMAL:
+        p, s = (params + [10, 0])[:2] if params else (10, 0)
+        return pa.decimal128(p, s)
+    raise script.error(f"unsupported column type {dt.sql()!r}", at or dt)
+
+
+def _options(node: exp.Create, script: Script) -> dict[str, str]:
+    props = node.args.get("properties")
+    out: dict[str, str] = {}
+    for p in (props.expressions if props is not None else []):
+        if not isinstance(p, exp.Property) or not isinstance(p.this, exp.Literal):
+            raise script.error(f"unsupported table property {p.sql()!r}; write WITH "
+                               "('key' = 'value', ...)", p)
+        key = p.this.name.lower()
+        if key not in _OPTIONS:
+            raise script.error(f"unknown table option {key!r}; the options are "
+                               f"{', '.join(_OPTIONS)}", p)
+        out[key] = p.args["value"].name if isinstance(p.args.get("value"), exp.Literal) \
+            else p.args["value"].sql()
+    if out.get("connector", "filesystem").lower() != "filesystem":
+        raise script.error(f"connector {out['connector']!r} is not available; use 'path' (files)",
+                           node)
+    if "format" in out:
+        fmt = out["format"].lower()
+        if fmt not in _FORMATS:
+            raise script.error(f"format {fmt!r}: use parquet, csv, ndjson or arrow", node)
+        out["format"] = _FORMATS[fmt]
+    return out
+
+
+def _table(node: exp.Create, script: Script) -> TableDef:
+    schema_node = node.this
+    name = schema_node.this.name if isinstance(schema_node, exp.Schema) else schema_node.name
+    fields: list[pa.Field] = []
+    wm: exp.WatermarkColumnConstraint | None = None
+    order: list[str] = []
+    computed_sql: dict[str, exp.Expression] = {}
+    for col in (schema_node.expressions if isinstance(schema_node, exp.Schema) else []):
+        cons = [c.args.get("kind") for c in col.args.get("constraints") or []] \
+            if isinstance(col, exp.ColumnDef) else []
+        if isinstance(col, exp.WatermarkColumnConstraint):
+            wm = col
+        elif isinstance(col, exp.ColumnDef) and col.args.get("kind") is not None and not cons:
+            fields.append(pa.field(col.name, arrow_type(col.args["kind"], script, col)))
+            order.append(col.name)
+        elif (isinstance(col, exp.ColumnDef) and len(cons) == 1
+              and isinstance(cons[0], exp.ComputedColumnConstraint)):
+            computed_sql[col.name] = cons[0].this
+            order.append(col.name)
+        else:
+            raise script.error(f"unsupported column definition {col.sql()!r} (constraints "
+                               "are not supported)", col)
+    computed = _computed(computed_sql, pa.schema(fields), script)
+    types = {f.name: f.type for f in fields} | {n: t for n, (_, t) in computed.items()}
+    schema = pa.schema([pa.field(n, types[n]) for n in order])
+    opts = _options(node, script)
+    time: str | None = opts.get("time")
+    punct: GeneratorConfig | None = None
+    if wm is not None:
+        time = wm.this.name
+        e = wm.expression
+        if isinstance(e, exp.Column) and e.name == time:
+            punct = Ordered()
+        elif (isinstance(e, exp.Sub) and isinstance(e.this, exp.Column) and e.this.name == time
+              and isinstance(e.expression, exp.Interval)):
+            punct = BoundedDelay(interval_spec(e.expression, script))
+        else:
+            raise script.error(f"unsupported WATERMARK expression {e.sql()!r}; write "
+                               f"`{time} - INTERVAL 'n' SECOND` or `{time}`", wm)
+    if "punctuation" in opts:
+        try:
+            punct = parse_punctuation(opts["punctuation"])
+        except OopError as err:
+            raise script.error(str(err), node) from None
+    if time is not None and fields and time not in schema.names:
+        raise script.error(f"table {name!r}: event-time column {time!r} is not declared", wm)
+    if time is not None and fields:
+        t = schema.field(time).type
+        if not pa.types.is_timestamp(t):
+            if not pa.types.is_integer(t):
+                raise script.error(f"table {name!r}: event-time column {time!r} is {t}; use "
+                                   "TIMESTAMP(3) or BIGINT with 'time-unit'", wm)
+            if opts.get("time-unit") not in ("s", "ms", "us", "ns"):
+                raise script.error(f"table {name!r}: the BIGINT event-time column {time!r} "
+                                   "needs the option 'time-unit' = 's'|'ms'|'us'|'ns'", node)
+    return TableDef(name, schema, time, punct, opts, node,
+                    {n: e for n, (e, _) in computed.items()})
+
+
+def _computed(sql: dict[str, exp.Expression], physical: pa.Schema,
+              script: Script) -> dict[str, tuple[Any, pa.DataType]]:
+    """Computed columns: name -> (Arrow expression over the physical columns, result type)."""
+    if not sql:
+        return {}
+    from oop.operators.apply import evaluate_expressions
+    from oop.sql.expr import Col, Scope, to_arrow
+
+    scope = Scope([Col(None, f.name, f.name) for f in physical])
+    exprs = {n: to_arrow(e, scope, script) for n, e in sql.items()}
+    try:
+        empty = pa.RecordBatch.from_pylist([], schema=physical)
+        arrays = evaluate_expressions(empty, list(exprs.values()), list(exprs))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        first = next(iter(sql.values()))
+        raise script.error(f"cannot compute the computed columns: {str(e).splitlines()[0]}",
+                           first) from None
+    return {n: (exprs[n], a.type) for n, a in zip(exprs, arrays)}
+
+
+def read_ddl(script: Script) -> tuple[dict[str, TableDef], dict[str, exp.Expression]]:
+    """The tables and views (name -> SELECT) declared by the script's DDL statements."""
+    tables: dict[str, TableDef] = {}
+    views: dict[str, exp.Expression] = {}
+    for node in script.ddl:
+        kind = str(node.args.get("kind") or "").upper()
+        if kind == "TABLE":
+            if node.expression is not None:
+                raise script.error("CREATE TABLE ... AS SELECT is not supported; use "
+                                   "CREATE VIEW", node, "CREATE")
+            t = _table(node, script)  # type: ignore[arg-type]
+            name = t.name
+            tables[name] = t
+        elif kind == "VIEW":
+            name = node.this.name
+            views[name] = node.expression
+        else:
+            raise script.error(f"unsupported statement CREATE {kind}; use CREATE TABLE or "
+                               "CREATE VIEW", node, "CREATE")
+        if list(tables).count(name) + list(views).count(name) > 1 or (
+                name in tables and name in views):
+            raise script.error(f"{name!r} is declared twice", node, "CREATE")
+    return tables, views
+
+
+def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    if batch.schema.equals(schema):
+        return batch
+    cols = [batch.column(f.name).cast(f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(cols, schema=schema)
+
+
+def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script) -> Any:
+    """The oop source Stream of table ``t`` over ``data`` (a pa.Table, a path, or None:
+    the ``path`` option)."""
+    from oop.plan.executor import Node
+    from oop.plan.source import Source
+    from oop.stream.api import Stream
+
+    if t.time is None or t.punctuation is None:
+        raise script.error(f"table {t.name!r} has no event time: add WATERMARK FOR col AS "
+                           "col - INTERVAL 'n' SECOND (or the options 'time' and "
+                           "'punctuation')", t.node, "CREATE")
+    rows = int(t.options.get("batch-size", batch_size or 65_536))
+    late = t.options.get("late", "drop")
+    if isinstance(data, (pa.Table, pa.RecordBatch)):
+        table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
+        missing = [c for c in t.physical.names if c not in table.column_names]
+        if missing:
+            raise script.error(f"table {t.name!r}: the data has no column(s) {missing}; it has "
+                               f"{table.column_names}", t.node, "CREATE")
+        phys = t.physical if len(t.schema) else table.schema
+        try:
+            table = table.select(phys.names).cast(phys)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+            raise script.error(f"table {t.name!r}: the data does not cast to the declared "
+                               f"columns ({str(e).splitlines()[0]})", t.node, "CREATE") from None
+        schema = t.schema if len(t.schema) else table.schema
+        return Stream(Node(Source(
+            lambda: (t.complete(b) for b in table.to_batches(max_chunksize=rows)),
+            time=t.time, unit=t.unit or "ms", punctuation=t.punctuation, late=late,
+            schema=schema, name=t.name)))
+    path = data if data is not None else t.options.get("path")
+    if path is None:
+        raise script.error(f"table {t.name!r} has no data: give the option 'path' or pass "
+                           f"tables={{{t.name!r}: ...}}", t.node, "CREATE")
+    from oop.io.files import FileSource
+    from oop.io.protocol import END
+
+    cols = t.physical.names or None
+    fs = FileSource(Path(path), format=t.options.get("format"), columns=cols, name=t.name)
+    file_schema = fs.open()
+    fs.close()
+    phys = t.physical if len(t.schema) else file_schema
+    schema = t.schema if len(t.schema) else file_schema
+
+    def feed() -> Iterator[pa.RecordBatch]:
+        src = FileSource(Path(path), format=t.options.get("format"), columns=cols, name=t.name)
+        src.open()
+        try:
+            while (b := src.poll(rows)) is not END:
+                if isinstance(b, pa.RecordBatch):
+                    yield t.complete(_cast(b, phys))
+        finally:
+            src.close()
+
+    return Stream(Node(Source(feed, time=t.time, unit=t.unit or "ms", punctuation=t.punctuation,
+                              late=late, schema=schema, name=t.name)))
