@@ -151,6 +151,11 @@ class FileSource:
         assert fmt is not None
         schema, batches = self._guard(rel, lambda: open_file(path, fmt, 0, _MIN_CHUNK))
         batches.close()  # type: ignore[attr-defined]
+        dups = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if dups:
+            raise SchemaMismatchError(
+                f"{self._where(rel)}: duplicate column name(s) {dups}; rename them (e.g. in "
+                "the CSV header) so that every column can be told apart")
         if self.columns is not None:
             missing = [c for c in self.columns if c not in schema.names]
             if missing:

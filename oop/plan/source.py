@@ -29,6 +29,7 @@ from oop.io.protocol import IDLE
 from oop.errors import (
     ConfigError,
     EmptyInputError,
+    LateTupleError,
     NullTimeError,
     PunctuationOrderError,
     SchemaMismatchError,
@@ -73,6 +74,7 @@ class Source(Operator):
         name: str = "source",
         resumable: bool = True,
         connector: Any = None,
+        max_ahead: str | int | None = None,
     ) -> None:
         super().__init__(name)
         self.feed = feed
@@ -90,6 +92,8 @@ class Source(Operator):
         self.cadence: int | None = None
         self._silent = False  # the last pull found a live feed with nothing to deliver
         self.connector = connector  # an oop.io SourceConnector, when the feed polls one
+        self.max_ahead_spec = max_ahead
+        self.max_ahead: int | None = None  # in the time column's unit, set at open
         self._reset_segment()
         self._iter: Iterator[FeedItem] | None = None
         self._first: FeedItem | None = None
@@ -112,11 +116,21 @@ class Source(Operator):
                     f"source {self.name!r}: the input has no batches and no schema was declared; "
                     "pass schema=... to replay an empty input"
                 )
+        dups = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if dups:
+            raise SchemaMismatchError(
+                f"source {self.name!r}: the input has duplicate column name(s) {dups}; "
+                "rename them (e.g. in the CSV header) so that every column can be told apart")
         spec = check_time_column(schema, self.time, self.name)
         if spec is not None:  # Arrow timestamp: its own unit wins
             self.unit = spec.unit
         tspec = TimeSpec(self.time, self.unit)
         config, self.cadence = cadence_of(self.punctuation_config)
+        if self.max_ahead_spec is not None:
+            self.max_ahead = tspec.duration(self.max_ahead_spec)
+            if self.max_ahead < 0:
+                raise ConfigError(f"source {self.name!r}: max_ahead must be >= 0, got "
+                                  f"{self.max_ahead_spec!r}")
         self.generator = config.build(tspec)
         self._reset_segment()
         self.inputs = []
@@ -245,6 +259,8 @@ class Source(Operator):
         assert self.generator is not None
         batch = self._route_null_times(batch)
         times = time_values(batch, self.time, self.name)
+        if self.max_ahead is not None and self.lwm.value != INT64_MIN and len(times):
+            batch, times = self._route_ahead(batch, times)
         bound = self.lwm.value
         extra = self.generator.late_bound()
         if extra is not None and extra > bound:
@@ -283,6 +299,27 @@ class Source(Operator):
             self._seg_times.append(times)
             return [on_time]
         return []
+
+    def _route_ahead(self, batch: pa.RecordBatch, times: np.ndarray
+                     ) -> tuple[pa.RecordBatch, np.ndarray]:
+        """The ``max_ahead`` guard: rows further ahead of the punctuation than that (a bad
+        clock) do not reach the generator and follow the late policy, counted as ``ahead``."""
+        assert self.max_ahead is not None
+        limit = self.lwm.value + self.max_ahead
+        if int(times.max()) <= limit:
+            return batch, times
+        mask = times > limit
+        if self.late_policy is LatePolicy.RAISE:
+            i = int(np.argmax(mask))
+            raise LateTupleError(
+                f"source {self.name!r}: {self.time}={int(times[i])} is more than max_ahead "
+                f"({self.max_ahead_spec}) ahead of the punctuation {self.lwm.value}; fix the "
+                "clock of the feed, raise --max-ahead, or choose --late drop or side")
+        policy = LatePolicy.SIDE_OUTPUT if self.late_policy is LatePolicy.SIDE_OUTPUT \
+            else LatePolicy.DROP
+        self.route_late(batch.filter(pa.array(mask)), policy, counted_as="ahead")
+        keep = ~mask
+        return batch.filter(pa.array(keep)), times[keep]
 
     def _close_segment(self) -> list[Element]:
         """Give the segment's rows to the generator (late ones first) and punctuate."""

@@ -110,6 +110,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help=f"checkpoint interval: {AMOUNT_HELP} (default 1min)")
     p.add_argument("--keep-checkpoints", type=int, default=3,
                    help="checkpoints kept in --checkpoint-dir (default 3)")
+    p.add_argument("--max-ahead", metavar="DUR",
+                   help="a tuple further ahead of the punctuation than DUR (a bad clock) does "
+                        "not advance it and follows --late, counted as 'ahead' (default: no "
+                        "guard: one row a year ahead makes every later row late)")
+    p.add_argument("--max-state", metavar="BYTES",
+                   help="stop with a one-line error before the operators' state would exceed "
+                        "this (e.g. 2GiB; default: half the memory this process may use, "
+                        "cgroup limits included)")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     g = p.add_argument_group("Spark (needs the 'spark' extra and Java)")
     g.add_argument("--spark", action="store_true", help="read and replay through PySpark")
@@ -126,6 +134,10 @@ def check_args(args: argparse.Namespace) -> None:
     if not args.punctuation:
         raise ConfigError(f"--punctuation is required: it decides which tuples count as late "
                           f"(e.g. bounded:5s); choose {SPEC_HELP}")
+    base = args.punctuation.split("+")[0].strip().lower()
+    if base == "external":
+        raise ConfigError("--punctuation external needs the marker column (external:COLUMN): "
+                          "files, stdin and Redis carry no punctuation records of their own")
     if args.batch_size is None or args.batch_size < 1:
         raise ConfigError(f"--batch-size {args.batch_size}: give a row count of at least 1")
     if args.allowed_lateness is not None and args.late != "update":
@@ -193,7 +205,8 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
     late = "side_output" if args.late == "side" else args.late
     src = oop.from_connector(conn, time=args.time, unit=args.time_unit,
                              punctuation=punctuation_spec(args), late=late,
-                             batch_size=args.batch_size, name="input")
+                             batch_size=args.batch_size, name="input",
+                             max_ahead=args.max_ahead)
     schema = src.node.op.declared_schema
     unit = args.time_unit
     if schema is not None:
@@ -267,7 +280,9 @@ def run_replay(args: argparse.Namespace) -> int:
     late = LateWriter(open_output(args.late_out, None, "late-out")) if args.late_out else None
     ex, _ = stream.executor(terminal=writer)
     job = Job(ex, writer, late, options)
-    with compile_timer() as jit:
+    from oop.limits import state_budget
+
+    with compile_timer() as jit, state_budget(_max_state(args)):
         job.open()
         outcome = job.run()
     wall = _time.perf_counter() - t0
@@ -278,6 +293,31 @@ def run_replay(args: argparse.Namespace) -> int:
         return outcome.code
     _report(args, summary, jit.seconds)
     return outcome.code
+
+
+def _max_state(args: argparse.Namespace) -> int | None:
+    """``--max-state`` in bytes (None: the default budget)."""
+    if args.max_state is None:
+        from oop.limits import default_state_limit
+
+        return default_state_limit()
+    return parse_bytes(args.max_state, "--max-state")
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "k": 2**10,
+               "m": 2**20, "g": 2**30}
+
+
+def parse_bytes(text: str, flag: str) -> int:
+    """``2GiB``, ``500MB``, ``1048576`` -> bytes; a one-line error otherwise."""
+    import re
+
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", str(text))
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _BYTE_UNITS or float(m.group(1)) <= 0:
+        raise ConfigError(f"{flag} {text!r}: give a size such as 2GiB, 500MB or 1048576")
+    return int(float(m.group(1)) * _BYTE_UNITS[unit])
 
 
 def _with_cadence(spec: str) -> str:

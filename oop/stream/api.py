@@ -414,9 +414,11 @@ def _source(
     name: str,
     resumable: bool = True,
     connector: Any = None,
+    max_ahead: str | int | None = None,
 ) -> Stream:
     src = Source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
-                 schema=schema, name=name, resumable=resumable, connector=connector)
+                 schema=schema, name=name, resumable=resumable, connector=connector,
+                 max_ahead=max_ahead)
     return Stream(Node(src))
 
 
@@ -519,6 +521,7 @@ def from_connector(
     batch_size: int = DEFAULT_BATCH_SIZE,
     poll_timeout: float = 0.2,
     name: str | None = None,
+    max_ahead: str | int | None = None,
 ) -> Stream:
     """A stream over an :mod:`oop.io` connector (a file or folder, standard input, a socket,
     a Redis stream): batches of at most ``batch_size`` rows are polled as they come.
@@ -526,7 +529,9 @@ def from_connector(
     A live connector that has nothing after ``poll_timeout`` seconds makes the source
     idle for that round (its punctuation segment closes, idle rules run). The source's
     checkpoint holds the connector's offset, and a restore seeks to it. The connector
-    is opened here (its schema, when known, is the stream's).
+    is opened here (its schema, when known, is the stream's). ``max_ahead`` (a duration):
+    a tuple further ahead of the source's punctuation than that -- a bad clock -- does not
+    advance it and follows the late policy, counted as ``ahead``.
     """
     from oop.io.protocol import END
 
@@ -545,7 +550,8 @@ def from_connector(
 
     return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
                    schema=schema, name=name or connector.name,
-                   resumable=bool(connector.resumable), connector=connector)
+                   resumable=bool(connector.resumable), connector=connector,
+                   max_ahead=max_ahead)
 
 
 def from_socket(
