@@ -63,6 +63,7 @@ class JobOptions:
     checkpoint_every: Amount | None = None
     keep_checkpoints: int = 3
     late_warn_fraction: float = 0.01
+    held_back_warn_s: float = 30.0  # warn when one input holds back a union this long
     manifest: dict[str, Any] = field(default_factory=dict)
     on_round: Callable[[int], None] | None = None  # called after every executor round
     prefix: str = "oop replay"  # what stderr lines start with
@@ -192,12 +193,14 @@ class Job:
         ck_rows, ck_time = self._rows(), _time.monotonic()
         m_rows, m_time = self._rows(), _time.monotonic()
         idle_stopped = False
+        watch = FeedWatch(self.ex.sources, opt.held_back_warn_s, self._say)
         for r in self.ex.steps():
             if opt.on_round is not None:
                 opt.on_round(r)
             now, rows = _time.monotonic(), self._rows()
             if rows != last_rows:
                 last_rows, last_data = rows, now
+            watch.check(now)
             if opt.progress and now >= next_progress:
                 self._progress(now)
                 next_progress = now + opt.progress_every
@@ -342,3 +345,66 @@ def ensure_parent(path: str | None, flag: str) -> None:
 
         raise ConfigError(f"{flag} {path}: no folder {parent}; create it first")
 
+
+
+#: event times beyond this many seconds from the epoch (the year 3000) are implausible
+_PLAUSIBLE_S = 32_503_680_000
+
+
+class FeedWatch:
+    """Warnings about a feed while it runs, each said once on stderr:
+
+    * an input of a union whose punctuation has not moved for ``held_back_s`` of wall
+      time while another input's has: it holds back every window downstream and its
+      state grows; the remedy is an idle rule (``+idle:DUR`` or ``+idle-wall:DUR``);
+    * event times implausible for the declared unit (beyond the year 3000 once
+      converted, e.g. epoch milliseconds declared ``--time-unit s``).
+    """
+
+    def __init__(self, sources: list[Any], held_back_s: float,
+                 say: Any) -> None:
+        self.sources = sources
+        self.held_back_s = held_back_s
+        self.say = say
+        now = _time.monotonic()
+        self.last = {s.op.name: (s.op.lwm.value, now) for s in sources}
+        self.warned: set[str] = set()
+        self.unit_checked = False
+
+    def check(self, now: float) -> None:
+        """O(sources) per round."""
+        if not self.unit_checked:
+            self._unit()
+        if len(self.sources) < 2:
+            return
+        moved = False
+        for s in self.sources:
+            v, t = self.last[s.op.name]
+            if s.op.lwm.value != v:
+                self.last[s.op.name] = (s.op.lwm.value, now)
+                moved = True
+        if not moved and all(now - t < self.held_back_s for _, t in self.last.values()):
+            return
+        newest = max(t for _, t in self.last.values())
+        for s in self.sources:
+            name = s.op.name
+            _, t = self.last[name]
+            late_by = newest - t
+            if name not in self.warned and not s.op.exhausted and late_by >= self.held_back_s:
+                self.warned.add(name)
+                self.say(f"warning: input {name!r} has not advanced its punctuation for "
+                         f"{late_by:.0f}s while other inputs did: it holds back every "
+                         "window of the union and its state grows; give it an idle rule "
+                         "(--punctuation ...+idle-wall:30s or +idle:DUR)")
+
+    def _unit(self) -> None:
+        for s in self.sources:
+            hwm = s.op.hwm.value
+            if hwm == INT64_MIN:
+                return
+            unit_ns = UNIT_NS.get(s.op.unit, 1)
+            if abs(hwm) / (1e9 / unit_ns) > _PLAUSIBLE_S:
+                self.say(f"warning: input {s.op.name!r}: time {hwm} in unit {s.op.unit!r} is "
+                         "beyond the year 3000; is --time-unit right (epoch milliseconds "
+                         "declared as seconds)?")
+        self.unit_checked = True
