@@ -57,3 +57,10 @@ def test_epoch_milliseconds_declared_as_seconds_warn(tmp_path, capsys):
                "--time-unit", "ms", "--window", "tumbling:1h", "--agg", "count",
                "--punctuation", "bounded:0", "--out", str(tmp_path / "o2.parquet"), "--quiet"])
     assert rc == 0 and "year 3000" not in capsys.readouterr().err
+
+
+def test_experiments_set_with_an_unknown_name_is_refused(tmp_path, capsys):
+    rc = main(["experiments", "run", "fig6-11", "--tiny", "--set", "slackz_ms=[1]",
+               "--out", str(tmp_path)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "slackz_ms" in err[0] and "slacks_ms" in err[0]

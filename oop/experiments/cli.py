@@ -64,6 +64,28 @@ def _parse_sets(items: list[str]) -> dict:
     return out
 
 
+def accepted_params(exp: object) -> set[str]:
+    """The parameter names an experiment reads (``ctx.param("NAME", ...)`` in its module)."""
+    import inspect
+    import re
+
+    module = inspect.getmodule(getattr(exp, "run", None))
+    src = inspect.getsource(module) if module is not None else ""
+    return set(re.findall(r"""ctx\.param\(\s*["']([A-Za-z_][A-Za-z0-9_]*)["']""", src))
+
+
+def _check_params(params: dict, exps: list) -> None:
+    """Refuse ``--set`` names that none of the chosen experiments reads (one line)."""
+    from oop.errors import ConfigError
+
+    known = set().union(*(accepted_params(e) for e in exps)) if exps else set()
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise ConfigError(f"--set {', '.join(unknown)}: no chosen experiment reads "
+                          f"{'it' if len(unknown) == 1 else 'them'}; they take "
+                          f"{', '.join(sorted(known)) or 'no parameters'}")
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from oop.experiments.registry import discover
 
@@ -85,11 +107,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     reg = discover()
     names = reg.resolve(list(args.names))
+    params = _parse_sets(args.set)
+    _check_params(params, [reg.experiments[n] for n in names])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(quick=bool(args.quick), seed=int(args.seed), out_dir=out,
                      progress=tqdm_progress(disable=args.no_progress), tiny=bool(args.tiny),
-                     params=_parse_sets(args.set))
+                     params=params)
     t0 = time.perf_counter()
     records = run_all(reg, names, ctx, show_progress=not args.no_progress)
     total = time.perf_counter() - t0
