@@ -471,7 +471,7 @@ class DenseEagerStore:
         return {k: (v.copy() if isinstance(v, np.ndarray) else
                     [[x.copy() for x in l] for l in v] if k == "lanes" else v)
                 for k, v in self.__dict__.items()
-                if k not in ("aggs", "dtypes", "_ones_buf", "_zeros_buf", "_slot_buf")}
+                if k not in ("aggs", "dtypes", "_ones_buf", "_zeros_buf", "_slot_buf", "guard")}
 
     def restore(self, state: Any) -> None:
         for k, v in state.items():
