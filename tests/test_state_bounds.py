@@ -224,10 +224,10 @@ def _oracle_in_chunks(t: pa.Table, kind, aggs, chunk: int = 20_000) -> pa.Table:
     (Sliding(5000, 1000), "paned", True, SUMS),
 ], ids=["tumbling-str", "tumbling-int-median", "sliding-wid", "sliding-paned", "sliding-paned-str"])
 def test_never_repeating_keys_keep_state_bounded(kind, method, strings, aggs):
-    """200k session ids, 200 per second: the open windows hold ~200 x (range + lag + a batch)
+    """100k session ids, 200 per second: the open windows hold ~200 x (range + lag + a batch)
     keys; peak state items stay within a small multiple of that, not 200k, and the results
     equal the oracle."""
-    n = 200_000
+    n = 100_000
     t, items = _session_feed(n, strings)
     from oop.window import WindowAggregate
 
@@ -238,7 +238,7 @@ def test_never_repeating_keys_keep_state_bounded(kind, method, strings, aggs):
     open_keys = 200 * (kind.r // 1000 + 1 + 10 + 1)  # range + lag + one batch (10 s), in keys
     cells = open_keys * (kind.r // kind.s if method == "wid" else 1)
     assert m.peak_state_items <= 4 * open_keys + cells + 2 * 4096, (m.peak_state_items, open_keys)
-    assert m.peak_state_items < n // 5  # without compaction: > n (every key ever seen)
+    assert m.peak_state_items < n // 4  # without compaction: > n (every key ever seen)
     assert op.plan_info["key_compactions"] > 10
     assert op.enc.n_codes < 3 * open_keys + 4096
     assert_same_rows(res.table, _oracle_in_chunks(t, kind, aggs))
