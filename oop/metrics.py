@@ -154,3 +154,22 @@ def compile_timer() -> Iterator[CompileTime]:
     ct = CompileTime()
     with install_timer("numba:compile", lambda dt: setattr(ct, "seconds", dt)):
         yield ct
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident set size in bytes.
+
+    Reads ``VmHWM`` from ``/proc/self/status`` (the high-water mark of this program's
+    own memory, reset by ``exec``); ``getrusage``'s ``ru_maxrss`` is the fallback, but on
+    Linux it survives ``exec`` and so includes the parent's size at ``fork``.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024

@@ -361,7 +361,7 @@ def _summary(ex: Any, writer: Any, late: Any, wall: float, plan: dict[str, Any],
     for m in ops.values():
         if m.latency_ns:
             lat = m.latency_summary()
-    import resource
+    from oop.metrics import peak_rss_bytes
 
     return {
         "tuples_in": tuples_in,
@@ -370,7 +370,7 @@ def _summary(ex: Any, writer: Any, late: Any, wall: float, plan: dict[str, Any],
         "late_out_rows": None if late is None else late.rows,
         "peak_state_items": sum(m.peak_state_items for m in ops.values()),
         "peak_state_bytes": sum(m.peak_state_bytes for m in ops.values()),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": peak_rss_bytes(),
         "wall_s": wall,
         "tuples_per_s": tuples_in / wall if wall > 0 else None,
         "jit_compile_s": jit_s,  # part of wall_s: numba compiling kernels (first run only)
