@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     reg = discover()
     names = reg.resolve(list(args.names))
     params = _parse_sets(args.set)
-    _check_params(params, [reg.experiments[n] for n in names])
+    _check_params(params, [reg.experiments[n] for n in names if n in reg.experiments])
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     ctx = RunContext(quick=bool(args.quick), seed=int(args.seed), out_dir=out,
