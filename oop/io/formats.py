@@ -114,18 +114,21 @@ def _parquet(path: Path, skip: int, chunk_rows: int,
     return pf.schema_arrow, gen()
 
 
+def _closing(reader: pacsv.CSVStreamingReader | ipc.RecordBatchStreamReader,
+             skip: int) -> Batches:
+    """The reader's batches after ``skip`` rows; the reader is closed when they end."""
+    try:
+        yield from _drop(reader, skip)
+    finally:
+        reader.close()
+
+
 # ---- CSV -----------------------------------------------------------------
 def _csv(path: Path, skip: int, types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
     reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
                             convert_options=pacsv.ConvertOptions(column_types=_text_types(types)))
 
-    def gen() -> Batches:
-        try:
-            yield from _drop(reader, skip)
-        finally:
-            reader.close()
-
-    return reader.schema, gen()
+    return reader.schema, _closing(reader, skip)
 
 
 # ---- NDJSON --------------------------------------------------------------
@@ -186,13 +189,7 @@ def _arrow(path: Path, skip: int) -> tuple[pa.Schema, Batches]:
         return _arrow_file(path, skip)
     reader = ipc.open_stream(pa.OSFile(str(path), "rb"))
 
-    def gen() -> Batches:
-        try:
-            yield from _drop(reader, skip)
-        finally:
-            reader.close()
-
-    return reader.schema, gen()
+    return reader.schema, _closing(reader, skip)
 
 
 def _arrow_file(path: Path, skip: int) -> tuple[pa.Schema, Batches]:

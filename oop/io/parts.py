@@ -46,7 +46,7 @@ import pyarrow as pa
 from oop.errors import CheckpointError
 from oop.io.writers import DEFAULT_ROW_GROUP_ROWS, SUFFIX, FormatWriter, make_writer
 from oop.io.protocol import Offset
-from oop.io.sinks import DEFAULT_MAX_ROWS_PER_PART, Opener, _fsync, io_errors
+from oop.io.sinks import DEFAULT_MAX_ROWS_PER_PART, Opener, _fsync, discard, io_errors
 
 __all__ = ["PartsSink", "recover", "part_name", "committed_parts"]
 
@@ -232,11 +232,7 @@ class PartsSink:
     def abort(self) -> None:
         """Discard the open and pending parts (errors ignored: a failure is being raised)."""
         self.closed = True
-        if self._w is not None:
-            self._w.abort()
-        if self._f is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._f.close()
+        discard(self._w, self._f)
         victims = [p for p, _, _ in self.pending] + ([self._cur[0]] if self._cur else [])
         for p in victims:
             with contextlib.suppress(OSError):

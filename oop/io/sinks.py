@@ -46,6 +46,16 @@ from oop.io.protocol import Offset, Sink
 __all__ = ["open_sink", "FileSink", "StdoutSink", "CallbackSink", "Opener", "io_errors",
            "DEFAULT_MAX_ROWS_PER_PART"]
 
+def discard(writer: FormatWriter | None, f: IO[bytes] | None) -> None:
+    """Drop a half-written encoder and close its file; errors are ignored (a failure is
+    already being raised)."""
+    if writer is not None:
+        writer.abort()
+    if f is not None:
+        with contextlib.suppress(OSError, ValueError):
+            f.close()
+
+
 Opener = Callable[[str, str], IO[bytes]]  # open(path, "wb") -> binary file object
 DEFAULT_MAX_ROWS_PER_PART = 1_000_000
 
@@ -171,11 +181,7 @@ class FileSink:
     def abort(self) -> None:
         """Close without finishing the encoding; errors are ignored (a failure is being raised)."""
         self.closed = True
-        if self._w is not None:
-            self._w.abort()
-        if self._f is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self._f.close()
+        discard(self._w, self._f)
 
 
 class StdoutSink:
