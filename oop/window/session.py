@@ -55,7 +55,7 @@ flat arrays sorted by (code, start); charged to the plan's state budget
 >>> s = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(12))
 >>> rows = s.window(Session(5), [agg.count(), agg.sum("v")], by="k").collect().to_pylist()
 >>> [(r["k"], r["window_start"], r["window_end"], r["count"]) for r in rows]
-[(1, 1, 8, 2), (2, 9, 14, 1), (1, 20, 25, 1), (1, 40, 45, 1)]
+[(1, 1, 8, 2), (1, 20, 25, 1), (2, 9, 14, 1), (1, 40, 45, 1)]
 """
 
 from __future__ import annotations
