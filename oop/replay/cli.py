@@ -74,7 +74,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="reorder by --arrival within N rows (required for live inputs)")
     p.add_argument("--key", action="append", default=[], help="group-by column (repeatable)")
     p.add_argument("--window", required=True,
-                   help="tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE")
+                   help="tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | "
+                        "session:GAP")
     p.add_argument("--agg", action="append", default=[], required=True,
                    help=f"{AGG_FORMS} (repeatable)")
     p.add_argument("--punctuation", metavar="SPEC",
@@ -190,6 +191,8 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
                                                               unit),
                               name="window")
         return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window")
+    if type(kind).__name__ == "Session":
+        raise ConfigError(f"--window {args.window}: session windows run with --strategy oop only")
     from oop.query import WindowQuery, parse_strategy
 
     strategy = parse_strategy(args.strategy)

@@ -79,7 +79,8 @@ from oop.stream.timecol import check_time_column, parse_duration, time_arrow_typ
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
 
-__all__ = ["Session", "SessionAggregate", "SUPPORTED"]
+__all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
+           "SUPPORTED"]
 
 #: the aggregates session windows compute (their sub-aggregates merge in O(1))
 SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std", "first", "last")
@@ -602,3 +603,134 @@ class SessionAggregate(Operator):
         if self.late is not LatePolicy.UPDATE and self.lwm > INT64_MIN:
             assert (end > self.lwm).all()
         self.enc._check()
+
+
+# ---- references (tests) ----------------------------------------------------------------
+class SessionReference:
+    """The operator's semantics one tuple at a time: the slow, obviously correct reference.
+
+    Per key a list of sessions ``[start, last, agg states, emitted]``; a tuple
+    absorbs every session whose cover strictly intersects its own (repeated
+    until none does), folding states with the aggregates' scalar ``merge``.
+    Same late rule, emission, purge and (``update=True``) retraction rows as
+    :class:`SessionAggregate`, one tuple at a time. Cost O(sessions) per tuple.
+    """
+
+    def __init__(self, gap: int, aggs: Sequence[Agg], by: Sequence[str] = (),
+                 update: bool = False, allowed_lateness: int = 0) -> None:
+        self.gap, self.aggs, self.by = int(gap), list(aggs), list(by)
+        self.update, self.lateness = update, int(allowed_lateness)
+        self.sessions: dict[tuple, list[list[Any]]] = {}
+        self.lwm: int | None = None
+        self.late = 0
+
+    def _row(self, key: tuple, s: list[Any], revision: bool, retraction: bool) -> dict[str, Any]:
+        r: dict[str, Any] = dict(zip(self.by, key))
+        r.update(window_start=s[0], window_end=s[1] + self.gap)
+        for a, x in zip(self.aggs, s[2]):
+            v = a.finalize(x)
+            r[a.name] = float(v) if a.fn == "mean" and v is not None else v
+        if self.update:
+            r.update(is_revision=revision, is_retraction=retraction)
+        return r
+
+    def on_tuple(self, row: dict[str, Any], t: int) -> list[dict[str, Any]]:
+        """Fold one tuple; returns the rows it emits at once (late='update' only)."""
+        if self.lwm is not None and t < self.lwm - (self.lateness if self.update else 0):
+            self.late += 1
+            return []
+        key = tuple(row[c] for c in self.by)
+        new = [t, t, [a.update(a.init(), row.get(a.column) if a.column else None, t)
+                      for a in self.aggs], False]
+        mine = self.sessions.setdefault(key, [])
+        out = []
+        merged = True
+        while merged:
+            merged = False
+            for s in list(mine):
+                if s[0] < new[1] + self.gap and new[0] < s[1] + self.gap:
+                    mine.remove(s)
+                    if s[3]:
+                        out.append(self._row(key, s, True, True))
+                    new = [min(s[0], new[0]), max(s[1], new[1]),
+                           [a.merge(x, y) for a, x, y in zip(self.aggs, s[2], new[2])], False]
+                    merged = True
+        if self.update and self.lwm is not None and new[1] + self.gap <= self.lwm:
+            out.append(self._row(key, new, True, False))
+            new[3] = True
+        mine.append(new)
+        return out
+
+    def on_punctuation(self, v: int) -> list[dict[str, Any]]:
+        """Emit the sessions that end at or before ``v``; purge those beyond the lateness."""
+        if self.lwm is not None and v <= self.lwm:
+            return []
+        self.lwm = v
+        out = self._close(v)
+        for key, mine in self.sessions.items():
+            mine[:] = [s for s in mine if s[1] + self.gap > v - (self.lateness if self.update else 0)]
+        return out
+
+    def _close(self, v: int) -> list[dict[str, Any]]:
+        out = []
+        for key, mine in self.sessions.items():
+            for s in sorted(mine, key=lambda s: s[0]):
+                if not s[3] and s[1] + self.gap <= v:
+                    out.append(self._row(key, s, False, False))
+                    s[3] = True
+        return out
+
+    def flush(self) -> list[dict[str, Any]]:
+        return self._close(INT64_MAX)
+
+
+def session_reference(items: Sequence[Any], gap: int, aggs: Sequence[Agg],
+                      by: Sequence[str] = (), time: str = "ts", update: bool = False,
+                      allowed_lateness: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Run :class:`SessionReference` over a feed of RecordBatches and Punctuations (on
+    ``time``), row by row. Returns ``(every emitted row in order, late count)``."""
+    ref = SessionReference(gap, aggs, by, update, allowed_lateness)
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, Punctuation):
+            if item.attr == time:
+                out.extend(ref.on_punctuation(int(item.value)))
+            continue
+        for row in item.to_pylist():
+            out.extend(ref.on_tuple(row, int(row[time])))
+    return out + ref.flush(), ref.late
+
+
+def session_oracle(table: pa.Table, gap: int, aggs: Agg | Sequence[Agg],
+                   by: str | Sequence[str] = (), time: str = "ts") -> pa.Table:
+    """Sessions computed from scratch over a whole table: per key, sort by time and split
+    where two neighbours are ``>= gap`` apart; fold each run with the scalar aggregates.
+    Rows sorted by (keys, window_start). O(rows log rows) Python -- for tests."""
+    from oop.window.reference import _table, output_schema
+
+    aggs = as_aggs(aggs)
+    by = [by] if isinstance(by, str) else list(by)
+    rows = table.to_pylist()
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r[c] for c in by), []).append(r)
+    out: list[dict[str, Any]] = []
+    for key in sorted(groups, key=lambda k: tuple((x is None, x) for x in k)):
+        g = sorted(groups[key], key=lambda r: r[time])
+        runs: list[list[dict[str, Any]]] = []
+        for r in g:
+            if runs and r[time] - runs[-1][-1][time] < gap:
+                runs[-1].append(r)
+            else:
+                runs.append([r])
+        for run in runs:
+            o: dict[str, Any] = dict(zip(by, key))
+            o.update(window_start=run[0][time], window_end=run[-1][time] + gap)
+            for a in aggs:
+                st = a.init()
+                for r in run:
+                    st = a.update(st, r[a.column] if a.column else None, r[time])
+                v = a.finalize(st)
+                o[a.name] = float(v) if a.fn == "mean" and v is not None else v
+            out.append(o)
+    return _table(out, output_schema(table.schema, Session(gap), aggs, by, time))
