@@ -32,7 +32,7 @@ from oop.sql.ddl import TableDef, source_stream
 from oop.sql.expr import Col, Scope
 from oop.sql.parse import Script
 from oop.sql.relation import Rel, info_of, project, union_all
-from oop.sql.window import assign_windows, plan_window_aggregate, window_spec
+from oop.sql.window import assign_windows, plan_window_aggregate, tvf_name, window_spec
 
 __all__ = ["Planner"]
 
@@ -161,10 +161,10 @@ class Planner:
             if str(call.this).upper() == "TABLE" and len(call.expressions) == 1 and isinstance(
                     call.expressions[0], exp.Anonymous):
                 tvf = call.expressions[0]
-                fn = str(tvf.this).upper()
-                if fn not in ("TUMBLE", "HOP", "CUMULATE"):
-                    raise s.error(f"unsupported table function {fn}; use TUMBLE, HOP or "
-                                  "CUMULATE", tvf)
+                fn = tvf_name(tvf)
+                if fn not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
+                    raise s.error(f"unsupported table function {fn}; use TUMBLE, HOP, "
+                                  "CUMULATE or SESSION", tvf)
                 if not tvf.expressions:
                     raise s.error(f"{fn} needs TABLE t as its first argument", tvf)
                 src = tvf.expressions[0]
