@@ -104,6 +104,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.arrival:
         _require(df, args.arrival, "--arrival", args.input)
     kind = parse_window(args.window, unit)
+    if type(kind).__name__ == "Session":
+        raise ConfigError(f"--window {args.window}: session windows are not supported with "
+                          "--spark yet; drop --spark to replay them with oop")
     aggs = parse_aggs(args.agg)
     for a in aggs:
         if a.column is not None:

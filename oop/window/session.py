@@ -315,7 +315,8 @@ class SessionAggregate(Operator):
         self.lateness_config = allowed_lateness
         self.time_config = time
         self.max_state_bytes = max_state_bytes
-        self.plan_info: dict[str, Any] = {"method": "session"}
+        self.plan_info: dict[str, Any] = {"method": "session",
+                                          "layout": "session arrays sorted by (key, start)"}
 
     # ---- opening ---------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
