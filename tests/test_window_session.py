@@ -349,3 +349,29 @@ def test_stream_api_and_replay_cli(tmp_path):
     assert r.returncode == 0, r.stderr
     want = session_oracle(t, 5, [agg.count(), agg.sum("val")], ["key"]).to_pylist()
     assert_rows_equal(pq.read_table(out).to_pylist(), want)
+
+
+def test_replay_cli_late_update_has_the_retraction_column(tmp_path):
+    import pyarrow.parquet as pq
+    t = pa.table({"ts": [0, 7, 20, 4, 40], "key": [1, 1, 1, 1, 1], "val": [1, 2, 3, 4, 5]})
+    src, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pq.write_table(t, src)
+    r = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input", str(src), "--time",
+                        "ts", "--time-unit", "s", "--window", "session:5s", "--key", "key",
+                        "--agg", "count", "--punctuation", "ordered", "--late", "update",
+                        "--allowed-lateness", "30s", "--out", str(out), "--quiet"],
+                       env={**os.environ, "PYTHONPATH": ROOT}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = pq.read_table(out)
+    assert got.column_names[-2:] == ["is_revision", "is_retraction"]
+    final = _apply(got.to_pylist())
+    assert_rows_equal(final, session_oracle(t, 5, [agg.count()], ["key"]).to_pylist())
+
+
+def test_time_plus_gap_beyond_int64_is_refused():
+    from oop.errors import ValueRangeError
+    t = pa.table({"ts": [2**63 - 3], "key": [1], "val": [1]})
+    op = _open(t.schema, 5)
+    with pytest.raises(ValueRangeError, match="int64 max"):
+        op.on_batch(t.to_batches()[0])
