@@ -375,3 +375,12 @@ def test_time_plus_gap_beyond_int64_is_refused():
     op = _open(t.schema, 5)
     with pytest.raises(ValueRangeError, match="int64 max"):
         op.on_batch(t.to_batches()[0])
+
+
+def test_int64_sum_overflow_is_an_error_not_a_wrap():
+    from oop.errors import ValueRangeError
+    t = pa.table({"ts": [1, 2], "key": [1, 1], "val": [2**62, 2**62]})
+    op = _open(t.schema, 5, [agg.sum("val")])
+    op.on_batch(t.to_batches()[0])
+    with pytest.raises(ValueRangeError):
+        op.flush()

@@ -78,6 +78,7 @@ from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, parse_duration, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
+from oop.window.store import check_exact_sum, max_abs
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
            "SUPPORTED"]
@@ -347,6 +348,8 @@ class SessionAggregate(Operator):
         self.lanes = {c: sorted({x for a in self.aggs if a.column == c for x in _NEEDS[a.fn]})
                       for c in cols}
         self.enc = KeyEncoder(self.by)
+        # per integer column with a sum lane: the largest |value| seen (bounds every sum)
+        self.sum_max = {c: 0 for c in cols if not self.col_float[c] and "sum" in self.lanes[c]}
         self.state = self._empty()
         self.lwm = INT64_MIN
         self.out_punct: int | None = None
@@ -396,6 +399,8 @@ class SessionAggregate(Operator):
             for lane in self.lanes[c]:
                 if lane == "sum":
                     a[c + ":sum"] = np.where(valid, v, 0).astype(v.dtype)
+                    if c in self.sum_max:
+                        self.sum_max[c] = max(self.sum_max[c], max_abs(a[c + ":sum"]))
                 elif lane in ("min", "max"):
                     a[f"{c}:{lane}"] = v
                 elif lane in ("first", "last"):
@@ -539,6 +544,8 @@ class SessionAggregate(Operator):
         c = g.column
         nn = a[f"{c}:nn"]
         null = nn == 0
+        if g.fn in ("sum", "mean") and c in self.sum_max:  # int64 sums: exact or an error
+            check_exact_sum(self.name, str(c), a["rows"], self.sum_max[c], typ)
         if g.fn == "sum":
             v: np.ndarray = a[f"{c}:sum"]
         elif g.fn == "mean":
@@ -582,7 +589,8 @@ class SessionAggregate(Operator):
     def snapshot(self) -> Any:
         return {**super().snapshot(), "lwm": self.lwm, "out_punct": self.out_punct,
                 "enc": self.enc.snapshot(), "state": dict(self.state.a),
-                "plan": dict(self.plan_info), "keys_compact_at": self._keys_compact_at}
+                "plan": dict(self.plan_info), "keys_compact_at": self._keys_compact_at,
+                "sum_max": dict(self.sum_max)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -591,6 +599,7 @@ class SessionAggregate(Operator):
         self.state = _Sessions({k: np.asarray(v) for k, v in state["state"].items()})
         self.plan_info = dict(state["plan"])
         self._keys_compact_at = state["keys_compact_at"]
+        self.sum_max = dict(state["sum_max"])
 
     def _check(self) -> None:
         """Invariants: sorted by (code, start); sessions of one key do not intersect;
