@@ -25,7 +25,8 @@ On a tuple (batch): rows are grouped by key code with one sort, merged with
 the key's open sessions in one compiled sweep (:func:`_segments`: running
 maximum of ``end`` per key) and the lanes folded per merged session
 (numpy ``reduceat`` plus compiled select/moment kernels). Cost
-O((S + n) log(S + n)) per batch for ``S`` open sessions.
+O(S + (s + n) log(s + n)) per batch for ``S`` held sessions of which ``s``
+have the batch's keys.
 
 On a punctuation ``P(time, v)``: every session with ``window_end <= v`` is
 emitted (one Arrow batch, sorted by key code then start) and purged; then
@@ -46,7 +47,9 @@ tuple forming a closed session of its own is emitted at once
 sessions of every tuple with ``t >= lwm - L`` at its arrival.
 
 State: per open session (key code, start, last time, emitted flag, lanes),
-flat arrays sorted by (code, start); charged to the plan's state budget
+flat arrays in which each key's sessions are contiguous and sorted by start
+(a batch gathers its keys' sessions, merges them and appends the result:
+O(S) copying, sorting only the batch's keys); charged to the plan's state budget
 (:mod:`oop.limits`) before it grows.
 
 >>> import pyarrow as pa, oop
@@ -212,7 +215,7 @@ def _seg_moments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
 
 # ---- the state -------------------------------------------------------------------------
 class _Sessions:
-    """Flat arrays of sessions sorted by (code, start): ``code``, ``start``, ``last``,
+    """Flat arrays of sessions, each key's contiguous and sorted by start: ``code``, ``start``, ``last``,
     ``emitted`` and the lanes (``rows``; per value column ``nn``, ``sum``, ``min``, ``max``,
     ``ft``/``fv``, ``lt``/``lv``, ``fin``/``mean``/``m2``/``nf``). Rows of one batch are
     sessions of one tuple each, so batch and state merge with one code path."""
@@ -437,14 +440,22 @@ class SessionAggregate(Operator):
                 "the wrong unit: filter or fix those rows")
         codes = self.enc.encode(batch)
         new = self._singletons(batch, codes, times)
-        old = self.state
-        both = _Sessions.concat([old, new])
+        # only the sessions of the batch's keys take part: O(S) gather, no sort of the state
+        hit = np.zeros(self.enc.n_codes, bool)
+        hit[codes] = True
+        mine = hit[self.state.a["code"]]
+        if mine.all():
+            part, rest = self.state, self._empty()
+        else:
+            part = self.state.take(np.flatnonzero(mine))
+            rest = self.state.take(np.flatnonzero(~mine))
+        both = _Sessions.concat([part, new])
         merged, order, bounds = both.merge(self.gap)
-        self._guard(merged.nbytes())
+        self._guard(merged.nbytes() + rest.nbytes())
         out: list[Element] = []
         if update:
-            out = self._revise(both, merged, order, bounds, len(old))
-        self.state = merged
+            out = self._revise(both, merged, order, bounds, len(part))
+        self.state = _Sessions.concat([rest, merged]) if len(rest) else merged
         if self.enc.n_codes >= self._keys_compact_at:
             self._compact_keys()
         return out
@@ -510,7 +521,11 @@ class SessionAggregate(Operator):
         due = (st.a["last"] + self.gap <= bound) & ~st.a["emitted"]
         if not due.any():
             return []
-        batch = self._build(st.take(np.flatnonzero(due)), False, False)
+        idx = np.flatnonzero(due)
+        c = st.a["code"][idx]
+        if c.shape[0] > 1 and (c[1:] < c[:-1]).any():  # by key (a key's rows are by start)
+            idx = idx[np.argsort(c, kind="stable")]
+        batch = self._build(st.take(idx), False, False)
         if self.late is LatePolicy.UPDATE:
             st.a["emitted"] |= due
         else:
@@ -602,13 +617,14 @@ class SessionAggregate(Operator):
         self.sum_max = dict(state["sum_max"])
 
     def _check(self) -> None:
-        """Invariants: sorted by (code, start); sessions of one key do not intersect;
-        without late='update' every held session is open (``end > lwm``)."""
+        """Invariants: a key's sessions are contiguous and sorted by start; they do not
+        intersect; without late='update' every held session is open (``end > lwm``)."""
         a = self.state.a
         code, start, end = a["code"], a["start"], a["last"] + self.gap
         assert (start <= a["last"]).all()
         same = code[1:] == code[:-1]
-        assert (code[1:] >= code[:-1]).all()
+        assert int((~same).sum()) + 1 == np.unique(code).shape[0] or not len(code), \
+            "a key's sessions are not contiguous"
         assert (start[1:][same] >= end[:-1][same]).all(), "sessions of one key intersect"
         if self.late is not LatePolicy.UPDATE and self.lwm > INT64_MIN:
             assert (end > self.lwm).all()
