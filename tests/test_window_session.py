@@ -343,7 +343,8 @@ def test_stream_api_and_replay_cli(tmp_path):
     pq.write_table(t, src)
     env = {**os.environ, "PYTHONPATH": ROOT}
     r = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input", str(src), "--time",
-                        "ts", "--time-unit", "s", "--window", "session:5s", "--key", "key", "--agg", "count",
+                        "ts", "--time-unit", "s", "--window", "session:5s", "--key", "key",
+                        "--agg", "count",
                         "--agg", "sum:val", "--punctuation", "bounded:12s", "--out", str(out)],
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -25,7 +25,8 @@ from oop.stream.timecol import parse_duration
 
 __all__ = ["parse_window", "parse_aggs", "parse_agg", "WINDOW_FORMS", "AGG_FORMS"]
 
-WINDOW_FORMS = "tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | session:GAP"
+WINDOW_FORMS = ("tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | "
+                "session:GAP")
 AGG_FORMS = (
     "count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL | first:COL | "
     "last:COL | median:COL | quantile:COL:Q | distinct:COL | heavy:COL:K"

@@ -215,8 +215,8 @@ def _seg_moments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
 
 # ---- the state -------------------------------------------------------------------------
 class _Sessions:
-    """Flat arrays of sessions, each key's contiguous and sorted by start: ``code``, ``start``, ``last``,
-    ``emitted`` and the lanes (``rows``; per value column ``nn``, ``sum``, ``min``, ``max``,
+    """Flat arrays of sessions, each key's contiguous and sorted by start: ``code``,
+    ``start``, ``last``, ``emitted`` and the lanes (``rows``; per value column ``nn``, ``sum``, ``min``, ``max``,
     ``ft``/``fv``, ``lt``/``lv``, ``fin``/``mean``/``m2``/``nf``). Rows of one batch are
     sessions of one tuple each, so batch and state merge with one code path."""
 
@@ -246,8 +246,8 @@ class _Sessions:
         flags = _segments(s["code"], s["start"], s["last"] + gap)
         b = np.flatnonzero(flags)
         bounds = np.append(b, len(order)).astype(np.int64)
-        out: dict[str, np.ndarray] = {"code": s["code"][b], "start": s["start"][b],
-                                      "last": np.maximum.reduceat(s["last"], b) if b.size else s["last"],
+        last = np.maximum.reduceat(s["last"], b) if b.size else s["last"]
+        out: dict[str, np.ndarray] = {"code": s["code"][b], "start": s["start"][b], "last": last,
                                       "emitted": np.zeros(b.shape[0], np.bool_),
                                       "rows": _addat(s["rows"], b)}
         for k in a:
@@ -599,7 +599,8 @@ class SessionAggregate(Operator):
 
     # ---- state -----------------------------------------------------------------------
     def state_size(self) -> StateSize:
-        return StateSize(len(self.state) + self.enc.n_codes, self.state.nbytes() + self.enc.nbytes())
+        return StateSize(len(self.state) + self.enc.n_codes,
+                         self.state.nbytes() + self.enc.nbytes())
 
     def snapshot(self) -> Any:
         return {**super().snapshot(), "lwm": self.lwm, "out_punct": self.out_punct,
@@ -693,8 +694,9 @@ class SessionReference:
             return []
         self.lwm = v
         out = self._close(v)
+        keep_after = v - (self.lateness if self.update else 0)
         for key, mine in self.sessions.items():
-            mine[:] = [s for s in mine if s[1] + self.gap > v - (self.lateness if self.update else 0)]
+            mine[:] = [s for s in mine if s[1] + self.gap > keep_after]
         return out
 
     def _close(self, v: int) -> list[dict[str, Any]]:
