@@ -16,7 +16,7 @@ A script is DDL (``CREATE TABLE`` with a ``WATERMARK`` clause and
 ``WITH`` options, ``CREATE VIEW``; :mod:`oop.sql.ddl`) followed by exactly
 one query: ``SELECT ...`` or ``INSERT INTO sink SELECT ...``, optionally
 prefixed by ``EXPLAIN`` (``EXPLAIN ANALYZE`` runs it). Supported: window
-TVFs ``TUMBLE`` / ``HOP`` / ``CUMULATE`` with ``GROUP BY window_start,
+TVFs ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with ``GROUP BY window_start,
 window_end, keys`` and the aggregates of :mod:`oop.sql.window`; ``WHERE``;
 projections with expressions (:mod:`oop.sql.expr`); ``UNION ALL``; interval
 joins and tumbling window joins (:mod:`oop.sql.join`); views and ``WITH``. Anything else is a

@@ -218,7 +218,7 @@ class Planner:
         if win is not None:
             rel = assign_windows(rel, win, sel)
         if sel.args.get("group") is not None:
-            raise s.error("GROUP BY needs a window TVF in FROM (TUMBLE, HOP or CUMULATE) and "
+            raise s.error("GROUP BY needs a window TVF in FROM (TUMBLE, HOP, CUMULATE, SESSION) and "
                           "window_start, window_end among its keys; unbounded aggregation is "
                           "not supported", sel.args["group"], "GROUP")
         for n in sel.expressions:
