@@ -143,7 +143,8 @@ def test_update_retracts_the_sessions_a_late_tuple_merges():
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_valid_punctuation_operator_equals_reference_and_oracle(data):
-    t, items = data.draw(disordered_feeds(max_delay=10, max_rows=80))
+    t, items = data.draw(disordered_feeds(max_delay=10, max_rows=80,
+                                          string_keys=data.draw(st.booleans())))
     gap = data.draw(st.integers(1, 12))
     by = data.draw(st.sampled_from([("key",), ()]))
     op = _open(t.schema, gap, by=by)
