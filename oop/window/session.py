@@ -320,7 +320,7 @@ class SessionAggregate(Operator):
         self.time_config = time
         self.max_state_bytes = max_state_bytes
         self.plan_info: dict[str, Any] = {"method": "session",
-                                          "layout": "session arrays sorted by (key, start)"}
+                                          "layout": "session arrays (a key's contiguous, by start)"}
 
     # ---- opening ---------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
