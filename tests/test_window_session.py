@@ -386,3 +386,50 @@ def test_int64_sum_overflow_is_an_error_not_a_wrap():
     op.on_batch(t.to_batches()[0])
     with pytest.raises(ValueRangeError):
         op.flush()
+
+
+# ---- stateful: operator and reference side by side, invariants after every step ---------
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule  # noqa: E402
+
+SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+
+
+class SessionMachine(RuleBasedStateMachine):
+    """Random batches (on-time and late rows) and punctuations; the operator, with
+    late='update', must release the same changelog state as the reference at every step."""
+
+    GAP, L = 4, 6
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.op = _open(SCHEMA, self.GAP, [agg.count(), agg.sum("val")], late="update",
+                        allowed_lateness=self.L)
+        self.ref = SessionReference(self.GAP, [agg.count(), agg.sum("val")], ["key"],
+                                    update=True, allowed_lateness=self.L)
+        self.lwm = 0
+        self.got: list[dict] = []
+        self.want: list[dict] = []
+
+    @rule(rows=st.lists(st.tuples(st.integers(-12, 20), st.integers(0, 2), st.integers(-5, 5)),
+                        min_size=1, max_size=6))
+    def push(self, rows: list) -> None:
+        b = pa.RecordBatch.from_pylist(
+            [{"ts": self.lwm + d, "key": k, "val": v} for d, k, v in rows], schema=SCHEMA)
+        self.got += _rows(self.op.on_batch(b))
+        self.want += [r for row in b.to_pylist() for r in self.ref.on_tuple(row, row["ts"])]
+
+    @rule(step=st.integers(1, 8))
+    def punctuate(self, step: int) -> None:
+        self.lwm += step
+        self.got += _rows(self.op.on_punctuation(Punctuation("ts", self.lwm)))
+        self.want += self.ref.on_punctuation(self.lwm)
+
+    @invariant()
+    def same_results_and_invariants(self) -> None:
+        self.op._check()
+        assert_rows_equal(_apply(self.got), _apply(self.want))
+        assert self.op.metrics.late_total == self.ref.late
+
+
+TestSessionMachine = SessionMachine.TestCase
+TestSessionMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
