@@ -126,3 +126,27 @@ def test_session_errors_are_one_line(q: str, msg: str) -> None:
         oop.sql(DDL.format(d=10, bs=4) + q, {"t": disordered(0, n=10)}).collect()
     assert msg in str(e.value) and "\n" not in str(e.value)
     assert re.match(r"^\d+:\d+: ", str(e.value))
+
+
+def late_rows(ts: list[int], delay: int, bs: int) -> set[int]:
+    """Rows BoundedDelay(delay) makes late with punctuation after each batch of ``bs`` rows."""
+    late: set[int] = set()
+    seen = None
+    for s in range(0, len(ts), bs):
+        if seen is not None:
+            late.update(s + i for i, t in enumerate(ts[s:s + bs]) if t < seen - delay)
+        seen = max(ts[s:s + bs]) if seen is None else max(seen, max(ts[s:s + bs]))
+    return late
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_late_rows_are_left_out_like_duckdb_without_them(seed: int) -> None:
+    t = disordered(seed, jitter=4000)
+    late = late_rows(t.column("ts").to_pylist(), 500, 8)
+    assert late  # the disorder exceeds the delay: some rows are late
+    kept = t.filter(pa.array([i not in late for i in range(t.num_rows)]))
+    q = DDL.format(d=500, bs=8) + f"""
+        SELECT k, window_start, window_end, {OOP_AGGS}
+        FROM TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL '700' MILLISECOND))
+        GROUP BY k, window_start, window_end"""
+    same(oop.sql(q, {"t": t}).collect(), duck_sessions(kept, 700, "k"))
