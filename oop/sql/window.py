@@ -377,4 +377,7 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     out = Rel([stream], post, script, spec.node)
     if having_e is not None:
         out = out.where(having_e)
+    if update is not None:  # revised rows must be told apart: is_revision is always kept
+        post = Scope(post.cols + [Col(None, "is_revision", "is_revision")])
+        items = [*items, exp.column("is_revision")]
     return project(out, items, post)
