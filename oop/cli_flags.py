@@ -25,9 +25,9 @@ from typing import Any
 from oop.errors import ConfigError
 from oop.io.amount import AMOUNT_HELP
 
-__all__ = ["FORMATS", "add_output_flags", "add_runtime_flags", "resolve_late", "check_runtime",
-           "parse_bytes", "max_state", "job_options", "open_writers", "run_job", "summary",
-           "report"]
+__all__ = ["FORMATS", "command_parser", "add_output_flags", "add_runtime_flags",
+           "resolve_late", "engine_late", "check_runtime", "parse_bytes", "max_state",
+           "job_options", "open_writers", "run_job", "summary", "report"]
 
 FORMATS = ["parquet", "csv", "ndjson", "arrow"]
 JIT_NOTE_S = 0.5  # report numba compile time on stderr from this many seconds
@@ -36,6 +36,14 @@ STRATEGY_HELP = "oop | iop-sort | iop-bsort:N | iop-slack:DUR[,consistent|genero
 
 
 # ---- registering -----------------------------------------------------------
+def command_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str,
+                   help: str, doc: str | None, epilog: str) -> argparse.ArgumentParser:
+    """A subcommand's parser: its module doc's second paragraph as description, ``epilog``
+    (the examples) kept as written."""
+    return sub.add_parser(name, help=help, description=doc.split("\n\n")[1] if doc else None,
+                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=epilog)
+
+
 def add_output_flags(p: argparse.ArgumentParser, *, out_default: str | None = "-",
                      out_help: str = "or '-' for stdout (default)",
                      out_format_aliases: tuple[str, ...] = ()) -> None:
@@ -102,6 +110,11 @@ def resolve_late(args: argparse.Namespace) -> str:
                           "late tuples stay in the Spark tasks); drop --shards, or use --late "
                           "drop (the late count is in the summary)")
     return late
+
+
+def engine_late(args: argparse.Namespace) -> str:
+    """The sources' late policy for the resolved ``--late`` (``side`` is ``side_output``)."""
+    return "side_output" if args.late == "side" else str(args.late)
 
 
 def check_runtime(args: argparse.Namespace, out: str | None = None) -> None:
@@ -239,7 +252,7 @@ def _check_plan(ex: Any, writer: Any, late: Any, args: argparse.Namespace) -> No
 
 
 def _plan_of(stream: Any) -> dict[str, Any]:
-    """What the window operator chose (method, layout, layout switches, cost-model terms), if any."""
+    """What the window operator chose (method, layout, layout switches, cost terms), if any."""
     info = getattr(getattr(getattr(stream, "node", None), "op", None), "plan_info", None)
     return dict(info) if isinstance(info, dict) else {}
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, open_writers,
-                           parse_bytes, resolve_late, run_job)
+from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
+                           engine_late, open_writers, parse_bytes, resolve_late, run_job)
 from oop.errors import ConfigError
 from oop.punctuation.spec import SPEC_HELP
 from oop.replay.specs import AGG_FORMS
@@ -37,12 +37,9 @@ __all__ = ["register", "run_replay", "build_plan", "check_args", "print_csv", "r
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser(
-        "replay",
-        help="run a window aggregation over a disordered feed (files, stdin, Redis)",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=(
+    p = command_parser(
+        sub, "replay", "run a window aggregation over a disordered feed (files, stdin, Redis)",
+        __doc__, (
             "examples:\n"
             "  oop replay --input flows.parquet --time ts --time-unit ms --key srcIP \\\n"
             "      --window tumbling:1s --agg count --agg sum:len --punctuation bounded:5s\n"
@@ -51,8 +48,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "  oop replay --input feed/ --follow --time ts --window sliding:10s,1s --agg count \\\n"
             "      --punctuation bounded:5s --out results/ --checkpoint-dir ck/ "
             "--checkpoint-every 1min"
-        ),
-    )
+        ))
     p.add_argument("--input", required=True,
                    help="file or folder (.parquet .csv .ndjson/.jsonl .arrow), '-' for stdin, "
                         "or redis://HOST:PORT/STREAM")
@@ -145,7 +141,7 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
     from oop.stream.timecol import check_time_column
 
     conn = open_input(args)
-    late = "side_output" if args.late == "side" else args.late
+    late = engine_late(args)
     src = oop.from_connector(conn, time=args.time, unit=args.time_unit,
                              punctuation=punctuation_spec(args), late=late,
                              batch_size=args.batch_size, name="input",

@@ -29,19 +29,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, open_writers,
-                           resolve_late, run_job)
+from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
+                           engine_late, open_writers, resolve_late, run_job)
 
 __all__ = ["register", "run_sql"]
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser(
-        "sql",
-        help="run a Flink SQL query (window TVFs, interval joins) out of order",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=(
+    p = command_parser(
+        sub, "sql", "run a Flink SQL query (window TVFs, interval joins) out of order",
+        __doc__, (
             "examples:\n"
             "  oop sql -f query.sql\n"
             "  oop sql -e \"CREATE TABLE t (ts TIMESTAMP(3), k STRING, \\\n"
@@ -49,8 +46,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "      SELECT k, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, \\\n"
             "      DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k\"\n"
             "  oop sql -f query.sql --strategy iop-slack:2s,generous --out out.parquet"
-        ),
-    )
+        ))
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-e", "--execute", metavar="SQL", help="the script text")
     src.add_argument("-f", "--file", metavar="FILE", help="a file holding the script")
@@ -156,7 +152,7 @@ def table_options(args: argparse.Namespace) -> dict[str, str]:
     """The table options the flags give every table that does not set them itself."""
     out: dict[str, str] = {}
     if args.late != "drop":
-        out["late"] = "side_output" if args.late == "side" else args.late
+        out["late"] = engine_late(args)
     if args.allowed_lateness is not None:
         out["allowed-lateness"] = args.allowed_lateness
     if args.max_ahead is not None:
