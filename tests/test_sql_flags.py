@@ -354,3 +354,31 @@ def test_insert_into_a_part_folder_under_checkpoints(feed: Path, tmp_path: Path)
     first = bag(out)
     ok(run_sql(script, *flags))  # the finished job's rerun is a no-op
     assert bag(out) == first and pending(out) == []
+
+
+# ---- table options -------------------------------------------------------------------------
+@pytest.mark.parametrize("opt, match", [
+    ("'follow' = 'sometimes'", "'follow' = 'sometimes': write 'true' or 'false'"),
+    ("'arrival-bound' = '0'", "'arrival-bound' = '0': give a row count of at least 1"),
+    ("'late' = 'later'", "option 'late': unknown late policy 'later'"),
+    ("'watch' = 'true'", "unknown table option 'watch'"),
+])
+def test_bad_table_options_are_one_line_sql_errors(opt: str, match: str) -> None:
+    from oop.sql import SqlError, plan_sql
+
+    with pytest.raises(SqlError, match=match):
+        plan_sql(table("x.parquet", f", {opt}") + AGG)
+
+
+def test_a_table_read_from_standard_input(feed: Path, tmp_path: Path) -> None:
+    whole = read_any(feed)
+    pacsv.write_csv(whole, tmp_path / "in.csv")
+    p = subprocess.run(sql_cmd(table("-") + AGG, "--quiet"), env=_env(), cwd=ROOT,
+                       stdin=(tmp_path / "in.csv").open("rb"), capture_output=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    (tmp_path / "o.csv").write_bytes(p.stdout)
+    ref = tmp_path / "ref.parquet"
+    ok(run_sql(table(str(feed)) + AGG, "--out", str(ref), "--quiet"))
+    assert rows(read_any(tmp_path / "o.csv"), COLS) == rows(read_any(ref), COLS)
+    one_line_error(run_sql(table("-") + AGG, "--checkpoint-dir", str(tmp_path / "ck"),
+                           "--out", f"{tmp_path / 'o'}/"), "cannot be re-read")

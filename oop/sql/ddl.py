@@ -341,9 +341,10 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
         conn.rewind()
         return conn.items(rows)
 
+    # the plan may be rebuilt on fresh operators (planning, a second run): TableFeed re-opens
+    # its input for that; whether a crashed run can resume is the connector's `resumable`
     return Stream(Node(Source(feed, time=t.time, unit=t.unit or "ms", punctuation=t.punctuation,
-                              late=late, schema=schema, name=t.name,
-                              resumable=bool(conn.resumable), connector=conn,
+                              late=late, schema=schema, name=t.name, connector=conn,
                               max_ahead=opts.get("max-ahead"))))
 
 
@@ -388,6 +389,11 @@ class TableFeed:
 
     def rewind(self) -> None:
         """Start a run at the beginning (re-open unless nothing was read since opening)."""
+        if self.polled and not self.resumable:
+            from oop.errors import ConfigError
+
+            raise ConfigError(f"table {self.name!r} reads {self.path!r}, which cannot be read "
+                              "a second time; plan the script again to run it again")
         if self.inner is None or self.polled:
             self.open()
 
