@@ -121,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
 
     args.late = resolve_late(args)
-    check_runtime(args)
+    check_runtime(args)  # the flags alone, before any SQL is read
     t0 = _time.perf_counter()
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
@@ -136,7 +136,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(plan.explain() + "\n")
         return 0
     target, fmt, label = _target(args, plan)
-    check_runtime(args, out=target)
+    check_runtime(args, out=target)  # again with the INSERT table's path as the target
     sink: Any = target
     if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
         from oop.replay.inputs import open_output
