@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 
+from oop.cli_flags import engine_late
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 
 __all__ = ["run_replay", "read_spark_input", "main"]
@@ -67,10 +68,6 @@ def read_spark_input(spark: Any, path: str) -> Any:
     if empty:
         raise EmptyInputError(f"input {path!r} has no rows; nothing to replay")
     return df
-
-
-def _late_policy(late: str) -> str:
-    return "side_output" if late == "side" else late
 
 
 def _without(spark: Any, df: Any, late: pa.Table | None) -> Any:
@@ -112,7 +109,7 @@ def run_replay(args: argparse.Namespace) -> int:
         if a.column is not None:
             _require(df, a.column, "--agg", args.input)
     punct = parse_punctuation_arg(args.punctuation)
-    late = _late_policy(args.late)
+    late = engine_late(args)
     keys = tuple(args.key or ())
     batch_size = int(getattr(args, "batch_size", 65_536) or 65_536)
     strategy = getattr(args, "strategy", "oop") or "oop"

@@ -295,8 +295,13 @@ def _name_aggs_directly(aggs: _Aggs, items: list[exp.Expression],
             items[i] = exp.alias_(exp.column(alias), alias, quoted=False)
 
 
-def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any) -> Rel:
-    """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``."""
+def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any,
+                          update: str | None = None) -> Rel:
+    """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``.
+
+    ``update``: the allowed lateness (a duration) when late tuples revise windows
+    (``late="update"``: revised rows carry ``is_revision``); None drops them as the
+    sources' late policy says."""
     script = rel.script
     group = sel.args.get("group")
     if group is None:
@@ -392,11 +397,16 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
                                f"{before.info.time!r}, not {spec.time!r}", spec.node)
         stream = WindowQuery(before.branches, spec.kind, aggs.aggs, by=keys).plan(strategy)
     else:
+        extra: dict[str, Any] = {} if update is None else {"late": "update",
+                                                           "allowed_lateness": update}
         stream = before.stream.window(spec.kind, aggs.aggs, by=keys, time=spec.time,
-                                      name="window")
+                                      name="window", **extra)
     if wt:
         stream = with_window_time(stream, before.info.schema.field(spec.time).type)
     out = Rel([stream], post, script, spec.node)
     if having_e is not None:
         out = out.where(having_e)
+    if update is not None:  # revised rows must be told apart: is_revision is always kept
+        post = Scope(post.cols + [Col(None, "is_revision", "is_revision")])
+        items = [*items, exp.column("is_revision")]
     return project(out, items, post)
