@@ -23,16 +23,16 @@ import json
 import sys
 import time as _time
 from pathlib import Path
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from oop.errors import ConfigError
 from oop.io.amount import AMOUNT_HELP
-from oop.metrics import compile_timer
 from oop.punctuation.spec import SPEC_HELP
 from oop.replay.specs import AGG_FORMS
-from oop.stream.api import DEFAULT_BATCH_SIZE
+from oop.stream import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
+    import pyarrow as pa
 
 __all__ = ["register", "run_replay", "build_plan", "check_args", "print_csv"]
 
@@ -245,6 +245,8 @@ def resolve_late(args: argparse.Namespace) -> str:
 
 def write_late(res: Any, path: str, schema: pa.Schema) -> int:
     """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
+    import pyarrow as pa
+
     tables = [t for t in res.late.values() if t.num_rows]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     write_table(table, path)
@@ -268,6 +270,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.verify or args.shards:
         raise ConfigError("--verify and --shards need --spark")
     check_args(args)
+    from oop.io.pandas_probe import skip_pandas_probe
+
+    skip_pandas_probe()  # pyarrow would import pandas (~75 MiB) for nothing
     options = _job_options(args)
     t0 = _time.perf_counter()
     src, unit = _source(args)
@@ -281,6 +286,7 @@ def run_replay(args: argparse.Namespace) -> int:
     ex, _ = stream.executor(terminal=writer)
     job = Job(ex, writer, late, options)
     from oop.limits import state_budget
+    from oop.metrics import compile_timer
 
     with compile_timer() as jit, state_budget(_max_state(args)):
         job.open()
@@ -434,6 +440,7 @@ def write_table(table: pa.Table, target: str, fmt: str | None = None) -> None:
 
 def print_csv(table: pa.Table) -> None:
     """Write ``table`` to stdout as CSV (nested columns as JSON text)."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
     from oop.io.writers import csv_ready

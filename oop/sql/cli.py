@@ -19,9 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
+    import pyarrow as pa
 
 __all__ = ["register", "run_sql"]
 
@@ -66,6 +67,8 @@ class _CastSink:
         self.inner.open(self.schema)
 
     def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
         cols = [batch.column(i).cast(f.type) for i, f in enumerate(self.schema)]
         self.inner.write(pa.RecordBatch.from_arrays(cols, schema=self.schema))
 

@@ -1,0 +1,106 @@
+"""Startup cost: ``import oop`` and ``oop --help`` load no engine; every public name still imports.
+
+``oop/__init__.py`` and ``oop/punctuation/__init__.py`` resolve their names on
+first use (PEP 562). These tests run fresh interpreters and inspect
+``sys.modules``: what a user waits for before the first result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: ``oop.__all__`` when the package still imported everything eagerly
+PUBLIC_NAMES = (
+    "Stream from_arrow from_batches from_iter from_connector from_socket from_pandas "
+    "from_parquet Punctuation GroupPunctuation JointPunctuation EndOfStream END_OF_STREAM "
+    "LatePolicy Ordered BoundedDelay BoundedTuples External Idle Adaptive Granular "
+    "parse_punctuation Select Project Apply DupElim Meld Tumbling Sliding Landmark "
+    "RowSliding PartitionedRows SlideByTuple agg sql OopError ConfigError EmptyInputError "
+    "LateTupleError NullTimeError PunctuationOrderError SchemaMismatchError TimeTypeError "
+    "UnknownColumnError"
+).split()
+
+#: the engine's heavy dependencies: none may load before a command runs
+HEAVY = ("numba", "pandas", "pyarrow", "pyarrow.acero", "numpy", "pyspark", "sqlglot")
+
+
+def _modules_after(code: str) -> list[str]:
+    """Run ``code`` in a fresh interpreter using this checkout; the HEAVY modules it loaded."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_import_oop_loads_no_engine() -> None:
+    assert _modules_after("import oop; oop.__version__; dir(oop)") == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["replay", "--help"], ["sql", "--help"],
+                                  ["experiments", "--help"], ["experiments", "run", "--help"],
+                                  ["--version"]])
+def test_cli_help_loads_no_engine(argv: list[str]) -> None:
+    code = ("import contextlib, io, sys\nfrom oop.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            f"        main({argv!r})\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, e.code\n"
+            "assert out.getvalue().strip()\n")
+    assert _modules_after(code) == []
+
+
+def test_public_names_are_exported() -> None:
+    import oop
+
+    assert sorted(oop.__all__) == sorted(PUBLIC_NAMES)
+    assert set(PUBLIC_NAMES) <= set(dir(oop))
+
+
+def test_every_public_name_imports_fresh() -> None:
+    """``from oop import X`` for every X, in a fresh interpreter, gives the defining module's object."""
+    code = (
+        "import importlib, oop\n"
+        "for name in oop.__all__:\n"
+        "    ns = {}\n"
+        "    exec(f'from oop import {name}', ns)\n"
+        "    module, attr = oop._LAZY[name]\n"
+        "    want = importlib.import_module(module)\n"
+        "    want = want if attr is None else getattr(want, attr)\n"
+        "    assert ns[name] is want, name\n"
+        "    assert getattr(oop, name) is want, name\n"
+        "assert callable(oop.sql)\n"
+        "from oop.window import agg\n"
+        "assert oop.agg is agg and oop.agg.count().name == 'count'\n"
+    )
+    _modules_after(code)
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    import oop
+    import oop.punctuation
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        oop.nope  # noqa: B018
+    with pytest.raises(ImportError):
+        exec("from oop import nope", {})
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        oop.punctuation.nope  # noqa: B018
+
+
+def test_punctuation_names_resolve() -> None:
+    import oop.punctuation as P
+
+    for name in P.__all__:
+        assert getattr(P, name) is not None, name
+    assert P.parse_punctuation("bounded:5s+idle:1s") is not None
