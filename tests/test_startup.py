@@ -104,3 +104,46 @@ def test_punctuation_names_resolve() -> None:
     for name in P.__all__:
         assert getattr(P, name) is not None, name
     assert P.parse_punctuation("bounded:5s+idle:1s") is not None
+
+
+def _replay_probe(tmp_path: Path, window: str, out: str) -> list[str]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(1)
+    n = 3000
+    ts = np.arange(n, dtype=np.int64) * 10 - rng.integers(0, 500, n)
+    pq.write_table(pa.table({"ts": ts, "key": rng.integers(0, 7, n), "v": rng.random(n)}),
+                   tmp_path / "in.parquet")
+    argv = ["replay", "--input", str(tmp_path / "in.parquet"), "--time", "ts", "--key", "key",
+            "--window", window, "--agg", "count", "--agg", "sum:v", "--agg", "max:v",
+            "--punctuation", "bounded:1s", "--out", out, "--quiet"]
+    code = ("import contextlib, io, sys\nfrom oop.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            f"    assert main({argv!r}) == 0\n"
+            "assert out.getvalue() or " + repr(out) + " != '-'\n")
+    return _modules_after(code)
+
+
+@pytest.mark.parametrize("window,out", [("tumbling:1s", "parts/"), ("sliding:2s,1s", "-"),
+                                        ("tumbling:1s", "o.ndjson"), ("sliding:2s,1s", "o.arrow")])
+def test_replay_never_imports_pandas(tmp_path: Path, window: str, out: str) -> None:
+    target = out if out == "-" else str(tmp_path / out) + ("/" if out.endswith("/") else "")
+    loaded = _replay_probe(tmp_path, window, target)
+    assert "pandas" not in loaded and "numba" in loaded
+
+
+def test_pandas_still_works_after_the_probe() -> None:
+    code = (
+        "import sys, numpy as np, pyarrow as pa\n"
+        "from oop.io.pandas_probe import skip_pandas_probe\n"
+        "assert skip_pandas_probe()\n"
+        "a = pa.array(np.arange(4)); assert a.to_numpy(zero_copy_only=False).sum() == 6\n"
+        "assert 'pandas' not in sys.modules\n"
+        "df = pa.table({'x': a}).to_pandas()\n"
+        "assert list(df['x']) == [0, 1, 2, 3]\n"
+        "assert pa.Table.from_pandas(df).column('x').to_pylist() == [0, 1, 2, 3]\n"
+        "assert not skip_pandas_probe()  # pandas is here now: nothing to do\n"
+    )
+    assert "pandas" in _modules_after(code)
