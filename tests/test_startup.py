@@ -147,3 +147,54 @@ def test_pandas_still_works_after_the_probe() -> None:
         "assert not skip_pandas_probe()  # pandas is here now: nothing to do\n"
     )
     assert "pandas" in _modules_after(code)
+
+
+def test_compile_notice_says_it_once_per_block() -> None:
+    import io
+
+    import numba as nb
+
+    from oop.cli import COMPILE_NOTE, compile_notice
+
+    @nb.njit  # not cached: compiles on first call in every process
+    def inner(x):  # type: ignore[no-untyped-def]
+        return x + 1
+
+    @nb.njit
+    def outer(x):  # type: ignore[no-untyped-def]
+        return inner(x) * 2
+
+    err = io.StringIO()
+    with compile_notice(err):
+        assert outer(1) == 4  # compiles outer and, nested, inner
+        assert outer(2.5) == 7.0  # a new specialization: still one notice
+    assert err.getvalue() == COMPILE_NOTE + "\n"
+    err = io.StringIO()
+    with compile_notice(err):
+        assert outer(3) == 8  # compiled already: nothing to say
+    assert err.getvalue() == ""
+
+
+def test_replay_says_compiling_only_on_a_cold_cache(tmp_path: Path) -> None:
+    """A first run in an empty numba cache says it compiles (once); the next run is silent."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from oop.cli import COMPILE_NOTE
+
+    n = 500
+    pq.write_table(pa.table({"ts": np.arange(n, dtype=np.int64) * 7, "v": np.ones(n)}),
+                   tmp_path / "in.parquet")
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    argv = [sys.executable, "-m", "oop.cli", "replay", "--input", str(tmp_path / "in.parquet"),
+            "--time", "ts", "--window", "tumbling:1s", "--agg", "count",
+            "--punctuation", "bounded:1s", "--out", str(tmp_path / "o.csv"), "--quiet"]
+    said = []
+    for _ in range(2):
+        r = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr
+        said.append(r.stderr.count(COMPILE_NOTE))
+    assert said == [1, 0]

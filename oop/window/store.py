@@ -256,7 +256,9 @@ def max_abs(values: np.ndarray) -> int:
     """The largest ``|value|`` of an int64 array as a Python int (``|INT64_MIN|`` included)."""
     if not values.shape[0]:
         return 0
-    lo, hi = K.minmax(values)
+    # numpy, not K.minmax: these are read-only Arrow buffers, for which numba would compile
+    # K.minmax a second time
+    lo, hi = values.min(), values.max()
     return max(int(hi), -int(lo), 0)
 
 
