@@ -24,7 +24,8 @@ from oop.errors import OopError
 __all__ = ["main", "build_parser", "compile_notice", "SUBCOMMANDS", "COMPILE_NOTE"]
 
 #: said once on stderr when a command's first kernel misses numba's on-disk cache
-COMPILE_NOTE = "oop: compiling kernels for this query (first run after install; cached afterwards)..."
+COMPILE_NOTE = ("oop: compiling kernels for this query "
+                "(first run after install; cached afterwards)...")
 
 #: modules providing ``register(subparsers)``, in help order
 SUBCOMMANDS: tuple[str, ...] = (

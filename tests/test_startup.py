@@ -34,7 +34,8 @@ HEAVY = ("numba", "pandas", "pyarrow", "pyarrow.acero", "numpy", "pyspark", "sql
 
 def _modules_after(code: str) -> list[str]:
     """Run ``code`` in a fresh interpreter using this checkout; the HEAVY modules it loaded."""
-    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = (f"{code}\nimport json, sys\n"
+             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
     env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
     r = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env,
                        cwd=ROOT, timeout=120)
@@ -68,7 +69,7 @@ def test_public_names_are_exported() -> None:
 
 
 def test_every_public_name_imports_fresh() -> None:
-    """``from oop import X`` for every X, in a fresh interpreter, gives the defining module's object."""
+    """``from oop import X`` for every X, in a fresh interpreter: the defining module's object."""
     code = (
         "import importlib, oop\n"
         "for name in oop.__all__:\n"
@@ -84,6 +85,13 @@ def test_every_public_name_imports_fresh() -> None:
         "assert oop.agg is agg and oop.agg.count().name == 'count'\n"
     )
     _modules_after(code)
+
+
+def test_subpackages_load_on_attribute_access() -> None:
+    code = ("import oop\nassert oop.window.Tumbling is oop.Tumbling\n"
+            "assert oop.punctuation.External is oop.External\n"
+            "assert oop.operators.base.StreamInfo is not None\n")
+    assert "numba" in _modules_after(code)
 
 
 def test_unknown_name_is_an_attribute_error() -> None:

@@ -21,6 +21,7 @@ without importing numpy and pyarrow.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
@@ -68,7 +69,9 @@ __all__ = list(_LAZY)
 
 def __getattr__(name: str) -> object:
     """Import the module defining public ``name`` on first use and cache the value here."""
-    if name not in _LAZY:
+    if name not in _LAZY:  # a submodule (``oop.punctuation.cadence``) loads the same way
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
         raise AttributeError(f"module 'oop.punctuation' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
