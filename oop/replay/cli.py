@@ -21,16 +21,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time as _time
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, parse_bytes, resolve_late, run_job)
 from oop.errors import ConfigError
 from oop.punctuation.spec import SPEC_HELP
 from oop.replay.specs import AGG_FORMS
-from oop.stream.api import DEFAULT_BATCH_SIZE
+from oop.stream import DEFAULT_BATCH_SIZE
+
+if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
+    import pyarrow as pa
 
 __all__ = ["register", "run_replay", "build_plan", "check_args", "print_csv", "resolve_late",
            "parse_bytes"]
@@ -163,6 +164,8 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
 
 def write_late(res: Any, path: str, schema: pa.Schema) -> int:
     """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
+    import pyarrow as pa
+
     tables = [t for t in res.late.values() if t.num_rows]
     table = pa.concat_tables(tables) if tables else schema.empty_table()
     write_table(table, path)
@@ -186,6 +189,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.verify or args.shards:
         raise ConfigError("--verify and --shards need --spark")
     check_args(args)
+    from oop.io.pandas_probe import skip_pandas_probe
+
+    skip_pandas_probe()  # pyarrow would import pandas (~75 MiB) for nothing
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)
@@ -221,6 +227,7 @@ def write_table(table: pa.Table, target: str, fmt: str | None = None) -> None:
 
 def print_csv(table: pa.Table) -> None:
     """Write ``table`` to stdout as CSV (nested columns as JSON text)."""
+    import pyarrow as pa
     import pyarrow.csv as pacsv
 
     from oop.io.writers import csv_ready

@@ -21,7 +21,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from oop.errors import ConfigError
-from oop.stream.timecol import parse_duration
 
 __all__ = ["parse_window", "parse_aggs", "parse_agg", "WINDOW_FORMS", "AGG_FORMS"]
 
@@ -35,6 +34,8 @@ _COLUMN_AGGS = ("sum", "mean", "min", "max", "var", "std", "first", "last", "med
 
 
 def _durations(spec: str, body: str, n: int, unit: str) -> list[int]:
+    from oop.stream.timecol import parse_duration  # numpy + pyarrow: not for ``--help``
+
     parts = [p for p in body.split(",")]
     if len(parts) != n or not all(p.strip() for p in parts):
         raise ConfigError(f"window spec {spec!r}: expected {n} value(s); use {WINDOW_FORMS}")

@@ -25,9 +25,10 @@ import argparse
 import sys
 import time as _time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
+    import pyarrow as pa
 
 from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, resolve_late, run_job)
@@ -82,6 +83,8 @@ class _CastSink:
         self.inner.open(self.schema)
 
     def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
         cols = [batch.column(i).cast(f.type) for i, f in enumerate(self.schema)]
         self.inner.write(pa.RecordBatch.from_arrays(cols, schema=self.schema))
 
