@@ -31,7 +31,7 @@ from oop.punctuation import (
     Ordered,
     parse_punctuation,
 )
-from oop.stream.api import (
+from oop.api import (
     Stream,
     from_arrow,
     from_batches,

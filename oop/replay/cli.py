@@ -25,14 +25,13 @@ import time as _time
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
+from oop.api import DEFAULT_BATCH_SIZE
 from oop.errors import ConfigError
 from oop.io.amount import AMOUNT_HELP
+from oop.io.tables import print_csv  # noqa: F401  (re-exported: the CLI table writer)
 from oop.metrics import compile_timer
 from oop.punctuation.spec import SPEC_HELP
-from oop.replay.specs import AGG_FORMS
-from oop.stream.api import DEFAULT_BATCH_SIZE
+from oop.window.specs import AGG_FORMS
 
 __all__ = ["register", "run_replay", "build_plan", "check_args", "print_csv"]
 
@@ -178,7 +177,7 @@ def punctuation_spec(args: argparse.Namespace) -> Any:
 # ---- the plan ----------------------------------------------------------
 def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     """The `oop` plan after the source: a window aggregation (or an IOP plan)."""
-    from oop.replay.specs import parse_aggs, parse_window
+    from oop.window.specs import parse_aggs, parse_window
     from oop.stream.timecol import parse_duration
 
     kind = parse_window(args.window, unit)
@@ -241,14 +240,6 @@ def resolve_late(args: argparse.Namespace) -> str:
                           "late tuples stay in the Spark tasks); drop --shards, or use --late "
                           "drop (the late count is in the summary)")
     return late
-
-
-def write_late(res: Any, path: str, schema: pa.Schema) -> int:
-    """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
-    tables = [t for t in res.late.values() if t.num_rows]
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
-    write_table(table, path)
-    return table.num_rows
 
 
 # ---- running -----------------------------------------------------------
@@ -415,29 +406,3 @@ def _report(args: argparse.Namespace, summary: dict[str, Any], jit_s: float) -> 
         print(f"oop replay: window method {plan['method']}, layout {plan.get('layout', '?')}"
               + (f" ({switches} layout switch{'es' if switches > 1 else ''})" if switches else ""),
               file=err)
-
-
-def write_table(table: pa.Table, target: str, fmt: str | None = None) -> None:
-    """Write a whole table to ``target`` through the sinks (format by extension or ``fmt``)."""
-    from oop.io.sinks import open_sink
-
-    sink = open_sink(target, fmt, "out")
-    sink.open(table.schema)
-    try:
-        for b in table.to_batches():
-            sink.write(b)
-    except BaseException:
-        sink.abort()
-        raise
-    sink.close()
-
-
-def print_csv(table: pa.Table) -> None:
-    """Write ``table`` to stdout as CSV (nested columns as JSON text)."""
-    import pyarrow.csv as pacsv
-
-    from oop.io.writers import csv_ready
-
-    sink = pa.BufferOutputStream()
-    pacsv.write_csv(csv_ready(table), sink)
-    sys.stdout.write(sink.getvalue().to_pybytes().decode())

@@ -276,7 +276,7 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
     the ``path`` option)."""
     from oop.plan.executor import Node
     from oop.plan.source import Source
-    from oop.stream.api import Stream
+    from oop.api import Stream
 
     if t.time is None or t.punctuation is None:
         raise script.error(f"table {t.name!r} has no event time: add WATERMARK FOR col AS "
