@@ -41,6 +41,7 @@ from oop.errors import OopError
 from oop.punctuation import BoundedDelay, Ordered, parse_punctuation
 from oop.punctuation.base import GeneratorConfig
 from oop.sql.parse import Script
+from oop.sql.types import arrow_type
 
 __all__ = ["TableDef", "read_ddl", "interval_spec", "source_stream", "arrow_type"]
 
@@ -48,7 +49,6 @@ _OPTIONS = ("path", "format", "time-unit", "punctuation", "time", "late", "batch
             "connector")
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d",
           "MICROSECOND": "us", "NANOSECOND": "ns"}
-_TS_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
 _FORMATS = {"parquet": "parquet", "csv": "csv", "ndjson": "ndjson", "json": "ndjson",
             "arrow": "arrow"}
 
@@ -111,29 +111,6 @@ def interval_spec(node: exp.Expression, script: Script) -> str:
     except ValueError:
         raise script.error(f"interval value {value!r} is not a number", node) from None
     return f"{value.strip()}{_UNITS[u]}"
-
-
-def arrow_type(dt: exp.DataType, script: Script, at: exp.Expression | None = None) -> pa.DataType:
-    """The Arrow type of a declared SQL column type (errors point at ``at``, else ``dt``)."""
-    T = exp.DataType.Type
-    params = [int(p.this.name) for p in dt.expressions if isinstance(p, exp.DataTypeParam)
-              and isinstance(p.this, exp.Literal)]
-    t = dt.this
-    if t in (T.TIMESTAMP, T.TIMESTAMPLTZ, T.TIMESTAMPTZ, T.DATETIME):
-        p = params[0] if params else 3 if t != T.TIMESTAMP else 6
-        if p not in _TS_UNIT:
-            raise script.error(f"TIMESTAMP({p}): use precision 0, 3, 6 or 9", at or dt)
-        return pa.timestamp(_TS_UNIT[p], "UTC" if t != T.TIMESTAMP and t != T.DATETIME else None)
-    simple = {T.BIGINT: pa.int64(), T.INT: pa.int32(), T.SMALLINT: pa.int16(),
-              T.TINYINT: pa.int8(), T.DOUBLE: pa.float64(), T.FLOAT: pa.float32(),
-              T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
-              T.BOOLEAN: pa.bool_(), T.DATE: pa.date32()}
-    if t in simple:
-        return simple[t]
-    if t == T.DECIMAL:
-        p, s = (params + [10, 0])[:2] if params else (10, 0)
-        return pa.decimal128(p, s)
-    raise script.error(f"unsupported column type {dt.sql()!r}", at or dt)
 
 
 def _options(node: exp.Create, script: Script) -> dict[str, str]:

@@ -1,1 +1,1 @@
-"""Stream model: elements, time columns, late policy and the fluent API."""
+"""Stream model (the foundation every operator builds on): elements, time columns, late policy."""

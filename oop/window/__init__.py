@@ -30,8 +30,8 @@ Fluent::
 
 Output: key columns, ``window_start``, ``window_end`` (the time column's Arrow
 type), aggregate columns (+ ``wid``; + ``is_revision`` with ``late="update"``),
-punctuated on ``window_end``. Operators: :class:`WindowAggregate` (Bucket +
-Aggregate, 004 §6.1), :class:`PanedWID` (004 §6.2), :class:`Bucket`;
+punctuated on ``window_end``. Operator: :class:`WindowAggregate` (Bucket +
+Aggregate, 004 §6.1; with ``method="paned"`` Paned-WID, 004 §6.2);
 :func:`window_operator` plans one (``layout="auto"|"dense"|"hash"``: dense
 ring x key codes, or a hash table of live (window, key) cells for sparse keys;
 the choice is in ``op.plan_info``). ``method="auto"`` applies the cost model of
@@ -48,7 +48,6 @@ the choice is in ``op.plan_info``). ``method="auto"`` applies the cost model of
 from oop.window import aggregates as agg
 from oop.window.aggregate import WindowAggregate, choose_method
 from oop.window.aggregates import Agg
-from oop.window.bucket import Bucket
 from oop.window.cumulate import Cumulate
 from oop.window.kinds import (
     Landmark,
@@ -59,7 +58,6 @@ from oop.window.kinds import (
     Tumbling,
     WindowKind,
 )
-from oop.window.paned import PanedWID
 from oop.window.plan import window_operator
 
 __all__ = [
@@ -74,8 +72,6 @@ __all__ = [
     "SlideByTuple",
     "Cumulate",
     "WindowAggregate",
-    "PanedWID",
-    "Bucket",
     "window_operator",
     "choose_method",
 ]

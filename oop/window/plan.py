@@ -7,7 +7,7 @@
 * :class:`~oop.window.kinds.SlideByTuple` ->
   :class:`~oop.window.slide_by_tuple.SlideByTupleAggregate` (bins, 004 §6.1.4);
 * otherwise :class:`~oop.window.aggregate.WindowAggregate` with ``method``
-  ``"wid"``, ``"paned"`` (:class:`~oop.window.paned.PanedWID`) or ``"auto"``
+  ``"wid"``, ``"paned"`` (Paned-WID, :mod:`oop.window.paned`) or ``"auto"``
   (the cost model of 004 Eqs. 6.1-6.4 decides on the first batch).
 """
 
@@ -54,10 +54,6 @@ def window_operator(
         from oop.window.slide_by_tuple import SlideByTupleAggregate
 
         return SlideByTupleAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
-    if method == "paned":
-        from oop.window.paned import PanedWID
-
-        return PanedWID(kind, aggs, layout=layout, **kw)  # type: ignore[arg-type]
     from oop.window.aggregate import WindowAggregate
 
     return WindowAggregate(kind, aggs, method=method, layout=layout, **kw)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Parsers for the command-line window and aggregate specs (``oop replay``, the Spark job, SQL-free CLIs).
+"""Parsers for the command-line window and aggregate specs (``oop replay``, with or without Spark).
 
 * window: ``tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE``
 * aggregate: ``count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL |
