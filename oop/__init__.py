@@ -59,7 +59,7 @@ from oop.window import (
     agg,
 )
 
-__version__ = "0.1.0"
+from oop.version import __version__
 
 
 def __getattr__(name: str) -> object:

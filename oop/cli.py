@@ -17,7 +17,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from oop import __version__
+from oop.version import __version__
 from oop.errors import OopError
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS"]
