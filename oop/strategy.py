@@ -53,6 +53,11 @@ class Strategy:
             return f"iop-bsort:{self.amount}"
         return f"iop-slack:{self.amount},{self.semantics}"
 
+    @property
+    def is_iop(self) -> bool:
+        """True for the in-order plans (everything but ``oop``)."""
+        return self.kind != "oop"
+
 
 def parse_strategy(spec: str | Strategy) -> Strategy:
     """Parse ``oop``, ``iop-sort``, ``iop-bsort:N`` or ``iop-slack:DUR[,consistent|generous]``."""
