@@ -33,9 +33,9 @@ import argparse
 import time
 from typing import Any
 
+from oop.api import from_batches
 from oop.adapt.cost import Thresholds
 from oop.datasets import Band, Disordered, DSMix, Packets
-from oop.stream.api import from_batches
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 

@@ -108,7 +108,7 @@ t_import = time.perf_counter()
 from oop.cli import build_parser
 from oop.replay import cli as rc
 from oop.plan.writer import SinkWriter
-from oop.replay.inputs import open_output
+from oop.command.inputs import open_output
 from oop.checkpoint import CheckpointStore, load
 argv, files = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 out = {}

@@ -13,7 +13,7 @@ Queries (count + sum(v) per key):
 * sliding RANGE 10 s SLIDE 1 s -- engine ``method="paned"`` and plain ``"wid"``.
 
 and max(v) per key (a non-differential aggregate: Paned-WID combines panes
-with the prefix/suffix block kernel ``paned_select``):
+with the prefix/suffix block kernel ``paned_emit_sel``):
 
 * sliding RANGE 10 s SLIDE 1 s -- ``"paned"``, ``"wid"``, ``"auto"``; numpy
   reference: per-pane ``np.maximum.at`` then a 10-pane moving max.

@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
         Ordered,
         parse_punctuation,
     )
-    from oop.stream.api import (
+    from oop.api import (
         Stream,
         from_arrow,
         from_batches,
@@ -73,18 +73,18 @@ if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
     )
 
 
-__version__ = "0.1.0"
+from oop.version import __version__
 
 #: public name -> (defining module, attribute; ``None``: the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "Stream": ("oop.stream.api", "Stream"),
-    "from_arrow": ("oop.stream.api", "from_arrow"),
-    "from_batches": ("oop.stream.api", "from_batches"),
-    "from_iter": ("oop.stream.api", "from_iter"),
-    "from_connector": ("oop.stream.api", "from_connector"),
-    "from_socket": ("oop.stream.api", "from_socket"),
-    "from_pandas": ("oop.stream.api", "from_pandas"),
-    "from_parquet": ("oop.stream.api", "from_parquet"),
+    "Stream": ("oop.api", "Stream"),
+    "from_arrow": ("oop.api", "from_arrow"),
+    "from_batches": ("oop.api", "from_batches"),
+    "from_iter": ("oop.api", "from_iter"),
+    "from_connector": ("oop.api", "from_connector"),
+    "from_socket": ("oop.api", "from_socket"),
+    "from_pandas": ("oop.api", "from_pandas"),
+    "from_parquet": ("oop.api", "from_parquet"),
     "Punctuation": ("oop.stream.elements", "Punctuation"),
     "GroupPunctuation": ("oop.stream.elements", "GroupPunctuation"),
     "JointPunctuation": ("oop.stream.elements", "JointPunctuation"),

@@ -18,7 +18,7 @@ import importlib
 import sys
 from typing import Any, Iterator, Sequence
 
-from oop import __version__
+from oop.version import __version__
 from oop.errors import OopError
 
 __all__ = ["main", "build_parser", "compile_notice", "SUBCOMMANDS", "COMPILE_NOTE"]
@@ -66,12 +66,12 @@ def compile_notice(stream: Any = None) -> Iterator[None]:
     said = [False]
 
     class _Note(event.Listener):
-        def on_start(self, ev: Any) -> None:
+        def on_start(self, _ev: Any) -> None:
             if not said[0]:
                 said[0] = True
                 print(COMPILE_NOTE, file=stream or sys.stderr, flush=True)
 
-        def on_end(self, ev: Any) -> None:
+        def on_end(self, _ev: Any) -> None:
             pass
 
     with event.install_listener("numba:compile", _Note()):

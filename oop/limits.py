@@ -34,7 +34,7 @@ import os
 import resource
 import threading
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from oop.errors import StateLimitError
 
@@ -235,12 +235,3 @@ def state_budget(limit: int | None) -> Iterator[StateBudget]:
         yield b
     finally:
         _current.reset(token)
-
-
-def guard_for(owner: Any, name: str, budget: StateBudget, own_limit: int | None,
-              rest: Callable[[], int]) -> Callable[[int, str], None]:
-    """A growth check for one structure of ``owner``: called with the structure's size after
-    the growth; the rest of the owner's state (``rest()``) is added."""
-    def guard(nbytes: int, what: str = "") -> None:
-        budget.grow(owner, name, rest() + nbytes, what, own_limit)
-    return guard

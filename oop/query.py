@@ -31,84 +31,19 @@ Strategy(kind='iop-slack', amount='2s', semantics='generous')
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError
+from oop.strategy import STRATEGY_HELP, Strategy, parse_strategy
 
 __all__ = ["Strategy", "parse_strategy", "WindowQuery", "JoinQuery", "dropped", "partially_dropped", "accuracy",
            "Accuracy", "STRATEGY_HELP"]
 
-Kind = Literal["oop", "iop-sort", "iop-bsort", "iop-slack"]
-STRATEGY_HELP = ("oop | iop-sort | iop-bsort:N | iop-slack:DUR[,consistent|generous] "
-                 "(e.g. iop-slack:2s,generous)")
-
 #: operator names whose late counts are tuples an IOP plan dropped
 _IOP_OPS = ("sort", "merge", "buffering_window", "reorder")
-
-
-@dataclass(frozen=True)
-class Strategy:
-    """How a logical query handles disorder: ``kind`` with its slack ``amount`` and ``semantics``."""
-
-    kind: Kind = "oop"
-    amount: int | str | None = None
-    semantics: Literal["consistent", "generous"] = "consistent"
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("oop", "iop-sort", "iop-bsort", "iop-slack"):
-            raise ConfigError(f"unknown strategy {self.kind!r}; use {STRATEGY_HELP}")
-        if self.kind in ("iop-slack", "iop-bsort") and self.amount is None:
-            raise ConfigError(f"strategy {self.kind} needs an amount, e.g. "
-                              f"{'iop-slack:2s' if self.kind == 'iop-slack' else 'iop-bsort:1000'}")
-        if self.kind == "iop-bsort" and not isinstance(self.amount, int):
-            raise ConfigError(f"iop-bsort needs a whole number of tuples, got {self.amount!r}")
-        if self.semantics not in ("consistent", "generous"):
-            raise ConfigError(f"slack semantics {self.semantics!r}: use consistent or generous")
-
-    @property
-    def spec(self) -> str:
-        """The string :func:`parse_strategy` reads back."""
-        if self.kind in ("oop", "iop-sort"):
-            return self.kind
-        if self.kind == "iop-bsort":
-            return f"iop-bsort:{self.amount}"
-        return f"iop-slack:{self.amount},{self.semantics}"
-
-    @property
-    def is_iop(self) -> bool:
-        return self.kind != "oop"
-
-
-def parse_strategy(spec: str | Strategy) -> Strategy:
-    """Parse ``oop``, ``iop-sort``, ``iop-bsort:N`` or ``iop-slack:DUR[,consistent|generous]``."""
-    if isinstance(spec, Strategy):
-        return spec
-    text = str(spec).strip().lower()
-    if text in ("oop", "iop-sort", "iop"):
-        return Strategy("iop-sort" if text == "iop" else text)  # type: ignore[arg-type]
-    head, _, rest = text.partition(":")
-    if head == "iop-bsort" and rest:
-        try:
-            n = int(rest)
-        except ValueError:
-            raise ConfigError(f"strategy {spec!r}: iop-bsort:N needs an integer tuple count") from None
-        if n < 0:
-            raise ConfigError(f"strategy {spec!r}: the tuple count must be >= 0, e.g. iop-bsort:100")
-        return Strategy("iop-bsort", n)
-    if head == "iop-slack" and rest:
-        amount, _, sem = rest.partition(",")
-        amount = amount.strip()
-        value: int | str = int(amount) if amount.lstrip("-").isdigit() else amount
-        from oop.stream.timecol import parse_duration
-
-        if parse_duration(value, "ns") < 0:  # validates the syntax too
-            raise ConfigError(f"strategy {spec!r}: the slack must be >= 0 (a negative slack "
-                              "would drop almost every tuple as late); e.g. iop-slack:2s")
-        return Strategy("iop-slack", value, (sem.strip() or "consistent"))  # type: ignore[arg-type]
-    raise ConfigError(f"cannot parse strategy {spec!r}; use {STRATEGY_HELP}")
 
 
 class WindowQuery:

@@ -35,7 +35,7 @@ def _source(folder: str, name: str) -> Any:
 def build(plan: str, a_dir: str, b_dir: str) -> Any:
     """The plan named ``plan`` over the folders ``a_dir`` (and ``b_dir``)."""
     from oop import agg
-    from oop.replay.specs import parse_window
+    from oop.window.specs import parse_window
 
     a = _source(a_dir, "a")
     aggs = [agg.count(), agg.sum("v")]

@@ -13,7 +13,7 @@ import oop
 from conftest_spark import spark  # noqa: F401 - the shared session fixture
 from oop.errors import EmptyInputError, TimeTypeError, UnknownColumnError
 from oop.spark import replay
-from oop.spark.replay import _suffix_min
+from oop.spark.common import suffix_min as _suffix_min
 
 pytestmark = pytest.mark.spark
 

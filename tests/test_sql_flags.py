@@ -1,4 +1,4 @@
-"""``oop sql`` takes ``oop replay``'s output, late and runtime flags (:mod:`oop.cli_flags`).
+"""``oop sql`` takes ``oop replay``'s output, late and runtime flags (:mod:`oop.command.flags`).
 
 Every test runs the real command in a subprocess (``python -m oop.cli sql``, this
 worktree first on the path) over a disordered Parquet folder, and checks the results

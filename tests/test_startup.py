@@ -90,6 +90,7 @@ def test_every_public_name_imports_fresh() -> None:
 def test_subpackages_load_on_attribute_access() -> None:
     code = ("import oop\nassert oop.window.Tumbling is oop.Tumbling\n"
             "assert oop.punctuation.External is oop.External\n"
+            "assert oop.window.WindowAggregate.__name__ == 'WindowAggregate'\n"
             "assert oop.operators.base.StreamInfo is not None\n")
     assert "numba" in _modules_after(code)
 

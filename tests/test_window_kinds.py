@@ -141,22 +141,16 @@ def test_validation_says_why(make, msg):
         make()
 
 
-def test_bucket_operator_tags_wids_and_translates_punctuation():
+def test_bucket_logic_tags_wids_and_the_first_open_window():
     import pyarrow as pa
 
-    from oop.operators.base import StreamInfo
-    from oop.stream.elements import Punctuation
-    from oop.window import Bucket
+    from oop.window.bucket import BucketLogic
 
-    sch = pa.schema([("ts", pa.int64())])
-    b = Bucket(Sliding("10s", "5s"))
-    b.open([StreamInfo("s", sch, {"ts": "s"}, "ts")])
-    out = b.on_batch(pa.record_batch({"ts": [0, 4, 5, 12]}, schema=sch))
-    assert out[0].column("wid_lo").to_pylist() == [0, 0, 1, 2]
-    assert out[0].column("wid_hi").to_pylist() == [2, 2, 3, 4]
-    assert b.on_punctuation(Punctuation("ts", 10)) == [Punctuation("ts", 10), Punctuation("wid", 2)]
-    r = Bucket(RowSliding(4, 2))
-    r.open([StreamInfo("s", sch, {"ts": "s"}, "ts")])
-    out = r.on_batch(pa.record_batch({"ts": [9, 1, 5]}, schema=sch))
-    assert out[0].column("wid_lo").to_pylist() == [0, 0, 1]  # rows 0, 1, 2
-    assert out[1] == Punctuation("wid", 1)  # 3 rows seen: window 0 ([-2, 2)) is complete
+    b = BucketLogic(Sliding("10s", "5s").resolve("s"))
+    lo, hi = b.tag(pa.record_batch({"ts": [0, 4, 5, 12]}), np.array([0, 4, 5, 12]))
+    assert lo.tolist() == [0, 0, 1, 2] and hi.tolist() == [2, 2, 3, 4]
+    assert b.first_open(10) == 2  # windows 0 and 1 end by 10: the punctuation closes them
+    r = BucketLogic(RowSliding(4, 2))
+    lo, hi = r.tag(pa.record_batch({"ts": [9, 1, 5]}), np.array([9, 1, 5]))
+    assert lo.tolist() == [0, 0, 1]  # numbered by arrival (rows 0, 1, 2), not by time
+    assert r.first_open(r.rows_seen) == 1  # 3 rows seen: window 0 ([-2, 2)) is complete

@@ -1,8 +1,5 @@
 """Paned-WID window-level query for min/max/first/last (004 §6.2): compiled block combine.
 
-* ``paned_select`` (prefix/suffix blocks over the pane ring) == ``paned_select_ref``
-  (fold the ``P`` panes of each window) on random rings, with garbage in the ring rows
-  of purged / not yet used panes, int and float lanes, any ``P`` and slide in panes;
 * end to end: Paned-WID == WID == the from-scratch oracle for min/max/first/last
   (with and without keys, int and float values, windows of many panes, many windows
   per punctuation), and the per-window Python path is not taken;
@@ -25,70 +22,11 @@ from hypothesis import given, settings, strategies as st
 import oop
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, Tumbling, agg, choose_method
-from oop.window import kernels as K
 from oop.window.paned import PaneCombiner
 from oop.window.reference import window_oracle
 
 from test_window import assert_same_rows
 
-I64MAX = np.iinfo(np.int64).max
-I64MIN = np.iinfo(np.int64).min
-
-
-# ---- kernel == reference ------------------------------------------------------------
-@st.composite
-def rings(draw):
-    op = draw(st.sampled_from(["min", "max", "first", "last"]))
-    floats = draw(st.booleans())
-    P = draw(st.integers(1, 6))
-    step = draw(st.integers(1, 3))  # panes per slide
-    nw = draw(st.integers(1, 8))
-    n = draw(st.integers(1, 4))  # codes in use
-    C = n + draw(st.integers(0, 2))
-    a0 = draw(st.integers(-20, 20))
-    span = (nw - 1) * step + P
-    base = a0 + draw(st.integers(-3, span))
-    top = base + draw(st.integers(0, span + 3))
-    R = 1 << int(np.ceil(np.log2(max(top - base, 2))))
-    dt = np.float64 if floats else np.int64
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    # garbage everywhere first: rows of panes outside [base, top) must be ignored
-    vals = rng.integers(-50, 50, R * C).astype(dt)
-    tvals = rng.integers(-50, 50, R * C).astype(np.int64)
-    ident = {"min": np.inf if floats else I64MAX, "max": -np.inf if floats else I64MIN}.get(op, 0)
-    tident = I64MAX if op == "first" else I64MIN
-    panes = {}
-    for p in range(base, top):
-        for c in range(C):
-            j = (p & (R - 1)) * C + c
-            if draw(st.booleans()):
-                v, t = draw(st.integers(-9, 9)), draw(st.integers(0, 6))
-                vals[j], tvals[j] = (v / 4 if floats else v), t
-                if c < n:
-                    panes[(p, c)] = (t, vals[j].item()) if op in ("first", "last") else vals[j].item()
-            else:
-                vals[j], tvals[j] = ident, tident
-    plo = a0 + step * np.arange(nw, dtype=np.int64)
-    cells = [(k, c) for k in range(nw) for c in range(n) if draw(st.booleans())]
-    wi = np.array([k for k, _ in cells], np.int64)
-    codes = np.array([c for _, c in cells], np.int64)
-    return op, vals, tvals, ident, tident, C, R, base, top, n, P, plo, wi, codes, panes, dt
-
-
-@settings(max_examples=150)
-@given(rings())
-def test_paned_select_equals_reference(ring):
-    op, vals, tvals, ident, tident, C, R, base, top, n, P, plo, wi, codes, panes, dt = ring
-    tv = tvals if op in ("first", "last") else np.zeros(0, np.int64)
-    got, gott = K.paned_select(vals, tv, K.SELECT_OPS[op], dt(ident), tident, C, R - 1,
-                               base, top, n, P, plo, wi, codes)
-    exp = K.paned_select_ref(op, panes, P, plo, wi, codes)
-    assert got.shape[0] == len(exp) and got.dtype == dt
-    for i, e in enumerate(exp):
-        if op in ("first", "last"):
-            assert (gott[i], got[i]) == ((tident, ident) if e is None else e)
-        else:
-            assert got[i] == (ident if e is None else e)
 
 
 # ---- end to end: Paned-WID == WID == oracle -----------------------------------------------

@@ -78,12 +78,6 @@ class LazyBuffer:
         self._settle()
         return self._bins
 
-    @property
-    def bin_rows(self) -> np.ndarray:
-        """Rows per bin (staged rows are binned first)."""
-        self._settle()
-        return self._bin_rows
-
     def _unpack(self) -> None:
         """Per-bin views of the packed rows (O(bins x columns))."""
         if self._packed is None:
@@ -251,9 +245,6 @@ class LazyBuffer:
             if hit.any():
                 out.append(self.filter_bin(b, ~hit))
         return _concat(out, self.names, self.dtypes)
-
-    def nonempty_bins(self) -> list[int]:
-        return np.flatnonzero(self.bin_rows).tolist()
 
     # ---- checkpointing ----------------------------------------------------
     def snapshot(self) -> Any:

@@ -106,7 +106,7 @@ from sortedcontainers import SortedSet
 from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
 from oop.adapt.buffer import Chunk, LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, ROW_LAZY, close_fold, close_scan,
+from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, close_fold, close_scan,
                                count_dead, count_transitional,
                                covered_windows_kernel, group_pairs, route_batch,
                                match_groups, segment_tupcnt, settle_close)
@@ -400,9 +400,6 @@ class AdaptLogic:
         vol_src = self.volume.of(self._vol(gs))  # per group and source: winVol[g, K] / RANGE
         return self.model.threshold(self.aggr, self.tup, self.wed.value, vol_src,
                                     self.offsets.offsets())
-
-    def _winvol(self, gs: np.ndarray) -> np.ndarray:
-        return self._vol(gs).sum(axis=1, dtype=np.int64)
 
     def _vol(self, gs: np.ndarray) -> np.ndarray:
         """winVol[gs, source] without the flag bit."""

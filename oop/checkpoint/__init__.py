@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from oop.checkpoint.codec import decode, encode, register
+from oop.checkpoint.cut import Checkpoint
 from oop.checkpoint.fingerprint import describe_difference, plan_description, plan_fingerprint
 from oop.checkpoint.store import FORMAT_VERSION, CheckpointStore
 from oop.errors import CheckpointError
@@ -56,8 +57,6 @@ def load(executor: Any, store: CheckpointStore) -> dict[str, Any] | None:
     (the executor is left untouched: start from the beginning). Raises
     :class:`CheckpointError` for another query's checkpoint or a newer format.
     """
-    from oop.plan.executor import Checkpoint
-
     lines = plan_description(executor)
     found = store.latest(fingerprint=plan_fingerprint(executor),
                          describe=lambda man: describe_difference(lines, man.get("plan")))

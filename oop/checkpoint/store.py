@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from oop.errors import CheckpointError
+from oop.version import __version__
 
 __all__ = ["CheckpointStore", "FORMAT_VERSION", "MAGIC", "oop_version"]
 
@@ -52,15 +53,8 @@ _DIGEST = 32
 
 
 def oop_version() -> str:
-    """``oop.__version__`` (or the installed distribution's version)."""
-    try:
-        import oop
-
-        return str(oop.__version__)
-    except (ImportError, AttributeError):  # pragma: no cover
-        from importlib.metadata import version
-
-        return version("oop")
+    """``oop.__version__``."""
+    return __version__
 
 
 def _fault(point: str) -> None:

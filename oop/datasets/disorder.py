@@ -121,7 +121,7 @@ class Disordered:
       :meth:`batches` (for 
       :class:`BlockSorted`: ``External()`` -- read :meth:`feed`, or
       ``External("end_of_block")`` with ``marker=True``);
-    * :meth:`stream` -- an ``oop`` :class:`~oop.stream.api.Stream` over it;
+    * :meth:`stream` -- an ``oop`` :class:`~oop.api.Stream` over it;
     * :meth:`table` -- everything materialised (small inputs, oracles).
     """
 
@@ -256,7 +256,7 @@ class Disordered:
         """
         from oop.plan.executor import Node
         from oop.plan.source import Source
-        from oop.stream.api import Stream
+        from oop.api import Stream
 
         carried = isinstance(self.disorder, BlockSorted) and punctuation is None
 

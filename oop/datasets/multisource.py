@@ -135,7 +135,7 @@ class MultiSource:
         from oop.plan.executor import Node
         from oop.plan.source import Source
         from oop.punctuation.ordered import Ordered
-        from oop.stream.api import Stream
+        from oop.api import Stream
 
         return [
             Stream(Node(Source(f, time="ts", unit="ms", punctuation=punctuation or Ordered(),

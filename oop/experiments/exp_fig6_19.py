@@ -48,12 +48,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from oop.api import from_batches
 from oop.adapt.cost import Thresholds
 from oop.datasets import DSMix, Link, MultiSource, Packets
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
 from oop.experiments.common import panel_plot, pick, rank_trend
 from oop.punctuation import Ordered
-from oop.stream.api import from_batches
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 

@@ -54,10 +54,6 @@ class LineChunks:
             return None
         return self._csv(body) if self.fmt == "csv" else self._ndjson(body)
 
-    def pending_lines(self, data: bytes) -> int:
-        """How many complete lines ``data`` would add (for sizing a chunk)."""
-        return data.count(b"\n")
-
     def _take_header(self, body: bytes) -> bytes:
         i = body.find(b"\n")
         if i < 0:

@@ -46,7 +46,7 @@ import pyarrow as pa
 from oop.errors import CheckpointError
 from oop.io.writers import DEFAULT_ROW_GROUP_ROWS, SUFFIX, FormatWriter, make_writer
 from oop.io.protocol import Offset
-from oop.io.sinks import DEFAULT_MAX_ROWS_PER_PART, Opener, _fsync, discard, io_errors
+from oop.io.filewrite import DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors
 
 __all__ = ["PartsSink", "recover", "part_name", "committed_parts"]
 
@@ -115,7 +115,7 @@ def _fsync_dir(folder: str | Path) -> None:
     except OSError:
         return  # platforms that cannot open folders (Windows): renames are durable enough
     try:
-        _fsync(_FdFile(fd))
+        fsync(_FdFile(fd))
     finally:
         os.close(fd)
 
@@ -258,7 +258,7 @@ class PartsSink:
         with self._guard(what=pending):
             self._w.close()
             self._f.flush()
-            _fsync(self._f)
+            fsync(self._f)
             self._f.close()
         self.pending.append((pending, final, self._cur_rows))
         self._f, self._w, self._cur, self._cur_rows = None, None, None, 0

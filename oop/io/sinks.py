@@ -24,7 +24,6 @@ naming the target and the cause; it is never swallowed.
 from __future__ import annotations
 
 import contextlib
-import errno as _errno
 import os
 import sys
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import IO, Any, Callable, Iterator
 import pyarrow as pa
 
 from oop.errors import CheckpointError, ConfigError, SinkError
+from oop.io.filewrite import DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors
 from oop.io.writers import (
     DEFAULT_ROW_GROUP_ROWS,
     EXTENSIONS,
@@ -45,54 +45,6 @@ from oop.io.protocol import Offset, Sink
 
 __all__ = ["open_sink", "FileSink", "StdoutSink", "CallbackSink", "Opener", "io_errors",
            "DEFAULT_MAX_ROWS_PER_PART"]
-
-def discard(writer: FormatWriter | None, f: IO[bytes] | None) -> None:
-    """Drop a half-written encoder and close its file; errors are ignored (a failure is
-    already being raised)."""
-    if writer is not None:
-        writer.abort()
-    if f is not None:
-        with contextlib.suppress(OSError, ValueError):
-            f.close()
-
-
-Opener = Callable[[str, str], IO[bytes]]  # open(path, "wb") -> binary file object
-DEFAULT_MAX_ROWS_PER_PART = 1_000_000
-
-
-def _cause(e: OSError) -> str:
-    if isinstance(e, BrokenPipeError) or e.errno == _errno.EPIPE:
-        return "the reader closed the pipe (EPIPE)"
-    if e.errno is not None and e.errno in _errno.errorcode:
-        text = e.strerror or os.strerror(e.errno)
-        hint = "; free some space or write elsewhere" if e.errno == _errno.ENOSPC else ""
-        return f"{text} ({_errno.errorcode[e.errno]}){hint}"
-    return str(e) or type(e).__name__
-
-
-@contextlib.contextmanager
-def io_errors(sink: str, target: str, action: str = "writing to") -> Iterator[None]:
-    """Turn an OSError in the block into a one-line SinkError naming ``target`` and the cause."""
-    try:
-        yield
-    except SinkError:
-        raise
-    except OSError as e:
-        msg = f"sink {sink!r}: {action} {target} failed: {_cause(e)}"
-        raise SinkError(" ".join(msg.split())) from e
-
-
-def _fsync(f: Any) -> None:
-    """fsync ``f`` when it is a real file; devices and pipes that cannot sync are skipped."""
-    try:
-        fd = f.fileno()
-    except (AttributeError, OSError, ValueError):
-        return
-    try:
-        os.fsync(fd)
-    except OSError as e:
-        if e.errno not in (_errno.EINVAL, _errno.ENOTSUP, _errno.EROFS):
-            raise
 
 
 class FileSink:
@@ -149,7 +101,7 @@ class FileSink:
                 self._w.flush()
                 assert self._f is not None
                 self._f.flush()
-                _fsync(self._f)
+                fsync(self._f)
         return {"rows": self.rows}
 
     def resume(self, commit_point: Offset) -> None:
@@ -173,7 +125,7 @@ class FileSink:
             w.close()
             assert self._f is not None
             self._f.flush()
-            _fsync(self._f)
+            fsync(self._f)
         self.closed = True
         with self._guard("closing"):
             self._f.close()

@@ -482,9 +482,6 @@ def max_sustainable_rate(
 
 
 # ---- operators -----------------------------------------------------------
-PARTIAL_SCHEMA_FIELDS = ("window_start", "window_end", "count")
-
-
 class GigascopeLowLevel(DropsLate):
     """Low-level sub-aggregation over an ordered packet stream (see module doc).
 

@@ -129,7 +129,7 @@ def plan_opob(left: Any, right: Any, *, strategy: Any = "iop-sort", **join_args:
 
 def _plan(cls: type, left: Any, right: Any, strategy: Any, join_args: dict[str, Any]) -> Any:
     from oop.iop_baseline.sort_buffer import SortBuffer
-    from oop.query import parse_strategy
+    from oop.strategy import parse_strategy
 
     st = parse_strategy(strategy)
     if st.kind == "oop":

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import itertools
 import time as _time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
+from oop.checkpoint.cut import Checkpoint
 from oop.operators.base import Operator, StreamInfo
 from oop.plan.source import Source
 from oop.stream.elements import END_OF_STREAM, INT64_MIN, Element, EndOfStream, is_punctuation
@@ -49,19 +49,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node({self.op.name})"
-
-
-@dataclass
-class Checkpoint:
-    """A consistent cut of a plan: per-operator snapshots keyed by node name.
-
-    ``metrics`` holds each operator's :meth:`~oop.metrics.OperatorMetrics.snapshot`
-    (by node name), so a resumed run reports totals over the whole input.
-    """
-
-    rounds: int
-    states: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def topological(sinks: Sequence[Node]) -> list[Node]:

@@ -62,7 +62,6 @@ class JobOptions:
     checkpoint_dir: str | None = None
     checkpoint_every: Amount | None = None
     keep_checkpoints: int = 3
-    late_warn_fraction: float = 0.01
     held_back_warn_s: float = 30.0  # warn when one input holds back a union this long
     manifest: dict[str, Any] = field(default_factory=dict)
     on_round: Callable[[int], None] | None = None  # called after every executor round

@@ -138,10 +138,6 @@ class Source(Operator):
         self.output = StreamInfo(self.name, schema, {self.time: self.unit}, self.time)
         return self.output
 
-    @property
-    def time_spec(self) -> TimeSpec:
-        return TimeSpec(self.time, self.unit)
-
     # ---- pulling -----------------------------------------------------
     def skip(self, n: int) -> None:
         """Skip the first ``n`` feed items (resume after a checkpoint of the same chunking)."""

@@ -23,17 +23,17 @@ import sys
 import time as _time
 from typing import TYPE_CHECKING, Any
 
-from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
+from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, parse_bytes, resolve_late, run_job)
 from oop.errors import ConfigError
 from oop.punctuation.spec import SPEC_HELP
-from oop.replay.specs import AGG_FORMS
+from oop.window.specs import AGG_FORMS
 from oop.stream import DEFAULT_BATCH_SIZE
 
 if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
     import pyarrow as pa
 
-__all__ = ["register", "run_replay", "build_plan", "check_args", "print_csv", "resolve_late",
+__all__ = ["register", "run_replay", "build_plan", "check_args", "resolve_late",
            "parse_bytes"]
 
 
@@ -119,7 +119,7 @@ def punctuation_spec(args: argparse.Namespace) -> Any:
 # ---- the plan ----------------------------------------------------------
 def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     """The `oop` plan after the source: a window aggregation (or an IOP plan)."""
-    from oop.replay.specs import parse_aggs, parse_window
+    from oop.window.specs import parse_aggs, parse_window
     from oop.stream.timecol import parse_duration
 
     kind = parse_window(args.window, unit)
@@ -141,7 +141,7 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
     import oop
-    from oop.replay.inputs import open_input
+    from oop.command.inputs import open_input
     from oop.stream.timecol import check_time_column
 
     conn = open_input(args)
@@ -162,14 +162,6 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
     return src, unit
 
 
-def write_late(res: Any, path: str, schema: pa.Schema) -> int:
-    """Write the rows every side-output policy routed (the source's late tuples) to ``path``."""
-    import pyarrow as pa
-
-    tables = [t for t in res.late.values() if t.num_rows]
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
-    write_table(table, path)
-    return table.num_rows
 
 
 # ---- running -----------------------------------------------------------
@@ -210,28 +202,3 @@ def _default_cadence() -> int:
     return DEFAULT_CADENCE_ROWS
 
 
-def write_table(table: pa.Table, target: str, fmt: str | None = None) -> None:
-    """Write a whole table to ``target`` through the sinks (format by extension or ``fmt``)."""
-    from oop.io.sinks import open_sink
-
-    sink = open_sink(target, fmt, "out")
-    sink.open(table.schema)
-    try:
-        for b in table.to_batches():
-            sink.write(b)
-    except BaseException:
-        sink.abort()
-        raise
-    sink.close()
-
-
-def print_csv(table: pa.Table) -> None:
-    """Write ``table`` to stdout as CSV (nested columns as JSON text)."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-
-    from oop.io.writers import csv_ready
-
-    sink = pa.BufferOutputStream()
-    pacsv.write_csv(csv_ready(table), sink)
-    sys.stdout.write(sink.getvalue().to_pybytes().decode())

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 
-from oop.cli_flags import engine_late
+from oop.command.flags import engine_late
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 
 __all__ = ["run_replay", "read_spark_input", "main"]
@@ -83,9 +83,10 @@ def _without(spark: Any, df: Any, late: pa.Table | None) -> Any:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Run ``oop replay --spark``; returns the exit code (see the module docstring)."""
-    from oop.replay.specs import parse_aggs, parse_window
+    from oop.window.specs import parse_aggs, parse_window
     from oop.spark.plans import sharded_window
-    from oop.spark.replay import IDEAL, check_time, parse_punctuation_arg, replay_stream
+    from oop.spark.common import IDEAL, check_time, parse_punctuation_arg
+    from oop.spark.replay import replay_stream
     from oop.spark.session import get_spark, spark_errors
     from oop.spark.verify import compare_windows, last_revisions, spark_windows
 
@@ -152,7 +153,7 @@ def run_replay(args: argparse.Namespace) -> int:
             if late in ("drop", "side_output") and res.late:
                 late_rows = pa.concat_tables(list(res.late.values()))
             if getattr(args, "late_out", None):  # --late side: the source's late tuples
-                from oop.replay.cli import write_late
+                from oop.io.tables import write_late
 
                 summary_late = write_late(res, args.late_out, src.node.op.output.schema)
     wall = _time.perf_counter() - t0
@@ -164,12 +165,12 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"oop replay --spark: {summary_late} late tuples -> {args.late_out}",
               file=sys.stderr)
     if args.out and args.out != "-":
-        from oop.replay.cli import write_table
+        from oop.io.tables import write_table
 
         write_table(table, args.out, getattr(args, "out_format", None))
         print(f"oop replay --spark: {table.num_rows} rows -> {args.out}", file=sys.stderr)
     elif not args.verify:
-        from oop.replay.cli import print_csv
+        from oop.io.tables import print_csv
 
         print_csv(table)
     code = 0

@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
+from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 from oop.punctuation.base import GeneratorConfig
 from oop.spark import arrowio
-from oop.spark.replay import IDEAL, parse_punctuation_arg
-from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
+from oop.spark.common import IDEAL, parse_punctuation_arg
 from oop.stream.late import LatePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -259,7 +259,7 @@ def shard_files(
     task (see the module docstring); movement without a query first runs the
     bare sources there.
     """
-    from oop.spark.replay import check_time
+    from oop.spark.common import check_time
     from oop.spark.sharded import HELPERS, SIDE, ShardedStream, _phys_spark_schema
 
     files = parquet_paths(paths)

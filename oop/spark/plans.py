@@ -26,11 +26,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
+from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError
 from oop.punctuation.base import GeneratorConfig
 from oop.spark.combine import SUPER, CombinePartials
 from oop.spark.sharded import ShardedResult, ShardedStream, shard
-from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame

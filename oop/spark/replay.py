@@ -45,14 +45,15 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from oop.errors import ConfigError, EmptyInputError, TimeTypeError, UnknownColumnError
+from oop.api import DEFAULT_BATCH_SIZE, Stream
+from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 from oop.plan.executor import Node
 from oop.plan.result import Result
 from oop.plan.source import FeedItem, Source
 from oop.punctuation.base import GeneratorConfig
 from oop.spark import arrowio
+from oop.spark.common import IDEAL, check_time, parse_punctuation_arg, partition_tags, suffix_min
 from oop.spark.session import spark_errors
-from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
 from oop.stream.elements import Punctuation
 from oop.stream.late import LatePolicy
 
@@ -62,56 +63,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["replay", "replay_stream", "IDEAL", "check_time", "parse_punctuation_arg",
            "arrival_ordered"]
 
-IDEAL = "ideal"
 _ARR = "__oop_arrival"
 _PACKED = "__pid int, __seq long, __n long, __tmin long, __payload binary"
-
-
-def check_time(df: "DataFrame", time: str, unit: str, what: str = "input") -> tuple[bool, str]:
-    """Validate ``time`` on the Spark schema; return (is_timestamp, effective unit)."""
-    from pyspark.sql import types as T
-
-    names = df.columns
-    if time not in names:
-        raise UnknownColumnError(
-            f"{what}: no column {time!r} to use as event time; its columns are {names}"
-        )
-    dt = df.schema[time].dataType
-    if isinstance(dt, (T.TimestampType, T.TimestampNTZType)):
-        return True, "us"
-    if isinstance(dt, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)):
-        return False, unit
-    raise TimeTypeError(
-        f"{what}: column {time!r} has Spark type {dt.simpleString()}, which cannot be event "
-        "time; use an integer column (declare its unit) or a timestamp column, or cast it first"
-    )
-
-
-def parse_punctuation_arg(p: GeneratorConfig | str | None) -> GeneratorConfig | str:
-    """A generator config, or :data:`IDEAL`; strings go through ``oop.punctuation`` specs."""
-    if p is None:
-        from oop.punctuation.ordered import Ordered
-
-        return Ordered()
-    if isinstance(p, GeneratorConfig):
-        return p
-    if isinstance(p, str):
-        if p.strip().lower() == IDEAL:
-            return IDEAL
-        try:
-            from oop.punctuation import parse_punctuation  # type: ignore[attr-defined]
-        except ImportError:  # pragma: no cover - until the spec parser lands
-            from oop.punctuation.bounded_delay import BoundedDelay
-            from oop.punctuation.ordered import Ordered
-
-            kind, _, arg = p.partition(":")
-            if kind == "ordered":
-                return Ordered()
-            if kind in ("bounded", "bounded_delay"):
-                return BoundedDelay(arg or 0)
-            raise ConfigError(f"cannot parse punctuation spec {p!r}; use ordered | bounded:DUR | ideal")
-        return parse_punctuation(p)
-    raise ConfigError(f"punctuation must be a generator config, a spec string or 'ideal', got {p!r}")
 
 
 def arrival_ordered(
@@ -178,16 +131,6 @@ def _pack_fn(time: str, batch_size: int, drop: tuple[str, ...]) -> Callable[[Ite
     return pack
 
 
-def _suffix_min(mins: np.ndarray) -> np.ndarray:
-    """``out[i] = min(mins[i+1:])`` (``INT64_MAX`` past the end). O(n)."""
-    out = np.empty(len(mins), dtype=np.int64)
-    if len(mins):
-        rev = np.minimum.accumulate(mins[::-1])[::-1]
-        out[:-1] = rev[1:]
-        out[-1] = np.iinfo(np.int64).max
-    return out
-
-
 #: packed batches per partition fetched by ``toLocalIterator`` (the driver-side memory bound)
 CELLS_PER_FETCH = 2
 
@@ -214,7 +157,6 @@ def _bounded(packed: "DataFrame", cells: dict[int, int]) -> "DataFrame":
     """
     from pyspark.sql import functions as F
 
-    from oop.spark.sharded import _partition_tags
 
     total = sum(cells.values())
     if total <= CELLS_PER_FETCH:
@@ -226,7 +168,7 @@ def _bounded(packed: "DataFrame", cells: dict[int, int]) -> "DataFrame":
         off += cells[pid]
     g = F.element_at(F.create_map(*offsets), F.col("__pid")) + F.col("__seq")
     parts = -(-total // CELLS_PER_FETCH)
-    tags = _partition_tags(packed.sparkSession, parts)
+    tags = partition_tags(packed.sparkSession, parts)
     tag = F.element_at(F.array(*[F.lit(t) for t in tags]),
                        (g / F.lit(CELLS_PER_FETCH)).cast("int") + 1)
     return packed.withColumn("__g", g).repartition(parts, tag) \
@@ -274,7 +216,7 @@ def replay_stream(
                     got = idx.collect()
                     mins = np.array([r[2] if r[2] is not None else np.iinfo(np.int64).max
                                      for r in got], dtype=np.int64)
-                    after = _suffix_min(mins)
+                    after = suffix_min(mins)
                     last = len(mins) - 1
                     cells: dict[int, int] = {}
                     for r in got:

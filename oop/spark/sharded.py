@@ -72,6 +72,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError, UnknownColumnError
 from oop.operators.base import Operator
 from oop.plan.executor import Executor, Node
@@ -79,9 +80,8 @@ from oop.plan.source import Source
 from oop.progress.frontier import MinFrontier
 from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
 from oop.spark import arrowio
-from oop.spark.replay import check_time, parse_punctuation_arg
+from oop.spark.common import check_time, parse_punctuation_arg, partition_tags, suffix_min
 from oop.spark.session import spark_errors
-from oop.stream.api import DEFAULT_BATCH_SIZE, Stream
 from oop.stream.elements import INT64_MAX, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import TimeSpec
@@ -456,7 +456,7 @@ class ShardedStream:
         else:
             df = self.df.withColumn(SIDE, F.lit(0)).unionByName(
                 other.df.withColumn(SIDE, F.lit(1)), allowMissingColumns=True)
-        tags = _partition_tags(spark, m)
+        tags = partition_tags(spark, m)
         tag = F.element_at(F.array(*[F.lit(t) for t in tags]), F.col(SHARD) + 1)
         df = df.repartition(m, tag).sortWithinPartitions(SHARD, SEQ, SIDE, SRC, K, P)
         out = df.mapInArrow(task, phys_out)
@@ -522,28 +522,6 @@ def _pack_phys(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for b in it:
         if b.num_rows:
             yield pa.record_batch({"__payload": pa.array([arrowio.dumps(b)], pa.binary())})
-
-
-_TAG_CACHE: dict[int, list[int]] = {}
-
-
-def _partition_tags(spark: "SparkSession", m: int) -> list[int]:
-    """``tags[i]``: an int that Spark's hash partitioning (m partitions) sends to partition i."""
-    if m in _TAG_CACHE:
-        return _TAG_CACHE[m]
-    from pyspark.sql import functions as F
-
-    n = 64 * m
-    while True:
-        rows = spark.range(0, n).select(
-            F.col("id").cast("int").alias("v"),
-            F.pmod(F.hash(F.col("id").cast("int")), F.lit(m)).alias("p"),
-        ).groupBy("p").agg(F.min("v").alias("v")).collect()
-        found = {int(r["p"]): int(r["v"]) for r in rows}
-        if len(found) == m:
-            _TAG_CACHE[m] = [found[i] for i in range(m)]
-            return _TAG_CACHE[m]
-        n *= 4
 
 
 # ---- plans inside tasks ---------------------------------------------------
@@ -753,7 +731,6 @@ def _ideal_per_shard(df: "DataFrame", time: str, is_ts: bool,
     from pyspark.sql import functions as F
 
     from oop.spark.disorder import time_as_long
-    from oop.spark.replay import _suffix_min
 
     pinned = df.withColumn(_POS, F.monotonically_increasing_id()) \
         .persist(StorageLevel.MEMORY_AND_DISK)
@@ -771,7 +748,7 @@ def _ideal_per_shard(df: "DataFrame", time: str, is_ts: bool,
         dense = np.full(max(mins) + 1, INT64_MAX, dtype=np.int64)
         for b, m in mins.items():
             dense[b] = m
-        after[pid] = tuple(int(x) for x in _suffix_min(dense))
+        after[pid] = tuple(int(x) for x in suffix_min(dense))
     return pinned, IdealPerShard(after)
 
 

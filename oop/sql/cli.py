@@ -10,7 +10,7 @@ declared table's data without a ``path`` option. ``--strategy iop-sort``
 (sort buffers + buffering window / OPOB join); constructs an in-order plan
 cannot run (outer joins, CUMULATE, holistic aggregates) are refused with a
 one-line error. The output, late-tuple and runtime flags are ``oop replay``'s
-(:mod:`oop.cli_flags`): ``--late``/``--late-out``/``--allowed-lateness``,
+(:mod:`oop.command.flags`): ``--late``/``--late-out``/``--allowed-lateness``,
 ``--metrics*``, ``--checkpoint-dir`` (rerun the same command to continue),
 ``--max-state``, ``--max-ahead``, ``--stop-after-idle``, ``--quiet``;
 ``--follow`` follows every table whose path is a folder. The results are
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
     import pyarrow as pa
 
-from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
+from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, resolve_late, run_job)
 
 __all__ = ["register", "run_sql"]
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     check_runtime(args, out=target)  # again with the INSERT table's path as the target
     sink: Any = target
     if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
-        from oop.replay.inputs import open_output
+        from oop.command.inputs import open_output
 
         sink = _CastSink(open_output(target, fmt, plan.sink_name or "out"),
                          plan.sink_def.schema)

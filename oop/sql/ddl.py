@@ -49,6 +49,7 @@ from oop.errors import OopError
 from oop.punctuation import BoundedDelay, Ordered, parse_punctuation
 from oop.punctuation.base import GeneratorConfig
 from oop.sql.parse import Script
+from oop.sql.types import arrow_type
 
 __all__ = ["TableDef", "TableFeed", "read_ddl", "interval_spec", "source_stream", "arrow_type"]
 
@@ -57,7 +58,6 @@ _OPTIONS = ("path", "format", "time-unit", "punctuation", "time", "late", "batch
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d",
           "MICROSECOND": "us", "NANOSECOND": "ns"}
-_TS_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
 _FORMATS = {"parquet": "parquet", "csv": "csv", "ndjson": "ndjson", "json": "ndjson",
             "arrow": "arrow"}
 
@@ -120,29 +120,6 @@ def interval_spec(node: exp.Expression, script: Script) -> str:
     except ValueError:
         raise script.error(f"interval value {value!r} is not a number", node) from None
     return f"{value.strip()}{_UNITS[u]}"
-
-
-def arrow_type(dt: exp.DataType, script: Script, at: exp.Expression | None = None) -> pa.DataType:
-    """The Arrow type of a declared SQL column type (errors point at ``at``, else ``dt``)."""
-    T = exp.DataType.Type
-    params = [int(p.this.name) for p in dt.expressions if isinstance(p, exp.DataTypeParam)
-              and isinstance(p.this, exp.Literal)]
-    t = dt.this
-    if t in (T.TIMESTAMP, T.TIMESTAMPLTZ, T.TIMESTAMPTZ, T.DATETIME):
-        p = params[0] if params else 3 if t != T.TIMESTAMP else 6
-        if p not in _TS_UNIT:
-            raise script.error(f"TIMESTAMP({p}): use precision 0, 3, 6 or 9", at or dt)
-        return pa.timestamp(_TS_UNIT[p], "UTC" if t != T.TIMESTAMP and t != T.DATETIME else None)
-    simple = {T.BIGINT: pa.int64(), T.INT: pa.int32(), T.SMALLINT: pa.int16(),
-              T.TINYINT: pa.int8(), T.DOUBLE: pa.float64(), T.FLOAT: pa.float32(),
-              T.TEXT: pa.string(), T.VARCHAR: pa.string(), T.CHAR: pa.string(),
-              T.BOOLEAN: pa.bool_(), T.DATE: pa.date32()}
-    if t in simple:
-        return simple[t]
-    if t == T.DECIMAL:
-        p, s = (params + [10, 0])[:2] if params else (10, 0)
-        return pa.decimal128(p, s)
-    raise script.error(f"unsupported column type {dt.sql()!r}", at or dt)
 
 
 def _options(node: exp.Create, script: Script) -> dict[str, str]:
@@ -304,7 +281,7 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
     the ``path`` option); ``defaults``: options for every table that does not set them."""
     from oop.plan.executor import Node
     from oop.plan.source import Source
-    from oop.stream.api import Stream
+    from oop.api import Stream
 
     if t.time is None or t.punctuation is None:
         raise script.error(f"table {t.name!r} has no event time: add WATERMARK FOR col AS "
@@ -350,7 +327,7 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
 
 class TableFeed:
     """The connector of a declared table: its ``path`` opened as ``oop replay`` opens
-    ``--input`` (:func:`oop.replay.inputs.open_connector`: a file, a folder -- followed with
+    ``--input`` (:func:`oop.command.inputs.open_connector`: a file, a folder -- followed with
     ``follow`` --, ``-`` or Redis; ``arrival`` ordering), each batch cast to the declared
     columns and completed with the computed ones. Re-opened for every run of the plan, so a
     planned stream runs more than once; offsets and ``stop`` are the inner connector's."""
@@ -370,7 +347,7 @@ class TableFeed:
 
     def open(self) -> pa.Schema | None:
         """(Re)open the feed at its start; the declared schema (or the file's)."""
-        from oop.replay.inputs import open_connector
+        from oop.command.inputs import open_connector
 
         self.close()
         bound = self.opts.get("arrival-bound")

@@ -42,8 +42,6 @@ def _method(op: Any, analyzed: bool) -> str:
     kind = getattr(op, "kind", None) or getattr(op, "kind_config", None)
     chosen = info.get("method")
     name = {"wid": "WID", "paned": "Paned-WID"}
-    if type(op).__name__ == "PanedWID":
-        return "method: Paned-WID (method='paned')"
     if chosen and info.get("method_config") != "auto":
         return f"method: {name.get(chosen, chosen)} (method={chosen!r} was given)"
     if isinstance(kind, Landmark):
@@ -90,7 +88,7 @@ def _describe(op: Any, analyzed: bool) -> list[str]:
         lines.append("state: each side's tuples until the other side's punctuation passes "
                      "their band (the b_{1-i} rule)" if t == "OAJoin" else
                      "inputs sorted; order-preserving join")
-    elif t in ("WindowAggregate", "PanedWID", "BufferingWindow"):
+    elif t in ("WindowAggregate", "BufferingWindow"):
         kind = getattr(op, "kind", None) or getattr(op, "kind_config", None)
         aggs = ", ".join(f"{a.name}={a.fn}({a.column or '*'}"
                          + (f", {a.q}" if a.q is not None else "") + ")" for a in op.aggs)

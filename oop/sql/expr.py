@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from oop.sql.parse import Script
+from oop.sql.types import arrow_type
 
 __all__ = ["Col", "Scope", "to_arrow"]
 
@@ -132,8 +133,6 @@ def to_arrow(node: exp.Expression, scope: Scope, script: Script) -> pc.Expressio
                 raise script.error("LIKE needs a string literal pattern", n)
             return pc.match_like(go(n.this), pat.name, ignore_case=isinstance(n, exp.ILike))
         if isinstance(n, exp.Cast):
-            from oop.sql.ddl import arrow_type
-
             return go(n.this).cast(arrow_type(n.args["to"], script))
         if isinstance(n, exp.Case):
             if n.this is not None:

@@ -70,7 +70,7 @@ class Planner:
         key = name.lower()
         if key in self.sources:
             return self.sources[key]
-        from oop.stream.api import Stream
+        from oop.api import Stream
 
         given = self.data.get(key)
         t = self.tables.get(key)

@@ -63,10 +63,6 @@ class Punctuation:
         """True when a tuple with ``attr == t`` can no longer arrive (``t < value``)."""
         return t < self.value
 
-    def covers_extent_end(self, end: int) -> bool:
-        """True when the window extent ``[start, end)`` is complete (``end <= value``)."""
-        return end <= self.value
-
 
 @dataclass(frozen=True, slots=True)
 class GroupPunctuation:

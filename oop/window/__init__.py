@@ -31,8 +31,8 @@ Fluent::
 
 Output: key columns, ``window_start``, ``window_end`` (the time column's Arrow
 type), aggregate columns (+ ``wid``; + ``is_revision`` with ``late="update"``),
-punctuated on ``window_end``. Operators: :class:`WindowAggregate` (Bucket +
-Aggregate, 004 §6.1), :class:`PanedWID` (004 §6.2), :class:`Bucket`;
+punctuated on ``window_end``. Operator: :class:`WindowAggregate` (Bucket +
+Aggregate, 004 §6.1; with ``method="paned"`` Paned-WID, 004 §6.2);
 :func:`window_operator` plans one (``layout="auto"|"dense"|"hash"``: dense
 ring x key codes, or a hash table of live (window, key) cells for sparse keys;
 the choice is in ``op.plan_info``). ``method="auto"`` applies the cost model of
@@ -40,46 +40,74 @@ the choice is in ``op.plan_info``). ``method="auto"`` applies the cost model of
 ``oop.window.reference.window_oracle(table, kind, aggs, by, time, unit)``.
 
 >>> import pyarrow as pa, oop
+>>> from oop.window import Tumbling, agg
 >>> t = pa.table({"ts": [1, 12, 5, 3, 14], "k": ["a", "a", "b", "a", "a"], "v": [1, 2, 3, 5, 4]})
 >>> s = oop.from_arrow(t, time="ts", unit="s", punctuation=oop.BoundedDelay(10), batch_size=2)
 >>> s.window(Tumbling(10), [agg.count(), agg.sum("v")], by="k").collect().to_pylist()[0]
 {'k': 'a', 'window_start': 0, 'window_end': 10, 'count': 2, 'sum_v': 6}
+
+The names load on first use (PEP 562), so ``oop.window.specs`` (the CLI's spec
+parser) does not import the kernels.
 """
 
-from oop.window import aggregates as agg
-from oop.window.aggregate import WindowAggregate, choose_method
-from oop.window.aggregates import Agg
-from oop.window.bucket import Bucket
-from oop.window.cumulate import Cumulate
-from oop.window.kinds import (
-    Landmark,
-    PartitionedRows,
-    RowSliding,
-    SlideByTuple,
-    Sliding,
-    Tumbling,
-    WindowKind,
-)
-from oop.window.paned import PanedWID
-from oop.window.session import Session, SessionAggregate
-from oop.window.plan import window_operator
+from __future__ import annotations
 
-__all__ = [
-    "agg",
-    "Agg",
-    "WindowKind",
-    "Tumbling",
-    "Sliding",
-    "Landmark",
-    "RowSliding",
-    "PartitionedRows",
-    "SlideByTuple",
-    "Cumulate",
-    "Session",
-    "SessionAggregate",
-    "WindowAggregate",
-    "PanedWID",
-    "Bucket",
-    "window_operator",
-    "choose_method",
-]
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
+    from oop.window import aggregates as agg
+    from oop.window.aggregate import WindowAggregate, choose_method
+    from oop.window.aggregates import Agg
+    from oop.window.cumulate import Cumulate
+    from oop.window.kinds import (
+        Landmark,
+        PartitionedRows,
+        RowSliding,
+        SlideByTuple,
+        Sliding,
+        Tumbling,
+        WindowKind,
+    )
+    from oop.window.plan import window_operator
+    from oop.window.session import Session, SessionAggregate
+
+#: public name -> (defining module, attribute; ``None``: the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "agg": ("oop.window.aggregates", None),
+    "Agg": ("oop.window.aggregates", "Agg"),
+    "WindowKind": ("oop.window.kinds", "WindowKind"),
+    "Tumbling": ("oop.window.kinds", "Tumbling"),
+    "Sliding": ("oop.window.kinds", "Sliding"),
+    "Landmark": ("oop.window.kinds", "Landmark"),
+    "RowSliding": ("oop.window.kinds", "RowSliding"),
+    "PartitionedRows": ("oop.window.kinds", "PartitionedRows"),
+    "SlideByTuple": ("oop.window.kinds", "SlideByTuple"),
+    "Cumulate": ("oop.window.cumulate", "Cumulate"),
+    "Session": ("oop.window.session", "Session"),
+    "SessionAggregate": ("oop.window.session", "SessionAggregate"),
+    "WindowAggregate": ("oop.window.aggregate", "WindowAggregate"),
+    "window_operator": ("oop.window.plan", "window_operator"),
+    "choose_method": ("oop.window.aggregate", "choose_method"),
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    """Import the module defining public ``name`` on first use and cache the value here."""
+    if name not in _LAZY:  # a submodule (``oop.window.kernels``) loads the same way
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module 'oop.window' has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value: object = importlib.import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

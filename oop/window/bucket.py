@@ -28,18 +28,15 @@ have to be materialized as Arrow columns on the hot path.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from oop.operators.base import Operator, StreamInfo, require_columns
-from oop.stream.elements import Element, Punctuation
-from oop.stream.timecol import time_values
 from oop.window.kernels import rank_in_partition
 from oop.window.kinds import WindowKind
 
-__all__ = ["Bucket", "BucketLogic"]
+__all__ = ["BucketLogic"]
 
 
 class BucketLogic:
@@ -81,55 +78,3 @@ class BucketLogic:
     def restore(self, s: dict[str, Any]) -> None:
         self.rows_seen = s["rows"]
         self.counters = s["counters"].copy()
-
-
-class Bucket(Operator):
-    """Append ``wid_lo``/``wid_hi`` to every tuple; punctuate ``wid`` (see module docstring)."""
-
-    def __init__(self, kind: WindowKind, by: Sequence[str] = (), name: str = "bucket") -> None:
-        super().__init__(name)
-        self.kind_config = kind
-        self.by = list(by)
-        self.logic: BucketLogic | None = None
-        self._enc = None
-
-    def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
-        info = inputs[0]
-        require_columns(info, self.by, self.name)
-        kind = self.kind_config.resolve(info.unit()) if not self.kind_config.row_based else self.kind_config
-        self.logic = BucketLogic(kind)
-        if kind.partitioned:
-            from oop.window.keys import KeyEncoder
-
-            self._enc = KeyEncoder(self.by)
-        schema = info.schema.append(pa.field("wid_lo", pa.int64())).append(pa.field("wid_hi", pa.int64()))
-        return info.with_schema(schema)
-
-    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
-        assert self.logic is not None
-        info = self.inputs[0]
-        times = time_values(batch, info.time, info.name) if info.time else np.zeros(batch.num_rows, np.int64)
-        codes = self._enc.encode(batch) if self._enc is not None else None
-        lo, hi = self.logic.tag(batch, times, codes)
-        out: list[Element] = [batch.append_column("wid_lo", pa.array(lo)).append_column("wid_hi", pa.array(hi))]
-        if self.logic.kind.row_based and not self.logic.kind.partitioned:
-            out.append(Punctuation("wid", self.logic.first_open(self.logic.rows_seen)))
-        return out
-
-    def on_punctuation(self, p: Element, port: int = 0) -> list[Element]:
-        assert self.logic is not None
-        if isinstance(p, Punctuation) and p.attr == self.inputs[0].time and not self.logic.kind.row_based:
-            return [p, Punctuation("wid", self.logic.first_open(p.value))]
-        return [p]
-
-    def snapshot(self) -> Any:
-        assert self.logic is not None
-        return {**super().snapshot(), "logic": self.logic.snapshot(),
-                "enc": None if self._enc is None else self._enc.snapshot()}
-
-    def restore(self, state: Any) -> None:
-        super().restore(state)
-        assert self.logic is not None
-        self.logic.restore(state["logic"])
-        if self._enc is not None:
-            self._enc.restore(state["enc"])

@@ -67,8 +67,8 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   previous one with count-distinct or heavy hitters (their running table
   removes them).
 
-:class:`PanedWID` is :class:`~oop.window.aggregate.WindowAggregate` with
-``method="paned"`` forced.
+The operator is :class:`~oop.window.aggregate.WindowAggregate` with
+``method="paned"``; :class:`PaneCombiner` is its pane state and emission.
 """
 
 from __future__ import annotations
@@ -78,7 +78,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from oop.errors import ConfigError, ValueRangeError
-from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
@@ -86,7 +85,7 @@ from oop.window import paned_kernels as PK
 from oop.window.hashstore import HashCells
 from oop.window.store import LaneInfo, Ring, held_ranks, remap_ranks
 
-__all__ = ["PanedWID", "PaneCombiner"]
+__all__ = ["PaneCombiner"]
 
 _SUM_OPS = {"rows", "nn", "sum", "sumsq"}
 _I64MAX = np.iinfo(np.int64).max
@@ -137,10 +136,6 @@ class PaneCombiner:
         self._s_pre_hi = self._s_suf_b = _FRESH
 
     # ---- geometry ----------------------------------------------------------
-    def pane_range(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p = np.floor_divide(times - self.o, self.g)
-        return p, p + 1
-
     def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int, int]:
         """(pane of every time, min, max, smallest time) in one compiled pass. ``times``
         non-empty."""
@@ -414,9 +409,6 @@ class PaneCombiner:
                 lanes[li.key] = lanes[("rows", None)]
         return codes, lanes, (start, end)
 
-    # the sum-type-only entry point of earlier versions
-    emit_sums = emit_block
-
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values) of window ``w`` combined from its panes."""
@@ -624,13 +616,3 @@ class PaneCombiner:
         self._s_w = None  # the select block state is rebuilt from the ring's panes
         self._d = {}  # so is the count-distinct state (from the restored Multiset)
         self.pane_states = {}  # and the UDAF pane states
-
-
-class PanedWID(WindowAggregate):
-    """Window aggregation with panes (004 §6.2); see the module docstring."""
-
-    def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg], **kw: Any) -> None:
-        kw.pop("method", None)
-        super().__init__(kind, aggs, method="paned", **kw)
-        if isinstance(kind, Landmark) and self.late is not None and self.late.value == "update":
-            raise ConfigError(f"{self.name}: late='update' is not supported on landmark windows")

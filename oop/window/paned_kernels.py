@@ -23,8 +23,7 @@ Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
   the same, plus prefix/suffix blocks of ``P`` panes aligned to pane ids
   whose state survives the punctuation (each closed pane is folded twice
   over the whole stream, instead of the ``nw + P - 1`` panes of a
-  punctuation's span twice per punctuation as in
-  :func:`~oop.window.kernels.paned_select`), and the reset of the leaving
+  punctuation's span twice per punctuation), and the reset of the leaving
   panes in every lane (the purge has nothing left to sweep).
 * WLQ, holistic: :func:`paned_quantiles` (median, quantiles: per-pane
   cursors and a merge walk that stops at the rank) and :func:`paned_distinct`

@@ -9,7 +9,7 @@
 * :class:`~oop.window.session.Session` ->
   :class:`~oop.window.session.SessionAggregate` (event-time sessions);
 * otherwise :class:`~oop.window.aggregate.WindowAggregate` with ``method``
-  ``"wid"``, ``"paned"`` (:class:`~oop.window.paned.PanedWID`) or ``"auto"``
+  ``"wid"``, ``"paned"`` (Paned-WID, :mod:`oop.window.paned`) or ``"auto"``
   (the cost model of 004 Eqs. 6.1-6.4 decides on the first batch).
 """
 
@@ -61,10 +61,6 @@ def window_operator(
         from oop.window.slide_by_tuple import SlideByTupleAggregate
 
         return SlideByTupleAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
-    if method == "paned":
-        from oop.window.paned import PanedWID
-
-        return PanedWID(kind, aggs, layout=layout, **kw)  # type: ignore[arg-type]
     from oop.window.aggregate import WindowAggregate
 
     return WindowAggregate(kind, aggs, method=method, layout=layout, **kw)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Parsers for the command-line specs of ``oop replay`` (also used by the Spark job).
+"""Parsers for the command-line window and aggregate specs (``oop replay``, with or without Spark).
 
 * window: ``tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | session:GAP``
 * aggregate: ``count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL |

@@ -32,7 +32,7 @@ def needed_columns(args: argparse.Namespace) -> list[str] | None:
     """The input columns the query reads (None: all; late rows keep every column)."""
     if args.late == "side" or args.input == "-" or str(args.input).startswith("redis://"):
         return None
-    from oop.replay.specs import parse_aggs
+    from oop.window.specs import parse_aggs
 
     cols = [args.time, *args.key, *(a.column for a in parse_aggs(args.agg) if a.column)]
     if args.arrival:

@@ -133,7 +133,7 @@ def check_runtime(args: argparse.Namespace, out: str | None = None) -> None:
     if args.keep_checkpoints < 1:
         raise ConfigError(f"--keep-checkpoints {args.keep_checkpoints}: keep at least 1")
     if args.checkpoint_dir is not None:
-        from oop.replay.inputs import is_folder_target
+        from oop.command.inputs import is_folder_target
 
         for flag, target in (("--out", out if out is not None else args.out),
                              ("--late-out", args.late_out)):
@@ -197,7 +197,7 @@ def open_writers(args: argparse.Namespace, out: Any, fmt: str | None,
                  name: str = "sink") -> tuple[Any, Any]:
     """The results writer over ``out`` (a target or a Sink) and the ``--late-out`` writer."""
     from oop.plan.writer import LateWriter, SinkWriter
-    from oop.replay.inputs import open_output
+    from oop.command.inputs import open_output
 
     sink = open_output(out, fmt, "out") if isinstance(out, str) else out
     writer = SinkWriter(sink, name=name)

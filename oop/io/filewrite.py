@@ -1,0 +1,65 @@
+"""Writing result files safely: OS errors as one-line sink errors, fsync, and discarding a
+half-written file. Shared by the file sinks (:mod:`oop.io.sinks`) and the rolling part
+files (:mod:`oop.io.parts`), below both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as _errno
+import os
+from typing import IO, Any, Callable, Iterator
+
+from oop.errors import SinkError
+from oop.io.writers import FormatWriter
+
+__all__ = ["discard", "Opener", "DEFAULT_MAX_ROWS_PER_PART", "io_errors", "fsync"]
+
+
+def discard(writer: FormatWriter | None, f: IO[bytes] | None) -> None:
+    """Drop a half-written encoder and close its file; errors are ignored (a failure is
+    already being raised)."""
+    if writer is not None:
+        writer.abort()
+    if f is not None:
+        with contextlib.suppress(OSError, ValueError):
+            f.close()
+
+
+Opener = Callable[[str, str], IO[bytes]]  # open(path, "wb") -> binary file object
+DEFAULT_MAX_ROWS_PER_PART = 1_000_000
+
+
+def _cause(e: OSError) -> str:
+    if isinstance(e, BrokenPipeError) or e.errno == _errno.EPIPE:
+        return "the reader closed the pipe (EPIPE)"
+    if e.errno is not None and e.errno in _errno.errorcode:
+        text = e.strerror or os.strerror(e.errno)
+        hint = "; free some space or write elsewhere" if e.errno == _errno.ENOSPC else ""
+        return f"{text} ({_errno.errorcode[e.errno]}){hint}"
+    return str(e) or type(e).__name__
+
+
+@contextlib.contextmanager
+def io_errors(sink: str, target: str, action: str = "writing to") -> Iterator[None]:
+    """Turn an OSError in the block into a one-line SinkError naming ``target`` and the cause."""
+    try:
+        yield
+    except SinkError:
+        raise
+    except OSError as e:
+        msg = f"sink {sink!r}: {action} {target} failed: {_cause(e)}"
+        raise SinkError(" ".join(msg.split())) from e
+
+
+def fsync(f: Any) -> None:
+    """fsync ``f`` when it is a real file; devices and pipes that cannot sync are skipped."""
+    try:
+        fd = f.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (_errno.EINVAL, _errno.ENOTSUP, _errno.EROFS):
+            raise
