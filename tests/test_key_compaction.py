@@ -24,7 +24,7 @@ import oop
 import oop.window.aggregate as WA
 from oop.stream.elements import Punctuation
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
-from oop.window import Sliding, Tumbling, agg
+from oop.window import SlideByTuple, Sliding, Tumbling, agg
 from oop.window.reference import window_oracle
 
 from test_window import BOUNDED, HOLISTIC, UDAF, assert_same_rows
@@ -150,3 +150,69 @@ def test_rotating_keys_are_compacted_and_come_back():
     assert op.plan_info["key_compactions"] >= 10
     assert op.enc.n_codes < 1500  # never all 1500 keys at once at the end
     assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
+@pytest.mark.parametrize("kind", [SlideByTuple(6, 1), SlideByTuple(9, 3)], ids=repr)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@given(data=st.data())
+def test_slide_by_tuple_forgets_keys_and_equals_the_oracle(kind, data):
+    """The bins algorithm forgets groups no retained bin holds; results == the oracle."""
+    t, items = data.draw(rotating_feeds())
+    from oop.window import window_operator
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(WA, "KEYS_COMPACT_MIN", 1)
+        op = window_operator(kind, BOUNDED, by="key")
+        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                             schema=t.schema)
+        res = s.via(op).run()
+    event(f"compactions > 0: {op.plan_info.get('key_compactions', 0) > 0}")
+    assert_same_rows(res.table, window_oracle(t, kind, BOUNDED, by=["key"], time="ts",
+                                              unit="ms"))
+
+
+def test_slide_by_tuple_never_repeating_keys_stay_bounded():
+    """30k session ids, 200 a second, 1 s batches: the group axis and the dictionary follow
+    the keys of the retained bins, not every key seen; the output equals the run that
+    never forgets (compaction off)."""
+    from test_state_bounds import _session_feed
+    from oop.window import window_operator
+
+    t, items = _session_feed(30_000, False, every=200, lag=100)
+    kind = SlideByTuple(200, 5)
+    aggs = [agg.count(), agg.sum("val"), agg.min("val"), agg.last("val")]
+
+    def go():
+        op = window_operator(kind, aggs, by="key")
+        res = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                               schema=t.schema).via(op).run()
+        return op, res
+
+    op, res = go()
+    assert op.plan_info["key_compactions"] > 3
+    assert op.enc.n_codes < 8192 and op.C <= 8192
+    assert res.metrics[op.name].peak_state_items < 30_000 // 2
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(WA, "KEYS_COMPACT_MIN", 1 << 40)
+        whole_op, whole = go()
+    assert whole_op.enc.n_codes == 30_000
+    assert_same_rows(res.table, whole.table)
+
+
+def test_partitioned_rows_never_repeating_partitions_hit_the_state_budget():
+    """Partitioned row windows cannot forget a partition (its row counter is state): a run
+    over never-repeating partitions is stopped by --max-state with one line naming the
+    operator, not by the OOM killer."""
+    from test_state_bounds import _session_feed
+    from oop.errors import StateLimitError
+    from oop.limits import state_budget
+    from oop.window import PartitionedRows
+
+    t, items = _session_feed(100_000, False)
+    with state_budget(4 << 20):
+        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                             schema=t.schema)
+        with pytest.raises(StateLimitError, match=r"^parts: state would grow to .* over the "
+                                                  r"--max-state limit of 4\.0 MiB; [^\n]*$"):
+            s.window(PartitionedRows(4, 2), [agg.count(), agg.sum("val")], by="key",
+                     name="parts").run()
