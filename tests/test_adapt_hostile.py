@@ -48,3 +48,33 @@ def test_poison_pill_bounded_or_one_line_error(ahead, thresholds, kind, aggs):
         return
     assert res.metrics["adaptwid"].peak_state_bytes < 16 << 20
     assert_same_rows(res.table, window_oracle(t, kind, aggs, by=["key"], time="ts", unit="ms"))
+
+
+@pytest.mark.parametrize("thresholds", ["adaptive", "lazy"])
+def test_never_repeating_keys_are_charged_and_stopped_by_the_budget(thresholds):
+    """AdaptWID does not forget groups: the key dictionary and the per-group arrays grow
+    with every key seen. They are charged to the state budget, so 200k session ids under a
+    4 MiB --max-state stop with one line naming the operator (and the same run without a
+    limit reports the index in the budget, not only the windows' state)."""
+    from test_state_bounds import _session_feed
+
+    t, items = _session_feed(200_000, False)
+    kw = {} if thresholds == "adaptive" else {"thresholds": thresholds}
+
+    def run():
+        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                             schema=t.schema)
+        return s.adaptive_window(Tumbling(1000), [agg.count(), agg.sum("val")], by=["key"],
+                                 name="sessions", **kw).run()
+
+    with state_budget(4 << 20):
+        with pytest.raises(StateLimitError, match=r"^sessions: state would grow to [\d.]+ MiB "
+                                                  r"\(key dictionary and per-group entries of "
+                                                  r"\d+ groups: AdaptWID never forgets a group\),"
+                                                  r" over the --max-state limit of 4\.0 MiB; "
+                                                  r"[^\n]*$"):
+            run()
+    with state_budget(None) as b:
+        res = run()
+        assert b.used > 200_000 * 8  # the index of 200k groups, though every window closed
+    assert res.table.column("count").to_numpy().sum() == t.num_rows

@@ -359,6 +359,15 @@ class AdaptLogic:
         p, b, g = self.eager.nbytes, self.buffer.nbytes, self.n_live * self.group_entry_bytes
         return {"partials": p, "buffer": b, "groups": g, "total": p + b + g}
 
+    def index_bytes(self) -> int:
+        """Bytes of the per-group arrays indexed by group code -- ``winVol``, the kernels'
+        scratch, the dense store's group -> slot map -- which span every group ever seen
+        (not state of 004's ``H``; charged to the state budget by the operator). O(1)."""
+        b = self._wv.nbytes + self._scratch.nbytes
+        if self.dense:
+            b += self.eager.slot_of.nbytes  # type: ignore[union-attr]
+        return b
+
     def state_items(self) -> int:
         return self.eager.n_partials + self.buffer.n_rows
 
