@@ -708,7 +708,8 @@ class WindowAggregate(Operator):
         rep = bool((span != 1).any())
         for (store, col), ms in self.holistic.items():
             if store == "code":  # distinct values of any type (strings too) as value codes
-                if self.value_enc[col].n_codes >= self._values_compact_at.get(col, KEYS_COMPACT_MIN):
+                at = self._values_compact_at.get(col, KEYS_COMPACT_MIN)
+                if self.value_enc[col].n_codes >= at:
                     self._compact_values(col)
                 vals = self.value_enc[col].encode(batch)
                 arr = batch.column(col)
