@@ -287,7 +287,11 @@ def test_compaction_keeps_the_keys_of_open_windows_under_allowed_lateness():
     assert np.allclose(a["sum_val"], b["sum_val"])
 
 
-def test_snapshot_restore_after_key_compactions():
+@pytest.mark.parametrize("kind,method,aggs", [
+    (Tumbling(1000), "wid", SUMS),
+    (Sliding(3000, 1000), "paned", ALL + [agg.median("val"), agg.distinct("val")]),
+], ids=["wid", "paned-all"])
+def test_snapshot_restore_after_key_compactions(kind, method, aggs):
     """A snapshot taken after compactions restores into a fresh operator that goes on to the
     same output as the uninterrupted one."""
     from oop.operators.base import StreamInfo
@@ -296,7 +300,7 @@ def test_snapshot_restore_after_key_compactions():
     t, items = _session_feed(60_000, True)
 
     def make():
-        op = WindowAggregate(Tumbling(1000), SUMS, by=["key"], method="wid")
+        op = WindowAggregate(kind, aggs, by=["key"], method=method)
         op.open([StreamInfo("s", t.schema, {"ts": "ms"}, "ts")])
         return op
 
