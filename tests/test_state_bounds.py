@@ -222,7 +222,10 @@ def _oracle_in_chunks(t: pa.Table, kind, aggs, chunk: int = 20_000) -> pa.Table:
     (Sliding(5000, 1000), "wid", False, ALL),
     (Sliding(5000, 1000), "paned", False, SUMS),
     (Sliding(5000, 1000), "paned", True, SUMS),
-], ids=["tumbling-str", "tumbling-int-median", "sliding-wid", "sliding-paned", "sliding-paned-str"])
+    (Sliding(5000, 1000), "paned", False, ALL),
+    (Sliding(5000, 1000), "paned", True, SUMS + [agg.median("val"), agg.distinct("val")]),
+], ids=["tumbling-str", "tumbling-int-median", "sliding-wid", "sliding-paned", "sliding-paned-str",
+        "sliding-paned-select", "sliding-paned-holistic"])
 def test_never_repeating_keys_keep_state_bounded(kind, method, strings, aggs):
     """100k session ids, 200 per second: the open windows hold ~200 x (range + lag + a batch)
     keys; peak state items stay within a small multiple of that, not 200k, and the results
@@ -241,6 +244,9 @@ def test_never_repeating_keys_keep_state_bounded(kind, method, strings, aggs):
     assert m.peak_state_items < n // 4  # without compaction: > n (every key ever seen)
     assert op.plan_info["key_compactions"] > 10
     assert op.enc.n_codes < 3 * open_keys + 4096
+    for enc in op.value_enc.values():  # count-distinct of never-repeating values: forgotten too
+        assert enc.n_codes < 3 * open_keys + 4096
+        assert op.plan_info["value_compactions"] > 10
     assert_same_rows(res.table, _oracle_in_chunks(t, kind, aggs))
 
 
@@ -281,7 +287,11 @@ def test_compaction_keeps_the_keys_of_open_windows_under_allowed_lateness():
     assert np.allclose(a["sum_val"], b["sum_val"])
 
 
-def test_snapshot_restore_after_key_compactions():
+@pytest.mark.parametrize("kind,method,aggs", [
+    (Tumbling(1000), "wid", SUMS),
+    (Sliding(3000, 1000), "paned", ALL + [agg.median("val"), agg.distinct("val")]),
+], ids=["wid", "paned-all"])
+def test_snapshot_restore_after_key_compactions(kind, method, aggs):
     """A snapshot taken after compactions restores into a fresh operator that goes on to the
     same output as the uninterrupted one."""
     from oop.operators.base import StreamInfo
@@ -290,7 +300,7 @@ def test_snapshot_restore_after_key_compactions():
     t, items = _session_feed(60_000, True)
 
     def make():
-        op = WindowAggregate(Tumbling(1000), SUMS, by=["key"], method="wid")
+        op = WindowAggregate(kind, aggs, by=["key"], method=method)
         op.open([StreamInfo("s", t.schema, {"ts": "ms"}, "ts")])
         return op
 

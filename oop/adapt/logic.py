@@ -131,6 +131,9 @@ _GID_MAX = int(np.iinfo(GID).max)
 _NO_GROUPS = np.zeros(0, GID)  # settle_close's inputs when no partial closes
 _NO_TC = np.zeros((0, 1), np.int32)
 _NO_GONE = np.zeros(0, np.int64)
+#: a punctuation closes windows run by run where this many empty window ids separate two
+#: closing windows (see AdaptLogic._close_in_runs)
+_SPARSE_GAP = 64
 
 
 @njit(cache=True)
@@ -355,6 +358,15 @@ class AdaptLogic:
         """Held state by kind: eager partials, lazy buffer, group entries. O(1)."""
         p, b, g = self.eager.nbytes, self.buffer.nbytes, self.n_live * self.group_entry_bytes
         return {"partials": p, "buffer": b, "groups": g, "total": p + b + g}
+
+    def index_bytes(self) -> int:
+        """Bytes of the per-group arrays indexed by group code -- ``winVol``, the kernels'
+        scratch, the dense store's group -> slot map -- which span every group ever seen
+        (not state of 004's ``H``; charged to the state budget by the operator). O(1)."""
+        b = self._wv.nbytes + self._scratch.nbytes
+        if self.dense:
+            b += self.eager.slot_of.nbytes  # type: ignore[union-attr]
+        return b
 
     def state_items(self) -> int:
         return self.eager.n_partials + self.buffer.n_rows
@@ -688,13 +700,15 @@ class AdaptLogic:
     def on_punctuation(self, v: int) -> list[tuple[int, Block]]:
         """Close every window complete under ``v``; return ``(wid, block)`` in wid order (a
         window may come as several blocks with disjoint groups, see :meth:`_union`)."""
-        self.lwm.advance(v)
         fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
+        opened = self.open_wids
+        closing = opened[:opened.bisect_left(fo)] if fo > self.first_open else []
+        if len(closing) > 1 and closing[-1] - closing[0] >= len(closing) + _SPARSE_GAP:
+            return self._close_in_runs(v, closing)  # a list (cheaper than an irange iterator)
+        self.lwm.advance(v)
         if fo <= self.first_open:
             return []
         old, self.first_open = self.first_open, fo
-        opened = self.open_wids
-        closing = opened[:opened.bisect_left(fo)]  # a list (cheaper than an irange iterator)
         # only groups whose tuples expire now are looked at (004 §6.3.4.2: "if input tuples
         # expire and winVol decreases below the threshold"): groups with a closing partial
         # (eager or transitional) and groups with expiring buffered tuples (lazy)
@@ -765,6 +779,23 @@ class AdaptLogic:
             self.n_eager_live -= n_dead_e
         self._sample(v)
         self._track_peak()
+        return out
+
+    def _close_in_runs(self, v: int, closing: list[int]) -> list[tuple[int, Block]]:
+        """Close ``closing`` (windows holding tuples, ascending) run by run: a gap of more
+        than ``_SPARSE_GAP`` empty windows between two of them ends a run, and each run is
+        closed by the punctuation at its end (valid: ``v`` bounds every smaller value).
+
+        A row far ahead of (or behind) the rest -- a bad clock -- leaves a span of millions
+        of empty window ids between the windows a punctuation closes; the close of the
+        buffered tuples folds into transient lanes over the closing span, so one close over
+        the whole span would allocate (span x groups) cells. Run by run, the lanes span only
+        the windows of one run. Cost: one pass over the buffer per run."""
+        ws = np.asarray(closing, np.int64)
+        out: list[tuple[int, Block]] = []
+        for b in np.flatnonzero(np.diff(ws) > _SPARSE_GAP):
+            out.extend(self.on_punctuation(self._origin + (int(ws[b]) + 1) * self._slide))
+        out.extend(self.on_punctuation(v))
         return out
 
     def _union(self, eb: Block | None, lb: Block | None) -> list[Block]:

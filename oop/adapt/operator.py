@@ -31,7 +31,11 @@ nothing about ``window_end`` and is dropped.
 
 State reported: bytes of partials + buffered tuples + group entries (the
 group-key dictionary, shared by every window implementation, is not
-counted); ``adapt_metrics()`` adds the split by kind, peaks, switches and the
+counted). Groups are never forgotten: the dictionary and the per-group
+arrays span every group ever seen, so the plan's state budget
+(:mod:`oop.limits`, ``--max-state``) is charged the state *plus* them, and
+a run over never-repeating keys stops with one ``StateLimitError`` line
+naming the operator. ``adapt_metrics()`` adds the split by kind, peaks, switches and the
 eager/lazy/transitional group counts per punctuation.
 
 Cost: see :mod:`oop.adapt.logic`.
@@ -163,7 +167,7 @@ class AdaptWID(Operator):
             eager = self.logic.eager
 
             def guard(nbytes: int, what: str = "") -> None:
-                rest = self.state_size().bytes - eager.nbytes
+                rest = self._charged_bytes() - eager.nbytes
                 self.budget.grow(self, self.name, rest + nbytes, what, self.max_state_bytes)
             eager.guard = guard
             eager.owner = self.name
@@ -204,6 +208,10 @@ class AdaptWID(Operator):
         if batch.num_rows == 0:
             return []
         gids = self.keys.encode(batch)
+        if self.keys.n_codes > self.logic.n_groups:  # new groups: the index grew
+            self.budget.grow(self, self.name, self._charged_bytes(),
+                             f"key dictionary and per-group entries of {self.keys.n_codes} "
+                             "groups: AdaptWID never forgets a group", self.max_state_bytes)
         ts = time_values(batch, self._time, self.inputs[port].name)
         check = getattr(self.window_kind, "check_range", None)
         if check is not None:  # windows that would wrap around int64: ValueRangeError
@@ -251,6 +259,7 @@ class AdaptWID(Operator):
         assert self.logic is not None and self.output is not None
         out: list[Element] = []
         batch = self._emit(self._closing(v))
+        self.budget.report(self, self._charged_bytes())  # purged: frees budget for others
         if batch is not None:
             out.append(batch)
         out.append(Punctuation("window_end", v))
@@ -307,6 +316,15 @@ class AdaptWID(Operator):
         if self.logic is None:
             return StateSize()
         return StateSize(self.logic.state_items(), self.logic.total_bytes())
+
+    def _charged_bytes(self) -> int:
+        """What the plan's state budget (:mod:`oop.limits`) is charged: the state plus the
+        per-group index that spans every group ever seen -- the key dictionary and the
+        logic's per-group arrays (:meth:`AdaptLogic.index_bytes`), which ``state_size``
+        leaves out to compare with 004's ``H`` but which grow with never-repeating keys
+        (AdaptWID does not forget groups). O(1)."""
+        assert self.logic is not None
+        return self.state_size().bytes + self.keys.nbytes() + self.logic.index_bytes()
 
     def adapt_metrics(self) -> dict[str, Any]:
         """Switches, peak bytes by kind, and the eager/lazy/transitional timeline."""

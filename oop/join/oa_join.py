@@ -53,7 +53,11 @@ When both inputs have ended no state remains.
 
 Cost: per input tuple O(1 + matching chain length); per punctuation O(|M|)
 when something expires (one compaction), O(1) otherwise. State: per input
-the tuples within one band (plus disorder) of the other input's punctuation.
+the tuples within one band (plus disorder) of the other input's punctuation;
+charged to the plan's state budget (:mod:`oop.limits`, ``--max-state``,
+summed over both sides and all workers): an insert that would pass it raises
+``StateLimitError`` naming the join before storing; a purge reports the
+smaller figure.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from oop.errors import ConfigError
 from oop.join.keys import key_family, key_hashes
 from oop.join.spec import JoinConfig, WindowPredicate
 from oop.join.state import SideState
+from oop.limits import current_budget, guard_for
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import (
@@ -136,6 +141,8 @@ class OAJoin(Operator):
         tsize = self.pred.size if self.pred.kind == "tumbling" else 0
         self.states = [[SideState(tumbling_size=tsize), SideState(tumbling_size=tsize)]
                        for _ in range(self.workers)]
+        self.budget = current_budget()  # shared by the plan's operators (oop.limits)
+        self._guard_states()
         require_columns(left, [a for a, _ in cfg.on], self.name)
         require_columns(right, [b for _, b in cfg.on], self.name)
         for a, b in cfg.on:
@@ -320,6 +327,7 @@ class OAJoin(Operator):
                 out.append(self._padded(rows, o))
         out.extend(self._produce_punctuation())
         self._track_peaks()
+        self.budget.report(self, self.state_size().bytes)  # purged: frees budget for others
         return out
 
     def output_bounds(self) -> tuple[int, int]:
@@ -363,6 +371,15 @@ class OAJoin(Operator):
         return out
 
     # ---- state -----------------------------------------------------------
+    def _guard_states(self) -> None:
+        """Charge every stored tuple to the plan's state budget (:mod:`oop.limits`): an insert
+        that would take the join's state (both sides, all workers) over it raises
+        StateLimitError naming this operator, before storing."""
+        for w in self.states:
+            for st in w:
+                st.guard = guard_for(self, self.name, self.budget, None,
+                                     lambda st=st: self.state_size().bytes - st.nbytes)
+
     def side_state(self, side: int) -> StateSize:
         """Items and bytes stored for input ``side`` (over all workers). O(workers)."""
         return StateSize(sum(w[side].alive for w in self.states),
@@ -390,6 +407,7 @@ class OAJoin(Operator):
         self._emitted_p = list(state["emitted_p"])
         self._emitted_joint = state["emitted_joint"]
         self.states = [[SideState.from_snapshot(s) for s in w] for w in state["states"]]
+        self._guard_states()
         self.peak_side_items, self.peak_side_bytes = (list(x) for x in state["peaks"])
 
     def _check(self) -> None:

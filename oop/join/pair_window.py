@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError
+from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import Element, JointPunctuation, Punctuation
@@ -121,6 +122,7 @@ class PairWindow(Operator):
         fields += [pa.field(a.name, self._out_type(a)) for a in self.aggs]
         schema = pa.schema(fields)
         self.state = self._empty_state()
+        self.budget = current_budget()  # cells charged to the plan's state budget (oop.limits)
         return StreamInfo(self.name, schema, out_times, f"{self.times[0]}_end")
 
     def _out_type(self, a: Agg) -> pa.DataType:
@@ -177,6 +179,8 @@ class PairWindow(Operator):
         # count non-null values of the batch
         first = [(c, "sum" if op == "nan_count" else op) for c, _, op in self._lanes()]
         part = _group(part, first)
+        self.budget.grow(self, self.name, self.state.nbytes + part.nbytes + (
+            self.enc.nbytes() if self.enc is not None else 0), "pair-window cells")
         merged = pa.concat_tables([self.state, part.cast(self.state.schema)])
         self.state = _group(merged, aggs).cast(self.state.schema)
         self._state_bytes = self.state.nbytes
@@ -229,6 +233,7 @@ class PairWindow(Operator):
         done = self.state.filter(pa.array(mask))
         self.state = self.state.filter(pa.array(~mask))
         self._state_bytes = self.state.nbytes
+        self.budget.report(self, self._state_bytes)
         done = done.sort_by([(c, "ascending") for c in _CELL])
         return [self._finalize(done)]
 

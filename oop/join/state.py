@@ -26,17 +26,21 @@ split join can probe several states on threads.
 
 State accounting is O(1): ``items`` = live entries, ``bytes`` = index arrays
 (21 B per entry incl. dead ones awaiting compaction, 4 B per bucket) + the
-Arrow payload's ``nbytes``.
+Arrow payload's ``nbytes``. *Budget*: with a ``guard`` (the owning join's
+check against the plan's state budget, :func:`oop.limits.guard_for`), an
+insert asks it first with the state's size after the insert; it raises
+:class:`~oop.errors.StateLimitError` and nothing is stored.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numba as nb
 import numpy as np
 import pyarrow as pa
 
+from oop.errors import StateLimitError
 from oop.join.keys import mix64
 from oop.stream.elements import INT64_MAX
 
@@ -147,6 +151,9 @@ class SideState:
         self.rows_total = 0
         self.payload_bytes = 0
         self.min_ts = INT64_MAX
+        #: called with this state's bytes after a growth, before it happens (oop.limits);
+        #: raises StateLimitError. None: unchecked
+        self.guard: Callable[[int, str], None] | None = None
 
     # ---- accounting --------------------------------------------------
     @property
@@ -158,8 +165,8 @@ class SideState:
     def _grow(self, need: int) -> None:
         cap = len(self.ts)
         if need > MAX_ENTRIES:
-            raise MemoryError(f"join state: {need} stored tuples exceed the {MAX_ENTRIES} an "
-                              "input side can hold; purge more often (punctuate) or split")
+            raise StateLimitError(f"join state: {need} stored tuples exceed the {MAX_ENTRIES} "
+                                  "an input side can hold; purge more often (punctuate) or split")
         if need > cap:
             new = max(need, 2 * cap)
             for name in ("ts", "kh", "nxt", "flag"):
@@ -181,6 +188,12 @@ class SideState:
         m = rows.num_rows
         if m == 0:
             return
+        if self.guard is not None:
+            need, h = self.n + m, len(self.head)
+            while need > h:
+                h *= 2
+            self.guard(max(need, len(self.ts)) * _ENTRY_BYTES + 4 * h + self.payload_bytes
+                       + rows.nbytes, f"{need} stored tuples of one input side")
         self._grow(self.n + m)
         s, e = self.n, self.n + m
         self.ts[s:e] = ts

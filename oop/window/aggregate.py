@@ -278,6 +278,7 @@ class WindowAggregate(Operator):
         self.budget = current_budget()  # shared by the plan's operators (oop.limits)
         self._span_hash = False  # hash cells chosen for a sparse span (see _sparse_span)
         self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
+        self._values_compact_at: dict[str, int] = {}  # see _compact_values
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
         self.units: Any = None
@@ -483,18 +484,22 @@ class WindowAggregate(Operator):
         half of its keys are dead: the dictionary is rebuilt from the live
         keys (:meth:`KeyEncoder.compact`) and every code the state holds is
         renumbered (ring columns / hash cells, holistic tables; Paned-WID
-        drops its running sums and recomputes the next window from its
-        panes). A key that comes back gets a new code. Cost O(state + live
-        keys), amortized over the keys added since the last check. This bounds
-        the dictionary of never-repeating keys (session ids) by the keys of
-        the open windows instead of every key ever seen.
+        drops every per-code state it keeps across punctuations -- running
+        sums, select prefix/suffix blocks, count-distinct and heavy-hitter
+        multiplicity tables, UDAF pane states -- and rebuilds it from the
+        panes the ring and the holistic tables still hold,
+        :meth:`~oop.window.paned.PaneCombiner.forget_codes`). A key that comes
+        back gets a new code. Cost O(state + live keys), amortized over the
+        keys added since the last check. This bounds the dictionary of
+        never-repeating keys (session ids) by the keys of the open windows
+        instead of every key ever seen. Every aggregate and late policy of WID
+        and Paned-WID; not landmark windows, whose every key stays in all
+        later windows (the running state, not the ring, holds it).
         """
         n = self.enc.n_codes
         ring = self.ring
-        ok = (ring is not None and not ring.fixed and bool(self.by) and (
-            self.units is None or (self.late is not LatePolicy.UPDATE and not self.holistic
-                                   and all(li.lane.op in ("rows", "nn", "sum", "sumsq")
-                                           for li in self.lanes))))
+        ok = (ring is not None and not ring.fixed and bool(self.by)
+              and (self.units is None or not self.units.landmark))
         if not ok:
             self._keys_compact_at = 1 << 62
             return
@@ -518,6 +523,36 @@ class WindowAggregate(Operator):
         self._lut_n = None  # the key-value cache of Paned-WID's emission
         self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
+
+    def _compact_values(self, col: str) -> None:
+        """Forget the values of count-distinct / heavy-hitters column ``col`` that no holistic
+        table holds any more (their windows all closed), as :meth:`_compact_keys` does for keys.
+
+        The value dictionary (:class:`KeyEncoder`) is rebuilt from the values
+        held, the tables' value codes renumbered (the order is kept, so they
+        stay sorted) and Paned-WID's multiplicity tables rebuilt from the
+        panes. Checked when the dictionary doubled since the last check;
+        compacts when more than half of it is dead. O(table + values kept).
+        Bounds the dictionary of a column with a new value in every row (ids).
+        """
+        enc, ms = self.value_enc[col], self.holistic[("code", col)]
+        n = enc.n_codes
+        ms.compact()
+        live = np.zeros(n, bool)
+        live[ms.value] = True
+        keep = np.flatnonzero(live)
+        if 2 * keep.shape[0] >= n:
+            self._values_compact_at[col] = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        enc.compact(keep)
+        ms.remap_values(remap)
+        self._rank_cache.pop(col, None)
+        if self.units is not None:
+            self.units.forget_values()
+        self._values_compact_at[col] = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self.plan_info["value_compactions"] = self.plan_info.get("value_compactions", 0) + 1
 
     def _live_runs(self, start: int, stop: int) -> list[range]:
         """The windows in ``[start, stop)`` that hold a live hash cell, as runs of consecutive
@@ -673,6 +708,9 @@ class WindowAggregate(Operator):
         rep = bool((span != 1).any())
         for (store, col), ms in self.holistic.items():
             if store == "code":  # distinct values of any type (strings too) as value codes
+                at = self._values_compact_at.get(col, KEYS_COMPACT_MIN)
+                if self.value_enc[col].n_codes >= at:
+                    self._compact_values(col)
                 vals = self.value_enc[col].encode(batch)
                 arr = batch.column(col)
                 valid = (np.asarray(pc.is_valid(arr).to_numpy(zero_copy_only=False), np.uint8)
@@ -1039,6 +1077,7 @@ class WindowAggregate(Operator):
     def state_size(self) -> StateSize:
         items = self.enc.n_codes
         nbytes = self.enc.nbytes() + sum(vr.nbytes() for vr in self.value_ranks.values())
+        nbytes += sum(e.nbytes() for e in self.value_enc.values())
         if self.ring is not None:
             items += self.ring.live
             nbytes += self.ring.nbytes()

@@ -578,10 +578,23 @@ class PaneCombiner:
         st["tc"], st["tv"], st["tm"], st["used"] = state
 
     def forget_codes(self) -> None:
-        """Group codes were renumbered (key compaction; sum-type lanes only): drop the running
-        sums, so the next window is recomputed from its panes."""
+        """Group codes were renumbered (key compaction, not on landmark windows): drop every
+        per-code state kept across punctuations, so the next emission rebuilds it from the
+        panes still held -- the running sums (recomputed from the window's panes), the select
+        prefix/suffix blocks (as after :meth:`remap_values`), the count-distinct and
+        heavy-hitter multiplicity tables (from the first window's pane tables, which the
+        Multiset keeps: :meth:`holistic_unit_needed`) and the Python UDAF pane states. O(1);
+        the rebuild costs one window's panes."""
         self.running, self.running_t = {}, {}
         self.run_w = None
+        self._s, self._s_w = None, None  # reallocated at the ring's new code width
+        self._d = {}
+        self.pane_states = {}
+
+    def forget_values(self) -> None:
+        """Value codes of the count-distinct / heavy-hitter columns were renumbered (value
+        compaction): drop their multiplicity tables, rebuilt from the pane tables. O(1)."""
+        self._d = {}
 
     def nbytes(self) -> int:
         sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))

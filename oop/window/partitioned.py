@@ -40,6 +40,14 @@ of ``p``). Nothing *linear* is sound:
   the output declares no progressing attribute and the input punctuation
   is not forwarded.
 
+Keys are never forgotten: a partition's row counter is its state for as
+long as the stream runs (its next row has the next rank, however long it
+was silent), so the state grows with the partitions seen -- the ring's key
+columns, the dictionary, 16 bytes of counters per partition. Every growth
+of the ring is charged to the plan's state budget (:mod:`oop.limits`,
+``--max-state``), which stops a run over never-repeating partitions with
+one ``StateLimitError`` line naming the operator.
+
 End of stream: emits every partition's incomplete windows (no punctuation
 needed: END_OF_STREAM follows).
 Cost: O(range/slide) per row; state O(partitions x range/slide) cells;
@@ -54,6 +62,7 @@ import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError
+from oop.metrics import StateSize
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Element, GroupPunctuation
 from oop.stream.timecol import time_values
@@ -133,8 +142,8 @@ class PartitionedRowsAggregate(WindowAggregate):
             codes = all_codes[start:stop]
             ranks = rank_in_partition(codes, self.counters)
             lo, hi = self.kind.wids(ranks)
-            if self.ring is None:
-                self.ring = Ring(self.lanes, codes=max(self.enc.n_codes, 64))
+            if self.ring is None:  # growth charged to the state budget (oop.limits)
+                self._set_ring(Ring(self.lanes, codes=max(self.enc.n_codes, 64)))
                 self.ring.make_fixed(self.R)
             cols = self._lane_columns(b)
             self.ring.update(codes, lo, hi, cols, times, self.enc.n_codes)
@@ -190,6 +199,11 @@ class PartitionedRowsAggregate(WindowAggregate):
         last = (self.counters[parts] - 1 + self.kind.range) // self.kind.slide
         b = self._emit_upto(parts, last)
         return [b] if b is not None else []
+
+    def state_size(self) -> StateSize:
+        """The base state plus the per-partition row counters and emitted-window marks."""
+        base = super().state_size()
+        return StateSize(base.items, base.bytes + self.done.nbytes + self.counters.nbytes)
 
     def snapshot(self) -> Any:
         return {**super().snapshot(), "done": self.done.copy(), "counters": self.counters.copy()}

@@ -23,7 +23,9 @@ allocation, and a log of "copy row a -> b" / "update slot a with tuple i"
 steps, in arrival order); a second numba pass replays the log on each lane.
 On a punctuation ``P(time, v)``: window bins with id ``< v`` are complete;
 they are emitted, and every bin below ``v`` is freed except the largest
-(it is the predecessor of future bins). Forwards ``P(window_end, v + 1)``.
+(it is the predecessor of future bins); groups that no retained bin holds
+are forgotten (key compaction, :meth:`SlideByTupleAggregate._compact_keys`).
+Forwards ``P(window_end, v + 1)``.
 Holistic aggregates are not supported here (a ConfigError says so).
 Cost per tuple: O(log B + bins in [s, s+r)) lane updates; state: O(bins x
 groups) partial aggregates, where bins ~ 2 x distinct times in the open
@@ -43,6 +45,7 @@ from oop.metrics import StateSize
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
+from oop.window import aggregate as _aggregate
 from oop.window.aggregate import SELECT, WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
@@ -372,11 +375,53 @@ class SlideByTupleAggregate(WindowAggregate):
         self.slots[: self.nbins - (k - 1)] = self.slots[k - 1: self.nbins].copy()
         self.nbins -= k - 1
         self._count_live()
-        if not parts:
-            return []
-        self.ring = None
-        b = self._build(parts, revision=False)
-        return [b]
+        out: list[Element] = []
+        if parts:
+            self.ring = None
+            out.append(self._build(parts, revision=False))
+        if self.enc.n_codes >= self._keys_compact_at:  # after the codes above became keys
+            self._compact_keys()
+        self.budget.report(self, self.state_size().bytes)
+        return out
+
+    def _compact_keys(self) -> None:
+        """Forget the groups no retained bin holds (every window that held them is out).
+
+        A future bin starts as a copy of its predecessor, a retained bin, so a
+        group with no tuple in any retained bin can only come back with a new
+        tuple: it gets a new code then. Same schedule as
+        :meth:`WindowAggregate._compact_keys` (when the dictionary doubled;
+        compacts when more than half of it is dead); the lanes of the retained
+        bins keep the live group columns, renumbered, and the group axis
+        shrinks. O(retained bins x live groups x lanes) per compaction.
+        """
+        n = self.enc.n_codes
+        if not self.by:
+            self._keys_compact_at = 1 << 62
+            return
+        used = self.slots[: self.nbins]
+        rows = self.larr[("rows", None)].reshape(self.S, self.C)[used, :n]
+        keep = np.flatnonzero(rows.any(axis=0))
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * n)
+            return
+        k, C = keep.shape[0], 16
+        while C < k:
+            C *= 2
+        cell = np.ix_(used, keep)
+        for li in self.lanes:
+            new = np.full((self.S, C), li.identity(), li.dtype)
+            new[used, :k] = self.larr[li.key].reshape(self.S, self.C)[cell]
+            self.larr[li.key] = new.reshape(-1)
+            if li.key in self.ltarr:
+                tid = np.iinfo(np.int64).max if li.lane.op == "first" else np.iinfo(np.int64).min
+                nt = np.full((self.S, C), tid, np.int64)
+                nt[used, :k] = self.ltarr[li.key].reshape(self.S, self.C)[cell]
+                self.ltarr[li.key] = nt.reshape(-1)
+        self.C = C
+        self.enc.compact(keep)
+        self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * k)
+        self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
 
     def _finalize(self, a: Agg, codes: np.ndarray, wid: np.ndarray, lanes: dict, parts: list) -> pa.Array:
         class _R:  # the base finalize reads the variance shift from a ring

@@ -907,6 +907,14 @@ class Multiset:
             self.code = remap[self.code]
             assert self.code.min() >= 0
 
+    def remap_values(self, remap: np.ndarray) -> None:
+        """Renumber value codes (count-distinct / heavy hitters: ``remap[old]``, increasing on
+        the values held, so the table stays sorted); every held value must map to ``>= 0``."""
+        self.compact()
+        if self.value.shape[0]:
+            self.value = remap[self.value]
+            assert self.value.min() >= 0
+
     def purge_below(self, unit: int) -> None:
         self.compact()
         self.floor = max(self.floor, int(unit))
