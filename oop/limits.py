@@ -34,12 +34,12 @@ import os
 import resource
 import threading
 import weakref
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from oop.errors import StateLimitError
 
-__all__ = ["StateBudget", "default_state_limit", "state_budget", "current_budget", "fmt_bytes",
-           "STATE_FRACTION", "ADVICE"]
+__all__ = ["StateBudget", "default_state_limit", "state_budget", "current_budget", "guard_for",
+           "fmt_bytes", "STATE_FRACTION", "ADVICE"]
 
 #: the share of the process's memory limit that operator state may take by default
 STATE_FRACTION = 0.5
@@ -235,3 +235,12 @@ def state_budget(limit: int | None) -> Iterator[StateBudget]:
         yield b
     finally:
         _current.reset(token)
+
+
+def guard_for(owner: Any, name: str, budget: StateBudget, own_limit: int | None,
+              rest: Callable[[], int]) -> Callable[[int, str], None]:
+    """A growth check for one structure of ``owner``: called with the structure's size after
+    the growth; the rest of the owner's state (``rest()``) is added."""
+    def guard(nbytes: int, what: str = "") -> None:
+        budget.grow(owner, name, rest() + nbytes, what, own_limit)
+    return guard
