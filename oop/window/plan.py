@@ -35,6 +35,7 @@ def window_operator(
     name: str = "window",
     layout: str = "auto",
     time: str | None = None,
+    threads: int = 1,
 ) -> Operator:
     """The operator computing the window query (see the module docstring).
 
@@ -42,8 +43,17 @@ def window_operator(
     cells (WID only), or ``"auto"`` (decided on the first batch from the key
     density, :meth:`WindowAggregate._choose_layout`). ``time``: the progressing
     attribute to window on (default: the stream's primary one); punctuation on
-    other attributes does not close windows.
+    other attributes does not close windows. ``threads > 1``: the query runs on that many
+    key partitions (:class:`~oop.window.threaded.ThreadedWindow`, same output in the same
+    order) where :func:`~oop.window.threaded.threadable` allows, else on one thread.
     """
+    if threads > 1:
+        from oop.window.threaded import ThreadedWindow, threadable
+
+        if threadable(kind, aggs, [by] if isinstance(by, str) else list(by)) is None:
+            return ThreadedWindow(kind, aggs, threads=threads, by=by, method=method, late=late,
+                                  allowed_lateness=allowed_lateness, emit_wid=emit_wid,
+                                  name=name, layout=layout, time=time)
     kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
               time=time)
     if isinstance(kind, PartitionedRows):
