@@ -118,6 +118,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="stop with a one-line error before the operators' state would exceed "
                         "this (e.g. 2GiB; default: half the memory this process may use, "
                         "cgroup limits included)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="run the window on N key partitions, one thread each (same rows in "
+                        "the same order); default: all cores this process may use (1 with "
+                        "--checkpoint-dir, --strategy other than oop, or no --key); with "
+                        "--spark it applies inside each task")
     p.add_argument("--quiet", action="store_true", help="no progress line")
     g = p.add_argument_group("Spark (needs the 'spark' extra and Java)")
     g.add_argument("--spark", action="store_true", help="read and replay through PySpark")
@@ -163,6 +168,14 @@ def check_args(args: argparse.Namespace) -> None:
         if args.arrival and args.arrival_bound is not None:
             raise ConfigError("--arrival-bound reorders in memory and cannot resume; with "
                               "--checkpoint-dir use --arrival on a finite file input")
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: give at least 1")
+    if args.threads is not None and args.threads > 1 and args.checkpoint_dir is not None:
+        raise ConfigError(f"--threads {args.threads} cannot be checkpointed yet: drop "
+                          "--checkpoint-dir, or use --threads 1")
+    if args.threads is not None and args.threads > 1 and args.strategy != "oop":
+        raise ConfigError(f"--threads {args.threads} runs the oop window; --strategy "
+                          f"{args.strategy} runs on one thread: drop --threads")
     if args.strategy != "oop" and args.late == "update":
         raise ConfigError("--late update works with --strategy oop only")
 
@@ -184,16 +197,44 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     kind = parse_window(args.window, unit)
     aggs = parse_aggs(args.agg)
     if args.strategy == "oop":
+        threads = replay_threads(args)
         if args.late == "update":
             return src.window(kind, aggs, by=tuple(args.key), method=args.method, late="update",
                               allowed_lateness=parse_duration(args.allowed_lateness or "0",
                                                               unit),
-                              name="window")
-        return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window")
+                              name="window", threads=threads)
+        return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window",
+                          threads=threads)
     from oop.query import WindowQuery, parse_strategy
 
     strategy = parse_strategy(args.strategy)
     return WindowQuery([src], kind, aggs, by=tuple(args.key)).plan(strategy)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, at most ``os.cpu_count()``)."""
+    import os
+
+    n = os.cpu_count() or 1
+    try:
+        n = min(n, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        pass
+    return max(1, n)
+
+
+def replay_threads(args: argparse.Namespace) -> int:
+    """``--threads``, or by default every usable core (one with ``--checkpoint-dir``)."""
+    threads = getattr(args, "threads", None)
+    if threads is not None:
+        return int(threads)
+    return 1 if getattr(args, "checkpoint_dir", None) is not None else usable_cores()
+
+
+def pipelined(args: argparse.Namespace) -> bool:
+    """Whether the run uses several threads: then the input is read ahead and the output
+    written on threads of their own (:mod:`oop.plan.background`)."""
+    return args.strategy == "oop" and not args.spark and replay_threads(args) > 1
 
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
@@ -202,6 +243,10 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
     from oop.stream.timecol import check_time_column
 
     conn = open_input(args)
+    if pipelined(args) and not getattr(conn, "live", False):
+        from oop.plan.background import ReadAhead
+
+        conn = ReadAhead(conn)  # the input is decoded on its own thread
     late = "side_output" if args.late == "side" else args.late
     src = oop.from_connector(conn, time=args.time, unit=args.time_unit,
                              punctuation=punctuation_spec(args), late=late,
@@ -276,7 +321,12 @@ def run_replay(args: argparse.Namespace) -> int:
     from oop.replay.inputs import open_output
     from oop.plan.job import Job
 
-    writer = SinkWriter(open_output(args.out, args.out_format, "out"), name="sink")
+    out = open_output(args.out, args.out_format, "out")
+    if pipelined(args):
+        from oop.plan.background import BackgroundSink
+
+        out = BackgroundSink(out)  # the results are encoded and written on their own thread
+    writer = SinkWriter(out, name="sink")
     late = LateWriter(open_output(args.late_out, None, "late-out")) if args.late_out else None
     ex, _ = stream.executor(terminal=writer)
     job = Job(ex, writer, late, options)
