@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from typing import Any, Callable, Sequence
 
 import numba as nb
@@ -75,6 +76,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window.store import column_values, pick_shift
 
 __all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "KEY"]
 
@@ -202,6 +204,11 @@ def threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str]) -
     return None
 
 
+def _on_batch(op: Any, batch: pa.RecordBatch, shifts: dict[str, Any]) -> list[Element]:
+    op.preset_shift = shifts
+    return op.on_batch(batch)
+
+
 class _Partition:
     """One partition: its operator and the one thread that applies elements to it in order."""
 
@@ -275,6 +282,11 @@ class ThreadedWindow(Operator):
             op = window_operator(by=[KEY], name=f"{self.name}[{i}]", **kw)
             op.open([pinfo])
             self.parts.append(_Partition(op, ThreadPoolExecutor(1, f"oop-{self.name}-{i}")))
+        self.shifts: dict[str, Any] = {}
+        self.shift_cols = sorted({li.lane.column for li in t.lanes if li.lane.column and (
+            li.key[0] == "sumsq" or (li.key[0] == "sum" and li.dtype == np.float64))}
+            - set(t.value_ranks))
+        self.sumsq_cols = {li.lane.column for li in t.lanes if li.key[0] == "sumsq"}
         self.out_schema = out.schema
         self.n_keys = len(self.by)
         self.lwm = INT64_MIN
@@ -303,6 +315,7 @@ class ThreadedWindow(Operator):
             self.template._decide(times, codes)
             for p in self.parts:
                 p.op._set_method(self.template.method, dict(self.template.plan_info))
+        self._pick_shifts(batch)
         order, bounds = partition_rows(codes, self.n)
         arrays = [batch.column(c) for c in self.part_cols] + [pa.array(codes, pa.int64())]
         sub = pa.RecordBatch.from_arrays(arrays, schema=self.part_schema).take(pa.array(order))
@@ -310,9 +323,22 @@ class ThreadedWindow(Operator):
         for p, lo, hi in zip(self.parts, bounds[:-1].tolist(), bounds[1:].tolist()):
             if hi > lo:
                 piece = sub.slice(lo, hi - lo)
-                futs.append(p.submit(lambda op=p.op, b=piece: op.on_batch(b)))
+                futs.append(p.submit(partial(_on_batch, p.op, piece, dict(self.shifts))))
         self.pending.append((False, futs))
         return self._collect(keep_punctuations=self.lag) if self.late is LatePolicy.UPDATE else []
+
+    def _pick_shifts(self, batch: pa.RecordBatch) -> None:
+        """The variance shift of every shifted column, as one thread picks it: the first
+        valid finite value of the first batch that reaches the state with one
+        (:func:`~oop.window.store.lane_input`); the partitions start their rings with it."""
+        for c in self.shift_cols:
+            if c not in self.shifts:
+                cv = column_values(batch, c)
+                if c not in self.sumsq_cols and cv.values.dtype != np.int64:
+                    continue  # a float column's sum lane is not shifted
+                v = pick_shift(cv)
+                if v is not None:
+                    self.shifts[c] = v
 
     def on_punctuation(self, p: Element, port: int = 0) -> list[Element]:
         if not isinstance(p, Punctuation) or p.attr != self.time or p.value <= self.lwm:
