@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from typing import Any, Callable
 
 import pyarrow as pa
@@ -49,19 +50,23 @@ class ReadAhead:
         self._thread: threading.Thread | None = None
         self._rows = 0
         self._closed = threading.Event()
+        self.cpu_s = 0.0  # CPU time of the reading thread so far
 
     def open(self) -> pa.Schema | None:
         return self.inner.open()
 
     def _run(self, max_rows: int) -> None:
         try:
+            t0 = time.thread_time()
             while not self._closed.is_set():
+                self.cpu_s = time.thread_time() - t0
                 item = self.inner.poll(max_rows, 0.1)
                 if item is IDLE:
                     continue
                 self._put(item)
                 if item is END:
-                    return
+                    break
+            self.cpu_s = time.thread_time() - t0
         except BaseException as e:  # raised again by poll() on the driving thread
             self._put(e)
 
@@ -111,12 +116,15 @@ class BackgroundSink:
         self.name = inner.name
         self._q: queue.Queue[Any] = queue.Queue(depth)
         self._error: BaseException | None = None
+        self.cpu_s = 0.0  # CPU time of the writing thread so far
         self._thread = threading.Thread(target=self._run, name=f"oop-write-{self.name}",
                                         daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        t0 = time.thread_time()
         while True:
+            self.cpu_s = time.thread_time() - t0
             item = self._q.get()
             try:
                 if item is _STOP:

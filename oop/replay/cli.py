@@ -336,7 +336,12 @@ def run_replay(args: argparse.Namespace) -> int:
         job.open()
         outcome = job.run()
     wall = _time.perf_counter() - t0
-    summary = _summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
+    plan = _plan_of(stream)
+    for what, part in (("reader_cpu_s", getattr(src.node.op, "connector", None)),
+                       ("writer_cpu_s", out)):
+        if hasattr(part, "cpu_s"):  # the threads of a pipelined run (oop.plan.background)
+            plan[what] = round(part.cpu_s, 3)
+    summary = _summary(ex, writer, late, wall, plan, jit.seconds, outcome)
     if outcome.stopped_by in ("SIGINT", "SIGTERM"):  # the job said it in one line
         if args.metrics:
             Path(args.metrics).write_text(json.dumps(summary, indent=2, default=str))
