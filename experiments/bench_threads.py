@@ -61,7 +61,10 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, 
             "engine_wall_s": m["wall_s"], "tuples_per_s": m["tuples_in"] / wall,
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
-            "late": m["late"]}
+            "late": m["late"],
+            # threaded runs: CPU seconds of the driving thread, each partition, the reader
+            # and the writer (oop.window.threaded, oop.plan.background)
+            "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
 
 
 def read_parts(folder: Path) -> pa.Table:

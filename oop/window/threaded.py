@@ -20,8 +20,9 @@ How:
 * **Global key codes.** The ``by`` columns are encoded once, by one
   :class:`~oop.window.keys.KeyEncoder` (dense codes in order of first
   appearance -- the codes the one-thread operator would give). Row ``i``
-  goes to partition ``code mod N`` (a stable counting-sort scatter in one
-  compiled pass, :func:`partition_rows`: each partition keeps arrival order);
+  goes to partition ``code mod N``: a stable counting sort in one compiled
+  pass (:func:`partition_rows`) gives each partition its row numbers in
+  arrival order, and each partition gathers its rows on its own thread;
   the first-appearance order spreads the frequent keys round-robin.
   Partitions group by the code (an int64 column ``__oop_key``), so no
   partition hashes strings, and only the columns the aggregates need cross.
@@ -205,9 +206,11 @@ def threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str]) -
     return None
 
 
-def _on_batch(op: Any, batch: pa.RecordBatch, shifts: dict[str, Any]) -> list[Element]:
+def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
+              shifts: dict[str, Any]) -> list[Element]:
+    """A partition's share of a batch: its ``rows`` (in arrival order) into its operator."""
     op.preset_shift = shifts
-    return op.on_batch(batch)
+    return op.on_batch(batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows)))
 
 
 class _Partition:
@@ -323,12 +326,12 @@ class ThreadedWindow(Operator):
         self._pick_shifts(batch)
         order, bounds = partition_rows(codes, self.n)
         arrays = [batch.column(c) for c in self.part_cols] + [pa.array(codes, pa.int64())]
-        sub = pa.RecordBatch.from_arrays(arrays, schema=self.part_schema).take(pa.array(order))
+        sub = pa.RecordBatch.from_arrays(arrays, schema=self.part_schema)
         futs = []
         for p, lo, hi in zip(self.parts, bounds[:-1].tolist(), bounds[1:].tolist()):
-            if hi > lo:
-                piece = sub.slice(lo, hi - lo)
-                futs.append(p.submit(partial(_on_batch, p.op, piece, dict(self.shifts))))
+            if hi > lo:  # each partition gathers its own rows, on its own thread
+                futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi],
+                                             dict(self.shifts))))
         self.pending.append((False, futs))
         return self._collect(keep_punctuations=self.lag) if self.late is LatePolicy.UPDATE else []
 
