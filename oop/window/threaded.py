@@ -300,10 +300,18 @@ class ThreadedWindow(Operator):
         self.out_punct: int | None = None
         self.pending: deque[tuple[bool, list[Future[list[Element]]]]] = deque()
         self._cpu0 = _time.thread_time()  # the driving thread's CPU time, see flush
+        self._cpu_batch = self._cpu_merge = 0.0  # of which: batches in, merging results out
         return out
 
     # ---- elements -----------------------------------------------------------
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        t0 = _time.thread_time()
+        try:
+            return self._on_batch(batch)
+        finally:
+            self._cpu_batch += _time.thread_time() - t0
+
+    def _on_batch(self, batch: pa.RecordBatch) -> list[Element]:
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.time, self.inputs[0].name)
@@ -363,6 +371,8 @@ class ThreadedWindow(Operator):
                                if k not in self.plan_info})
         # where the CPU time went (per-core figures that a loaded machine does not distort)
         self.plan_info["driver_cpu_s"] = round(_time.thread_time() - self._cpu0, 3)
+        self.plan_info["driver_window_in_cpu_s"] = round(self._cpu_batch, 3)
+        self.plan_info["driver_window_out_cpu_s"] = round(self._cpu_merge, 3)
         self.plan_info["partition_cpu_s"] = [round(p.cpu_s, 3) for p in self.parts]
         self.close()
         return out
@@ -407,6 +417,13 @@ class ThreadedWindow(Operator):
 
     def _merge(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         """One batch in the one-thread order: by window, then by global key code."""
+        t0 = _time.thread_time()
+        try:
+            return self._merge_now(batches)
+        finally:
+            self._cpu_merge += _time.thread_time() - t0
+
+    def _merge_now(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
         lens = [b.num_rows for b in batches]
         bounds = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
         merged = pa.Table.from_batches(batches).combine_chunks()
