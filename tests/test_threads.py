@@ -242,3 +242,102 @@ def test_cli_threads_gives_the_one_thread_output(tmp_path):
              str(tmp_path / "ck"))
     assert r.returncode == 2 and "--threads 2 cannot be checkpointed" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+# ---- the pipeline stages: read ahead, write behind ------------------------------------
+class _ListSink:
+    name = "list"
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.rows: list[int] = []
+        self.events: list[str] = []
+        self.fail_at = fail_at
+
+    def open(self, schema: pa.Schema) -> None:
+        self.events.append("open")
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.fail_at is not None and len(self.rows) >= self.fail_at:
+            raise OSError("disk full")
+        self.rows += batch.column(0).to_pylist()
+
+    def commit(self) -> int:
+        self.events.append(f"commit@{len(self.rows)}")
+        return len(self.rows)
+
+    def close(self) -> None:
+        self.events.append(f"close@{len(self.rows)}")
+
+    def abort(self) -> None:
+        self.events.append("abort")
+
+
+def _batches(n: int, size: int) -> list[pa.RecordBatch]:
+    return [pa.record_batch({"x": list(range(i * size, (i + 1) * size))}) for i in range(n)]
+
+
+def test_background_sink_writes_in_order_and_commits_what_was_written():
+    from oop.plan.background import BackgroundSink
+
+    inner = _ListSink()
+    s = BackgroundSink(inner, depth=2)
+    s.open(pa.schema([("x", pa.int64())]))
+    for b in _batches(20, 5):
+        s.write(b)
+    assert s.commit() == 100  # every queued write happened before the commit
+    for b in _batches(3, 5):
+        s.write(b)
+    s.close()
+    assert inner.rows == list(range(100)) + list(range(15))
+    assert inner.events == ["open", "commit@100", "close@115"]
+
+
+def test_background_sink_raises_a_write_error_on_the_next_call_and_aborts():
+    from oop.plan.background import BackgroundSink
+
+    inner = _ListSink(fail_at=10)
+    s = BackgroundSink(inner, depth=2)
+    s.open(pa.schema([("x", pa.int64())]))
+    with pytest.raises(OSError, match="disk full"):
+        for b in _batches(50, 5):
+            s.write(b)
+        s.commit()
+    s.abort()
+    assert inner.rows == list(range(10)) and inner.events[-1] == "abort"
+
+
+def test_read_ahead_gives_the_same_batches_then_end():
+    from oop.io.protocol import END
+    from oop.plan.background import ReadAhead
+
+    class Feed:
+        name, live, resumable = "feed", False, True
+
+        def __init__(self) -> None:
+            self.items = _batches(30, 3)
+            self.closed = False
+
+        def open(self):
+            return self.items[0].schema
+
+        def poll(self, max_rows, timeout=0.1):
+            return self.items.pop(0) if self.items else END
+
+        def offset(self):
+            return None
+
+        def seek(self, offset):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    inner = Feed()
+    expect = [b.column(0).to_pylist() for b in inner.items]
+    r = ReadAhead(inner, depth=3)
+    assert r.open() is not None
+    got = []
+    while (item := r.poll(3)) is not END:
+        got.append(item.column(0).to_pylist())
+    r.close()
+    assert got == expect and inner.closed
