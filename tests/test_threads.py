@@ -209,6 +209,15 @@ def test_unpartitionable_queries_run_on_one_thread_and_checkpoints_refuse():
         ThreadedWindow(Tumbling(10), [agg.count()], threads=1, by="key")
 
 
+def test_a_checkpointed_job_refuses_threads_before_any_work(tmp_path):
+    t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
+    s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
+    w = s.window(Tumbling(10), [agg.count()], by="key", threads=2)
+    with pytest.raises(ConfigError, match="window: a window on several threads cannot be "):
+        w.sink(f"{tmp_path}/out/", checkpoint_dir=tmp_path / "ck")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 # ---- the command ------------------------------------------------------------------
 def _cli(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -449,9 +449,12 @@ class ThreadedWindow(Operator):
             nbytes += p.state.bytes
         return StateSize(items, nbytes)
 
+    #: why a checkpointed job refuses this operator (oop.plan.job.Job.open), in one line
+    not_checkpointable = ("a window on several threads cannot be checkpointed yet; use "
+                          "threads=1 (--threads 1) with checkpoints")
+
     def snapshot(self) -> Any:
-        raise ConfigError(f"{self.name}: a window on several threads cannot be checkpointed "
-                          "yet; use threads=1 (--threads 1) with checkpoints")
+        raise ConfigError(f"{self.name}: {self.not_checkpointable}")
 
     def restore(self, state: Any) -> None:
         self.snapshot()
