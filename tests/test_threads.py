@@ -289,7 +289,7 @@ def test_background_sink_writes_in_order_and_commits_what_was_written():
     from oop.plan.background import BackgroundSink
 
     inner = _ListSink()
-    s = BackgroundSink(inner, depth=2)
+    s = BackgroundSink(inner, max_bytes=100)
     s.open(pa.schema([("x", pa.int64())]))
     for b in _batches(20, 5):
         s.write(b)
@@ -305,7 +305,7 @@ def test_background_sink_raises_a_write_error_on_the_next_call_and_aborts():
     from oop.plan.background import BackgroundSink
 
     inner = _ListSink(fail_at=10)
-    s = BackgroundSink(inner, depth=2)
+    s = BackgroundSink(inner, max_bytes=100)
     s.open(pa.schema([("x", pa.int64())]))
     with pytest.raises(OSError, match="disk full"):
         for b in _batches(50, 5):

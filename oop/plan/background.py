@@ -12,12 +12,13 @@ thread's time, the window kernels ~10 %):
   ``offset()`` would be ahead of what the plan consumed, so it is not
   resumable (threaded runs are not checkpointed).
 * :class:`BackgroundSink` -- a :class:`~oop.io.protocol.Sink` whose writes
-  happen on a thread, in order, up to ``depth`` batches behind; ``commit``,
+  happen on a thread, in order, up to ``max_bytes`` of batches behind; ``commit``,
   ``close`` and ``abort`` wait for the queued writes first, so what is
   committed is exactly what was written before the call. A write error is
   raised by the next call.
 
-Cost: one queue hand-off per batch; memory: ``depth`` batches in flight.
+Cost: one queue hand-off per batch; memory: ``depth`` input batches and
+``max_bytes`` (default 16 MiB, or one larger batch) of results in flight.
 """
 
 from __future__ import annotations
@@ -111,10 +112,13 @@ class ReadAhead:
 class BackgroundSink:
     """A sink written on a thread, in order, ``depth`` batches behind (see module doc)."""
 
-    def __init__(self, inner: Any, depth: int = 8) -> None:
+    def __init__(self, inner: Any, max_bytes: int = 16 << 20) -> None:
         self.inner = inner
         self.name = inner.name
-        self._q: queue.Queue[Any] = queue.Queue(depth)
+        self.max_bytes = max_bytes
+        self._q: queue.Queue[Any] = queue.Queue()
+        self._inflight = 0  # bytes queued, not yet written
+        self._cv = threading.Condition()
         self._error: BaseException | None = None
         self.cpu_s = 0.0  # CPU time of the writing thread so far
         self._thread = threading.Thread(target=self._run, name=f"oop-write-{self.name}",
@@ -134,6 +138,10 @@ class BackgroundSink:
             except BaseException as e:
                 self._error = e
             finally:
+                if item is not _STOP:
+                    with self._cv:
+                        self._inflight -= item.nbytes
+                        self._cv.notify_all()
                 self._q.task_done()
 
     def _raise(self) -> None:
@@ -149,7 +157,14 @@ class BackgroundSink:
         self.inner.open(schema)
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Queue ``batch``; waits while more than ``max_bytes`` are queued (one batch of any
+        size is always accepted)."""
         self._raise()
+        nbytes = batch.nbytes
+        with self._cv:
+            while self._inflight and self._inflight + nbytes > self.max_bytes:
+                self._cv.wait()
+            self._inflight += nbytes
         self._q.put(batch)
 
     def _then(self, fn: Callable[[], Any]) -> Any:

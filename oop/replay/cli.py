@@ -239,14 +239,14 @@ def pipelined(args: argparse.Namespace) -> bool:
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
     import oop
-    from oop.replay.inputs import open_input
+    from oop.replay.inputs import is_live, open_input
     from oop.stream.timecol import check_time_column
 
     conn = open_input(args)
-    if pipelined(args) and not getattr(conn, "live", False):
+    if pipelined(args) and not is_live(args):
         from oop.plan.background import ReadAhead
 
-        conn = ReadAhead(conn)  # the input is decoded on its own thread
+        conn = ReadAhead(conn)  # a finite input is decoded ahead, on its own thread
     late = "side_output" if args.late == "side" else args.late
     src = oop.from_connector(conn, time=args.time, unit=args.time_unit,
                              punctuation=punctuation_spec(args), late=late,
@@ -317,6 +317,11 @@ def run_replay(args: argparse.Namespace) -> int:
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)
+    from oop.replay.inputs import is_live
+    from oop.window.threaded import ThreadedWindow
+
+    if isinstance(stream.node.op, ThreadedWindow) and not is_live(args):
+        stream.node.op.lag = 1  # a finite input: results of punctuation k leave at k+1
     from oop.plan.writer import LateWriter, SinkWriter
     from oop.replay.inputs import open_output
     from oop.plan.job import Job

@@ -40,11 +40,14 @@ How:
   is sorted first). The ``__oop_key`` column is then replaced by the key
   columns. The output punctuation on ``window_end`` is the minimum over the
   partitions' latest (Meld), forwarded when it grows.
-* **Pipelining.** ``lag`` (default 1): a punctuation's results are
-  collected when the *next* punctuation arrives (or at the end), so the
-  partitions aggregate batch k while this thread merges and writes the
-  results of k-1 and reads batch k+1. The output stream (rows, their order,
-  punctuations) is the same; it leaves one punctuation later.
+* **Pipelining.** ``lag=1``: a punctuation's results are collected when
+  the *next* punctuation arrives (or at the end), so the partitions
+  aggregate batch k while this thread merges and writes the results of k-1
+  and reads batch k+1. The output stream (rows, their order, punctuations)
+  is the same; it leaves one punctuation later -- for finite inputs only
+  (``oop replay`` sets it for files): on a live feed that pauses, the
+  results of the last punctuation would wait for the next one. Default
+  ``lag=0``: each punctuation's results leave at once.
 
 Punctuation rule: as the one-thread operator (emits every window with
 ``end <= v``, purges it, forwards ``P("window_end", e)``), minimum over the
@@ -241,7 +244,7 @@ class ThreadedWindow(Operator):
                  by: str | Sequence[str] = (), method: str = "auto",
                  late: LatePolicy | str | None = None, allowed_lateness: int | str = 0,
                  emit_wid: bool = False, name: str = "window", layout: str = "auto",
-                 time: str | None = None, lag: int = 1) -> None:
+                 time: str | None = None, lag: int = 0) -> None:
         super().__init__(name)
         self.by = [by] if isinstance(by, str) else list(by)
         why = threadable(kind, aggs, self.by)
