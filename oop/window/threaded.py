@@ -354,7 +354,8 @@ class ThreadedWindow(Operator):
             if c not in self.shifts:
                 cv = column_values(batch, c)
                 if c not in self.sumsq_cols and cv.values.dtype != np.int64:
-                    continue  # a float column's sum lane is not shifted
+                    self.shift_cols = [x for x in self.shift_cols if x != c]
+                    continue  # a float column's sum lane is never shifted
                 v = pick_shift(cv)
                 if v is not None:
                     self.shifts[c] = v
