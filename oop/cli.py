@@ -13,14 +13,19 @@ and sets ``func`` (``args -> exit code``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
-from typing import Sequence
+from typing import Any, Iterator, Sequence
 
 from oop import __version__
 from oop.errors import OopError
 
-__all__ = ["main", "build_parser", "SUBCOMMANDS"]
+__all__ = ["main", "build_parser", "compile_notice", "SUBCOMMANDS", "COMPILE_NOTE"]
+
+#: said once on stderr when a command's first kernel misses numba's on-disk cache
+COMPILE_NOTE = ("oop: compiling kernels for this query "
+                "(first run after install; cached afterwards)...")
 
 #: modules providing ``register(subparsers)``, in help order
 SUBCOMMANDS: tuple[str, ...] = (
@@ -48,6 +53,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def compile_notice(stream: Any = None) -> Iterator[None]:
+    """Say :data:`COMPILE_NOTE` on ``stream`` (stderr) when numba starts compiling in the block.
+
+    numba fires ``numba:compile`` only when a kernel is not in its on-disk
+    cache (``cache=True``): a first run after install, or a new type
+    specialization. Said at most once per block, before the wait, not after.
+    """
+    from numba.core import event
+
+    said = [False]
+
+    class _Note(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            if not said[0]:
+                said[0] = True
+                print(COMPILE_NOTE, file=stream or sys.stderr, flush=True)
+
+        def on_end(self, ev: Any) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Note()):
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -55,7 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with compile_notice():
+            return int(args.func(args) or 0)
     except (OopError, FileNotFoundError) as e:
         print(f"oop: error: {e}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from oop.query import WindowQuery, parse_strategy
 from oop.iop_baseline import Merge, Reorder, SortBuffer
 from oop.iop_baseline.gigascope import FlushPolicy, GigascopeHighLevel, GigascopeLowLevel
 from oop.query import JoinQuery
+from oop.window.session import Session
 from oop.window.kinds import Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling
 
 
@@ -101,6 +102,10 @@ PLANS: dict[str, Plan] = {
     "late-update": lambda t, bs=16: src(t, batch_size=bs, delay=5, late="update").window(
         Tumbling(30), [agg.count(), agg.sum("val"), agg.median("val")], by="key", late="update",
         allowed_lateness=40),
+    "session": lambda t, bs=16: src(t, batch_size=bs).window(
+        Session(4), [agg.count(), agg.sum("val"), agg.var("fval"), agg.first("val")], by="skey"),
+    "session-update": lambda t, bs=16: src(t, batch_size=bs, delay=5, late="update").window(
+        Session(6), [agg.count(), agg.max("val")], by="key", late="update", allowed_lateness=40),
     "udaf-landmark": lambda t, bs=16: src(t, batch_size=bs).window(
         Landmark(100), [agg.count(), SUMSQ], by="key"),
     "udaf-paned": lambda t, bs=16: src(t, batch_size=bs).window(

@@ -88,8 +88,8 @@ ERRORS = [
     (D + f"SELECT k, SUM(v) {W} GROUP BY window_start, window_end",
      "2:8: column 'k' is neither in GROUP BY nor inside an aggregate"),
     (D + f"SELECT COUNT(*) {W} GROUP BY window_start, k", "must list both window_start and"),
-    (D + "SELECT COUNT(*) FROM TABLE(SESSION(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) "
-         "GROUP BY window_start, window_end", "2:28: SESSION windows are not supported"),
+    (D + "SELECT COUNT(*) FROM TABLE(SESSION(TABLE t PARTITION BY k, DESCRIPTOR(ts), INTERVAL "
+         "'1' SECOND)) GROUP BY window_start, window_end", "2:28: SESSION: PARTITION BY k must"),
     (D + "SELECT COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(v), INTERVAL '1' SECOND)) "
          "GROUP BY window_start, window_end", "DESCRIPTOR(v) is not an event-time attribute"),
     (D + "SELECT k FROM nope", "2:15: unknown table 'nope'"),

@@ -148,6 +148,7 @@ class Job:
         from oop.io.parts import PartsSink, committed_parts
 
         for sink in [self.writer.sink] + ([self.late.sink] if self.late is not None else []):
+            sink = getattr(sink, "inner", sink)  # a wrapping sink (oop sql's cast to INSERT)
             if not isinstance(sink, PartsSink):
                 continue
             if committed_parts(sink.folder):

@@ -13,42 +13,70 @@
 =====================  ==========================================================
 
 :func:`parse_punctuation` turns CLI specs (``"bounded:5s+idle:1min"``) into these.
+
+Names load on first use (PEP 562), so the CLI can show :data:`SPEC_HELP`
+without importing numpy and pyarrow.
 """
 
-from oop.punctuation.adaptive import Adaptive, AdaptiveLogic, arrival_delays
-from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
-from oop.punctuation.bounded_delay import BoundedDelay, BoundedDelayLogic
-from oop.punctuation.bounded_tuples import BoundedTuples, BoundedTuplesLogic
-from oop.punctuation.cadence import DEFAULT_CADENCE_ROWS, Cadence, IdleWall, cadence_of
-from oop.punctuation.external import External, ExternalLogic
-from oop.punctuation.granularity import Granular, GranularLogic, floor_to_grid
-from oop.punctuation.idle import Idle, IdleLogic
-from oop.punctuation.ordered import Ordered, OrderedLogic
-from oop.punctuation.spec import SPEC_HELP, parse_punctuation
+from __future__ import annotations
 
-__all__ = [
-    "GeneratorConfig",
-    "PunctuationGenerator",
-    "Ordered",
-    "OrderedLogic",
-    "BoundedDelay",
-    "BoundedDelayLogic",
-    "BoundedTuples",
-    "BoundedTuplesLogic",
-    "External",
-    "ExternalLogic",
-    "Idle",
-    "IdleLogic",
-    "Adaptive",
-    "AdaptiveLogic",
-    "arrival_delays",
-    "Granular",
-    "GranularLogic",
-    "floor_to_grid",
-    "Cadence",
-    "IdleWall",
-    "cadence_of",
-    "DEFAULT_CADENCE_ROWS",
-    "parse_punctuation",
-    "SPEC_HELP",
-]
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
+    from oop.punctuation.adaptive import Adaptive, AdaptiveLogic, arrival_delays
+    from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
+    from oop.punctuation.bounded_delay import BoundedDelay, BoundedDelayLogic
+    from oop.punctuation.bounded_tuples import BoundedTuples, BoundedTuplesLogic
+    from oop.punctuation.cadence import DEFAULT_CADENCE_ROWS, Cadence, IdleWall, cadence_of
+    from oop.punctuation.external import External, ExternalLogic
+    from oop.punctuation.granularity import Granular, GranularLogic, floor_to_grid
+    from oop.punctuation.idle import Idle, IdleLogic
+    from oop.punctuation.ordered import Ordered, OrderedLogic
+    from oop.punctuation.spec import SPEC_HELP, parse_punctuation
+
+#: public name -> defining module
+_LAZY: dict[str, str] = {
+    "GeneratorConfig": "oop.punctuation.base",
+    "PunctuationGenerator": "oop.punctuation.base",
+    "Ordered": "oop.punctuation.ordered",
+    "OrderedLogic": "oop.punctuation.ordered",
+    "BoundedDelay": "oop.punctuation.bounded_delay",
+    "BoundedDelayLogic": "oop.punctuation.bounded_delay",
+    "BoundedTuples": "oop.punctuation.bounded_tuples",
+    "BoundedTuplesLogic": "oop.punctuation.bounded_tuples",
+    "External": "oop.punctuation.external",
+    "ExternalLogic": "oop.punctuation.external",
+    "Idle": "oop.punctuation.idle",
+    "IdleLogic": "oop.punctuation.idle",
+    "Adaptive": "oop.punctuation.adaptive",
+    "AdaptiveLogic": "oop.punctuation.adaptive",
+    "arrival_delays": "oop.punctuation.adaptive",
+    "Granular": "oop.punctuation.granularity",
+    "GranularLogic": "oop.punctuation.granularity",
+    "floor_to_grid": "oop.punctuation.granularity",
+    "Cadence": "oop.punctuation.cadence",
+    "IdleWall": "oop.punctuation.cadence",
+    "cadence_of": "oop.punctuation.cadence",
+    "DEFAULT_CADENCE_ROWS": "oop.punctuation.cadence",
+    "parse_punctuation": "oop.punctuation.spec",
+    "SPEC_HELP": "oop.punctuation.spec",
+}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    """Import the module defining public ``name`` on first use and cache the value here."""
+    if name not in _LAZY:  # a submodule (``oop.punctuation.cadence``) loads the same way
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module 'oop.punctuation' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

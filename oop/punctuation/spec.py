@@ -31,18 +31,16 @@ Cadence(inner=BoundedDelay(delay='5s'), rows=10000)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from oop.errors import ConfigError
-from oop.punctuation.adaptive import Adaptive
-from oop.punctuation.base import GeneratorConfig
-from oop.punctuation.bounded_delay import BoundedDelay
-from oop.punctuation.bounded_tuples import BoundedTuples
-from oop.punctuation.cadence import Cadence, IdleWall
-from oop.punctuation.external import External
-from oop.punctuation.granularity import Granular
-from oop.punctuation.idle import Idle
-from oop.punctuation.ordered import Ordered
 from oop.io.amount import parse_amount
-from oop.stream.timecol import parse_duration
+
+if TYPE_CHECKING:
+    from oop.punctuation.base import GeneratorConfig
+
+# The generator classes are imported inside the parsers: the CLI shows
+# SPEC_HELP in ``--help`` without importing numpy and pyarrow.
 
 __all__ = ["parse_punctuation", "SPEC_HELP"]
 
@@ -57,6 +55,8 @@ def _fail(spec: str, why: str) -> ConfigError:
 
 
 def _duration(spec: str, arg: str) -> str | int:
+    from oop.stream.timecol import parse_duration
+
     if not arg:
         raise _fail(spec, "a duration is missing")
     try:
@@ -67,6 +67,12 @@ def _duration(spec: str, arg: str) -> str | int:
 
 
 def _base(spec: str, part: str) -> GeneratorConfig:
+    from oop.punctuation.adaptive import Adaptive
+    from oop.punctuation.bounded_delay import BoundedDelay
+    from oop.punctuation.bounded_tuples import BoundedTuples
+    from oop.punctuation.external import External
+    from oop.punctuation.ordered import Ordered
+
     kind, _, arg = part.partition(":")
     kind = kind.strip().lower()
     arg = arg.strip()
@@ -93,6 +99,10 @@ def _base(spec: str, part: str) -> GeneratorConfig:
 
 def parse_punctuation(spec: str) -> GeneratorConfig:
     """Parse a CLI punctuation spec into a :class:`GeneratorConfig` (see module doc)."""
+    from oop.punctuation.cadence import Cadence, IdleWall
+    from oop.punctuation.granularity import Granular
+    from oop.punctuation.idle import Idle
+
     if not isinstance(spec, str) or not spec.strip():
         raise _fail(str(spec), "it is empty")
     parts = spec.strip().split("+")

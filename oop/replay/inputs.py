@@ -19,7 +19,8 @@ from typing import Any
 
 from oop.errors import ConfigError
 
-__all__ = ["open_input", "is_live", "needed_columns", "open_output", "is_folder_target"]
+__all__ = ["open_input", "open_connector", "is_live", "needed_columns", "open_output",
+           "is_folder_target"]
 
 
 def is_live(args: argparse.Namespace) -> bool:
@@ -39,46 +40,56 @@ def needed_columns(args: argparse.Namespace) -> list[str] | None:
     return list(dict.fromkeys(cols))
 
 
-def _base(args: argparse.Namespace) -> Any:
+def _base(path: str, fmt: str | None, follow: bool, columns: list[str] | None,
+          name: str) -> Any:
     from oop.io.files import FileSource
 
-    if args.input == "-":
-        if args.follow:
+    if path == "-":
+        if follow:
             raise ConfigError("--follow watches a folder; standard input is read as it comes")
         from oop.io.live import from_stdin
 
-        return from_stdin(args.format or "csv")
-    if str(args.input).startswith("redis://"):
-        if args.follow:
+        return from_stdin(fmt or "csv")
+    if str(path).startswith("redis://"):
+        if follow:
             raise ConfigError("--follow watches a folder; a Redis stream is followed anyway")
         from oop.io.redis_source import RedisStreamSource
 
-        return RedisStreamSource(args.input, name="input")
-    p = Path(args.input)
+        return RedisStreamSource(path, name=name)
+    p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"no file or folder at {args.input!r}")
-    if args.follow and not p.is_dir():
-        raise ConfigError(f"--follow watches a folder for new files; {args.input!r} is a file")
-    cols = needed_columns(args)
-    return FileSource(p, format=args.format, follow=bool(args.follow), columns=cols,
-                      name="input")
+        raise FileNotFoundError(f"no file or folder at {path!r}")
+    if follow and not p.is_dir():
+        raise ConfigError(f"--follow watches a folder for new files; {path!r} is a file")
+    return FileSource(p, format=fmt, follow=follow, columns=columns, name=name)
+
+
+def open_connector(path: str, *, fmt: str | None = None, follow: bool = False,
+                   columns: list[str] | None = None, arrival: str | None = None,
+                   arrival_bound: int | None = None, name: str = "input") -> Any:
+    """A connector over a file or folder, ``-`` (stdin) or ``redis://HOST:PORT/STREAM``,
+    replayed in ``arrival`` column order when one is named (within ``arrival_bound`` rows,
+    or out of core for a finite file input)."""
+    conn = _base(path, fmt, follow, columns, name)
+    if arrival_bound is not None and not arrival:
+        raise ConfigError("--arrival-bound reorders by --arrival COL; give the column too")
+    if not arrival:
+        return conn
+    from oop.io.reorder import BoundedReorder, ExternalSort
+
+    if arrival_bound is not None:
+        return BoundedReorder(conn, arrival, int(arrival_bound), name=name)
+    if path == "-" or str(path).startswith("redis://") or follow:
+        raise ConfigError("--arrival on a live input needs --arrival-bound N (rows held to "
+                          "reorder; a row outside the bound is an error)")
+    return ExternalSort(conn, arrival, name=name)
 
 
 def open_input(args: argparse.Namespace) -> Any:
     """The connector ``oop replay`` reads, with arrival reordering when asked."""
-    conn = _base(args)
-    if args.arrival_bound is not None and not args.arrival:
-        raise ConfigError("--arrival-bound reorders by --arrival COL; give the column too")
-    if not args.arrival:
-        return conn
-    from oop.io.reorder import BoundedReorder, ExternalSort
-
-    if args.arrival_bound is not None:
-        return BoundedReorder(conn, args.arrival, int(args.arrival_bound), name="input")
-    if is_live(args):
-        raise ConfigError("--arrival on a live input needs --arrival-bound N (rows held to "
-                          "reorder; a row outside the bound is an error)")
-    return ExternalSort(conn, args.arrival, name="input")
+    return open_connector(args.input, fmt=args.format, follow=bool(args.follow),
+                          columns=needed_columns(args), arrival=args.arrival,
+                          arrival_bound=args.arrival_bound)
 
 
 def is_folder_target(target: str) -> bool:

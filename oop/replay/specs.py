@@ -1,6 +1,6 @@
 """Parsers for the command-line specs of ``oop replay`` (also used by the Spark job).
 
-* window: ``tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE``
+* window: ``tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | session:GAP``
 * aggregate: ``count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL |
   first:COL | last:COL | median:COL | quantile:COL:Q | distinct:COL``
 
@@ -10,6 +10,8 @@ whose message quotes the spec and shows the accepted forms.
 
 >>> parse_window("sliding:10s,1s", "ms")
 Sliding(range=10000, slide=1000, origin=0)
+>>> parse_window("session:30s", "ms")
+Session(gap=30000)
 >>> [a.name for a in parse_aggs(["count", "sum:len"])]
 ['count', 'sum_len']
 """
@@ -19,11 +21,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from oop.errors import ConfigError
-from oop.stream.timecol import parse_duration
 
 __all__ = ["parse_window", "parse_aggs", "parse_agg", "WINDOW_FORMS", "AGG_FORMS"]
 
-WINDOW_FORMS = "tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE"
+WINDOW_FORMS = ("tumbling:DUR | sliding:RANGE,SLIDE | landmark:SLIDE | rows:RANGE,SLIDE | "
+                "session:GAP")
 AGG_FORMS = (
     "count | sum:COL | mean:COL | min:COL | max:COL | var:COL | std:COL | first:COL | "
     "last:COL | median:COL | quantile:COL:Q | distinct:COL | heavy:COL:K"
@@ -32,6 +34,8 @@ _COLUMN_AGGS = ("sum", "mean", "min", "max", "var", "std", "first", "last", "med
 
 
 def _durations(spec: str, body: str, n: int, unit: str) -> list[int]:
+    from oop.stream.timecol import parse_duration  # numpy + pyarrow: not for ``--help``
+
     parts = [p for p in body.split(",")]
     if len(parts) != n or not all(p.strip() for p in parts):
         raise ConfigError(f"window spec {spec!r}: expected {n} value(s); use {WINDOW_FORMS}")
@@ -56,6 +60,11 @@ def parse_window(spec: str, unit: str) -> Any:
         if kind == "sliding":
             rng, slide = _durations(spec, body, 2, unit)
             return Sliding(rng, slide)
+        if kind == "session":
+            from oop.window.session import Session
+
+            (gap,) = _durations(spec, body, 1, unit)
+            return Session(gap)
         if kind == "landmark":
             (slide,) = _durations(spec, body, 1, unit)
             return Landmark(slide)

@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 
 
+from oop.cli_flags import engine_late
 from oop.errors import ConfigError, EmptyInputError, UnknownColumnError
 
 __all__ = ["run_replay", "read_spark_input", "main"]
@@ -69,10 +70,6 @@ def read_spark_input(spark: Any, path: str) -> Any:
     return df
 
 
-def _late_policy(late: str) -> str:
-    return "side_output" if late == "side" else late
-
-
 def _without(spark: Any, df: Any, late: pa.Table | None) -> Any:
     """``df`` minus the rows the engine declared late (a multiset difference)."""
     if late is None or late.num_rows == 0:
@@ -104,12 +101,15 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.arrival:
         _require(df, args.arrival, "--arrival", args.input)
     kind = parse_window(args.window, unit)
+    if type(kind).__name__ == "Session":
+        raise ConfigError(f"--window {args.window}: session windows are not supported with "
+                          "--spark yet; drop --spark to replay them with oop")
     aggs = parse_aggs(args.agg)
     for a in aggs:
         if a.column is not None:
             _require(df, a.column, "--agg", args.input)
     punct = parse_punctuation_arg(args.punctuation)
-    late = _late_policy(args.late)
+    late = engine_late(args)
     keys = tuple(args.key or ())
     batch_size = int(getattr(args, "batch_size", 65_536) or 65_536)
     strategy = getattr(args, "strategy", "oop") or "oop"

@@ -16,7 +16,7 @@ A script is DDL (``CREATE TABLE`` with a ``WATERMARK`` clause and
 ``WITH`` options, ``CREATE VIEW``; :mod:`oop.sql.ddl`) followed by exactly
 one query: ``SELECT ...`` or ``INSERT INTO sink SELECT ...``, optionally
 prefixed by ``EXPLAIN`` (``EXPLAIN ANALYZE`` runs it). Supported: window
-TVFs ``TUMBLE`` / ``HOP`` / ``CUMULATE`` with ``GROUP BY window_start,
+TVFs ``TUMBLE`` / ``HOP`` / ``CUMULATE`` / ``SESSION`` with ``GROUP BY window_start,
 window_end, keys`` and the aggregates of :mod:`oop.sql.window`; ``WHERE``;
 projections with expressions (:mod:`oop.sql.expr`); ``UNION ALL``; interval
 joins and tumbling window joins (:mod:`oop.sql.join`); views and ``WITH``. Anything else is a
@@ -66,7 +66,8 @@ class SqlPlan:
 
 
 def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: Any = "oop",
-             batch_size: int | None = None) -> SqlPlan:
+             batch_size: int | None = None,
+             options: Mapping[str, str] | None = None) -> SqlPlan:
     """Parse and plan ``script`` (DDL + one query) into a :class:`SqlPlan`.
 
     ``tables``: name -> an ``oop.Stream`` (used as is), a ``pa.Table`` or a
@@ -74,7 +75,10 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
     ``strategy``: ``"oop"`` or an in-order strategy of :func:`oop.query.parse_strategy`
     (``iop-sort``, ``iop-slack:2s``...), for window queries and inner joins.
     ``batch_size``: rows per source batch (default: the table's
-    ``batch-size`` option, else 65536). Raises :class:`SqlError` (line:col).
+    ``batch-size`` option, else 65536). ``options``: table options (``late``,
+    ``max-ahead``, ``follow``, ...; see :mod:`oop.sql.ddl`) for every declared table
+    that does not set them itself, plus ``allowed-lateness`` with ``late = update``
+    (window aggregates then re-emit revised rows). Raises :class:`SqlError` (line:col).
     """
     from sqlglot import exp
 
@@ -101,7 +105,7 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
         sink_name = target.name
         query = query.expression
     assert query is not None
-    planner = Planner(parsed, defs, views, dict(tables or {}), st, batch_size)
+    planner = Planner(parsed, defs, views, dict(tables or {}), st, batch_size, options)
     try:
         rel = planner.query(query)
     except (OopError, FileNotFoundError):

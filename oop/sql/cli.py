@@ -9,7 +9,12 @@ declared table's data without a ``path`` option. ``--strategy iop-sort``
 (or ``iop-slack:2s`` ...) plans window queries and inner joins in order
 (sort buffers + buffering window / OPOB join); constructs an in-order plan
 cannot run (outer joins, CUMULATE, holistic aggregates) are refused with a
-one-line error.
+one-line error. The output, late-tuple and runtime flags are ``oop replay``'s
+(:mod:`oop.cli_flags`): ``--late``/``--late-out``/``--allowed-lateness``,
+``--metrics*``, ``--checkpoint-dir`` (rerun the same command to continue),
+``--max-state``, ``--max-ahead``, ``--stop-after-idle``, ``--quiet``;
+``--follow`` follows every table whose path is a folder. The results are
+written as windows close, through the same job loop as ``oop replay``.
 
 Exit codes: 0 success; 2 bad SQL or bad input (``oop: error: line:col: ...``).
 """
@@ -18,21 +23,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time as _time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
+    import pyarrow as pa
+
+from oop.cli_flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
+                           engine_late, open_writers, resolve_late, run_job)
 
 __all__ = ["register", "run_sql"]
 
 
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser(
-        "sql",
-        help="run a Flink SQL query (window TVFs, interval joins) out of order",
-        description=__doc__.split("\n\n")[1] if __doc__ else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=(
+    p = command_parser(
+        sub, "sql", "run a Flink SQL query (window TVFs, interval joins) out of order",
+        __doc__, (
             "examples:\n"
             "  oop sql -f query.sql\n"
             "  oop sql -e \"CREATE TABLE t (ts TIMESTAMP(3), k STRING, \\\n"
@@ -40,32 +47,44 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
             "      SELECT k, window_start, COUNT(*) AS n FROM TABLE(TUMBLE(TABLE t, \\\n"
             "      DESCRIPTOR(ts), INTERVAL '10' SECOND)) GROUP BY window_start, window_end, k\"\n"
             "  oop sql -f query.sql --strategy iop-slack:2s,generous --out out.parquet"
-        ),
-    )
+        ))
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("-e", "--execute", metavar="SQL", help="the script text")
     src.add_argument("-f", "--file", metavar="FILE", help="a file holding the script")
     p.add_argument("--table", action="append", default=[], metavar="NAME=PATH",
                    help="data of a declared table (repeatable); overrides its 'path' option")
-    p.add_argument("--strategy", default="oop",
-                   help="oop | iop-sort | iop-bsort:N | iop-slack:DUR[,consistent|generous]")
-    p.add_argument("--out", help="write results here (file by extension, folder/, or -) "
-                                 "instead of the INSERT target or stdout CSV")
-    p.add_argument("--format", help="output format for --out (parquet, csv, ndjson, arrow)")
-    p.add_argument("--batch-size", type=int, default=None, help="rows per source batch")
+    p.add_argument("--follow", action="store_true",
+                   help="keep watching every table whose path is a folder for new files "
+                        "(a table's WITH ('follow' = ...) wins)")
+    add_output_flags(p, out_default=None,
+                     out_help="or '-' for stdout (default: the INSERT INTO table's path, "
+                              "else CSV on stdout)",
+                     out_format_aliases=("--format",))
+    add_runtime_flags(p, batch_size=None,
+                      batch_help="rows per source batch (default: the table's 'batch-size', "
+                                 "else 65536); a WATERMARK punctuates once per batch unless "
+                                 "the table's 'punctuation' names a cadence")
     p.set_defaults(func=run_sql)
 
 
 class _CastSink:
-    """A sink writing every batch cast to ``schema`` (the INSERT target's declared columns)."""
+    """A sink writing every batch cast to ``schema`` (the INSERT target's declared columns).
+
+    Everything else (``prepare``/``resume`` of a part folder under ``--checkpoint-dir``,
+    ``folder``) is the ``inner`` sink's."""
 
     def __init__(self, inner: Any, schema: pa.Schema) -> None:
         self.inner, self.schema, self.name = inner, schema, inner.name
+
+    def __getattr__(self, attr: str) -> Any:  # prepare, resume, folder: the inner sink's
+        return getattr(self.inner, attr)
 
     def open(self, schema: pa.Schema) -> None:
         self.inner.open(self.schema)
 
     def write(self, batch: pa.RecordBatch) -> None:
+        import pyarrow as pa
+
         cols = [batch.column(i).cast(f.type) for i, f in enumerate(self.schema)]
         self.inner.write(pa.RecordBatch.from_arrays(cols, schema=self.schema))
 
@@ -95,7 +114,6 @@ def run_sql(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from oop.errors import ConfigError
-    from oop.io.sinks import open_sink
     from oop.sql import plan_sql
 
     try:
@@ -105,6 +123,9 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
 
+    args.late = resolve_late(args)
+    check_runtime(args)  # the flags alone, before any SQL is read
+    t0 = _time.perf_counter()
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
     for spec in args.table:
@@ -112,31 +133,52 @@ def _run(args: argparse.Namespace) -> int:
         if not eq or not name or not path:
             raise ConfigError(f"--table {spec!r}: write NAME=PATH")
         tables[name] = path
-    plan = plan_sql(text, tables=tables, strategy=args.strategy, batch_size=args.batch_size)
+    plan = plan_sql(text, tables=tables, strategy=args.strategy, batch_size=args.batch_size,
+                    options=table_options(args))
     if plan.explain_mode is not None:
         sys.stdout.write(plan.explain() + "\n")
         return 0
-    target: Any
-    fmt = args.format
+    target, fmt, label = _target(args, plan)
+    check_runtime(args, out=target)  # again with the INSERT table's path as the target
+    sink: Any = target
+    if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
+        from oop.replay.inputs import open_output
+
+        sink = _CastSink(open_output(target, fmt, plan.sink_name or "out"),
+                         plan.sink_def.schema)
+    writer, late = open_writers(args, sink, fmt)
+    return run_job(plan.stream, writer, late, args, "oop sql", out_label=label,
+                   late_hint="the tables' WATERMARK / 'punctuation'", t0=t0)
+
+
+def table_options(args: argparse.Namespace) -> dict[str, str]:
+    """The table options the flags give every table that does not set them itself."""
+    out: dict[str, str] = {}
+    if args.late != "drop":
+        out["late"] = engine_late(args)
+    if args.allowed_lateness is not None:
+        out["allowed-lateness"] = args.allowed_lateness
+    if args.max_ahead is not None:
+        out["max-ahead"] = args.max_ahead
+    if args.follow:
+        out["follow"] = "true"
+    return out
+
+
+def _target(args: argparse.Namespace, plan: Any) -> tuple[str, str | None, str]:
+    """(target, format, label) of the results: --out, the INSERT table's path, or stdout."""
+    from oop.errors import ConfigError
+
+    fmt = args.out_format
     if args.out is not None:
-        target = args.out
-    elif plan.sink_name is not None:
+        return args.out, fmt, args.out
+    if plan.sink_name is not None:
         t = plan.sink_target()
         if t is None:
             raise ConfigError(f"INSERT INTO {plan.sink_name}: declare the table with "
                               "WITH ('path' = ...) or give --out")
-        target, fmt = t[0], fmt or t[1]
-    else:
-        target, fmt = "-", fmt or "csv"
-    sink = open_sink(target, fmt, name="--out" if args.out else plan.sink_name or "stdout")
-    if plan.sink_def is not None and args.out is None and len(plan.sink_def.schema):
-        sink = _CastSink(sink, plan.sink_def.schema)
-    res = plan.stream.sink(sink)
-    late = sum(sum(m.late.values()) for m in res.metrics.values())
-    if late:
-        print(f"oop sql: {late} late tuple(s) dropped (see the punctuation / WATERMARK)",
-              file=sys.stderr)
-    return 0
+        return t[0], fmt or t[1], t[0]
+    return "-", fmt or "csv", "-"
 
 
 def _read(path: str) -> str:

@@ -16,8 +16,16 @@ extension), ``time-unit`` (``s``/``ms``/``us``/``ns``, for an integer time
 column), ``punctuation`` (a :func:`~oop.punctuation.spec.parse_punctuation`
 spec such as ``bounded:5s+idle:1min``; overrides the watermark clause),
 ``time`` (the event-time column when there is no watermark clause),
-``late`` (``drop``, ``side_output``, ``raise``), ``batch-size`` (rows per
-batch, default 65536) and ``connector`` (``filesystem`` only).
+``late`` (``drop``, ``side``/``side_output``, ``raise``, ``update``), ``batch-size``
+(rows per batch, default 65536), ``connector`` (``filesystem`` only), and the
+per-input settings of ``oop replay``: ``arrival`` (replay the rows in this
+column's order; out of core for a file), ``arrival-bound`` (reorder within N
+rows; needed for live inputs), ``follow`` (``true``: keep watching the
+``path`` folder for new files) and ``max-ahead`` (a duration: a tuple further
+ahead of the punctuation is not let advance it and follows ``late``). A
+``path`` may also be ``-`` (standard input, CSV unless ``format`` says) or
+``redis://HOST:PORT/STREAM``. The ``oop sql`` flags ``--late``, ``--max-ahead``
+and ``--follow`` give these options to every table that does not set them.
 
 Columns are read as declared (cast when the file's type differs); computed
 columns (``ts AS TO_TIMESTAMP_LTZ(epoch, 3)``, any expression of
@@ -42,10 +50,11 @@ from oop.punctuation import BoundedDelay, Ordered, parse_punctuation
 from oop.punctuation.base import GeneratorConfig
 from oop.sql.parse import Script
 
-__all__ = ["TableDef", "read_ddl", "interval_spec", "source_stream", "arrow_type"]
+__all__ = ["TableDef", "TableFeed", "read_ddl", "interval_spec", "source_stream", "arrow_type"]
 
 _OPTIONS = ("path", "format", "time-unit", "punctuation", "time", "late", "batch-size",
-            "connector")
+            "connector", "arrival", "arrival-bound", "follow", "max-ahead")
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 _UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "d",
           "MICROSECOND": "us", "NANOSECOND": "ns"}
 _TS_UNIT = {0: "s", 3: "ms", 6: "us", 9: "ns"}
@@ -157,7 +166,25 @@ def _options(node: exp.Create, script: Script) -> dict[str, str]:
         if fmt not in _FORMATS:
             raise script.error(f"format {fmt!r}: use parquet, csv, ndjson or arrow", node)
         out["format"] = _FORMATS[fmt]
+    _check_values(out, script, node)
     return out
+
+
+def _check_values(opts: dict[str, str], script: Script, node: exp.Expression) -> None:
+    """One-line errors for option values that cannot work (late policy, counts, booleans)."""
+    from oop.stream.late import LatePolicy
+
+    if "late" in opts:
+        try:
+            LatePolicy.parse(opts["late"])
+        except OopError as e:
+            raise script.error(f"option 'late': {e}", node) from None
+    for key in ("batch-size", "arrival-bound"):
+        if key in opts and (not opts[key].strip().isdigit() or int(opts[key]) < 1):
+            raise script.error(f"option {key!r} = {opts[key]!r}: give a row count of at least 1",
+                               node)
+    if opts.get("follow", "false").lower() not in _TRUE + _FALSE:
+        raise script.error(f"option 'follow' = {opts['follow']!r}: write 'true' or 'false'", node)
 
 
 def _table(node: exp.Create, script: Script) -> TableDef:
@@ -271,9 +298,10 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=schema)
 
 
-def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script) -> Any:
+def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script,
+                  defaults: dict[str, str] | None = None) -> Any:
     """The oop source Stream of table ``t`` over ``data`` (a pa.Table, a path, or None:
-    the ``path`` option)."""
+    the ``path`` option); ``defaults``: options for every table that does not set them."""
     from oop.plan.executor import Node
     from oop.plan.source import Source
     from oop.stream.api import Stream
@@ -282,8 +310,9 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
         raise script.error(f"table {t.name!r} has no event time: add WATERMARK FOR col AS "
                            "col - INTERVAL 'n' SECOND (or the options 'time' and "
                            "'punctuation')", t.node, "CREATE")
-    rows = int(t.options.get("batch-size", batch_size or 65_536))
-    late = t.options.get("late", "drop")
+    opts = {**(defaults or {}), **t.options}
+    rows = int(opts.get("batch-size", batch_size or 65_536))
+    late = opts.get("late", "drop")
     if isinstance(data, (pa.Table, pa.RecordBatch)):
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
         missing = [c for c in t.physical.names if c not in table.column_names]
@@ -300,30 +329,105 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
         return Stream(Node(Source(
             lambda: (t.complete(b) for b in table.to_batches(max_chunksize=rows)),
             time=t.time, unit=t.unit or "ms", punctuation=t.punctuation, late=late,
-            schema=schema, name=t.name)))
+            schema=schema, name=t.name, max_ahead=opts.get("max-ahead"))))
     path = data if data is not None else t.options.get("path")
     if path is None:
         raise script.error(f"table {t.name!r} has no data: give the option 'path' or pass "
                            f"tables={{{t.name!r}: ...}}", t.node, "CREATE")
-    from oop.io.files import FileSource
-    from oop.io.protocol import END
+    conn = TableFeed(t, str(path), opts)
+    schema = conn.open()
 
-    cols = t.physical.names or None
-    fs = FileSource(Path(path), format=t.options.get("format"), columns=cols, name=t.name)
-    file_schema = fs.open()
-    fs.close()
-    phys = t.physical if len(t.schema) else file_schema
-    schema = t.schema if len(t.schema) else file_schema
+    def feed() -> Iterator[Any]:
+        conn.rewind()
+        return conn.items(rows)
 
-    def feed() -> Iterator[pa.RecordBatch]:
-        src = FileSource(Path(path), format=t.options.get("format"), columns=cols, name=t.name)
-        src.open()
-        try:
-            while (b := src.poll(rows)) is not END:
-                if isinstance(b, pa.RecordBatch):
-                    yield t.complete(_cast(b, phys))
-        finally:
-            src.close()
-
+    # the plan may be rebuilt on fresh operators (planning, a second run): TableFeed re-opens
+    # its input for that; whether a crashed run can resume is the connector's `resumable`
     return Stream(Node(Source(feed, time=t.time, unit=t.unit or "ms", punctuation=t.punctuation,
-                              late=late, schema=schema, name=t.name)))
+                              late=late, schema=schema, name=t.name, connector=conn,
+                              max_ahead=opts.get("max-ahead"))))
+
+
+class TableFeed:
+    """The connector of a declared table: its ``path`` opened as ``oop replay`` opens
+    ``--input`` (:func:`oop.replay.inputs.open_connector`: a file, a folder -- followed with
+    ``follow`` --, ``-`` or Redis; ``arrival`` ordering), each batch cast to the declared
+    columns and completed with the computed ones. Re-opened for every run of the plan, so a
+    planned stream runs more than once; offsets and ``stop`` are the inner connector's."""
+
+    def __init__(self, t: TableDef, path: str, opts: dict[str, str]) -> None:
+        self.t, self.path, self.opts, self.name = t, path, opts, t.name
+        self.inner: Any = None
+        self.polled = False
+        self.live = False
+        self.resumable = True
+        self.phys: pa.Schema | None = None
+
+    def _follow(self) -> bool:
+        flag = self.opts.get("follow", "false").lower() in _TRUE
+        # the --follow default applies to folders only; a table's own option is checked
+        return flag and ("follow" in self.t.options or Path(self.path).is_dir())
+
+    def open(self) -> pa.Schema | None:
+        """(Re)open the feed at its start; the declared schema (or the file's)."""
+        from oop.replay.inputs import open_connector
+
+        self.close()
+        bound = self.opts.get("arrival-bound")
+        self.inner = open_connector(
+            self.path, fmt=self.opts.get("format"), follow=self._follow(),
+            columns=self.t.physical.names or None, arrival=self.opts.get("arrival"),
+            arrival_bound=int(bound) if bound is not None else None, name=self.t.name)
+        found = self.inner.open()
+        self.live, self.resumable = bool(self.inner.live), bool(self.inner.resumable)
+        self.polled = False
+        if len(self.t.schema):
+            self.phys = self.t.physical
+            return self.t.schema
+        self.phys = found
+        return found
+
+    def rewind(self) -> None:
+        """Start a run at the beginning (re-open unless nothing was read since opening)."""
+        if self.polled and not self.resumable:
+            from oop.errors import ConfigError
+
+            raise ConfigError(f"table {self.name!r} reads {self.path!r}, which cannot be read "
+                              "a second time; plan the script again to run it again")
+        if self.inner is None or self.polled:
+            self.open()
+
+    def items(self, rows: int, timeout: float = 0.2) -> Iterator[Any]:
+        """The feed: completed batches and IDLE markers until the end."""
+        from oop.io.protocol import END
+
+        while (b := self.poll(rows, timeout)) is not END:
+            yield b
+
+    def poll(self, max_rows: int, timeout: float = 0.2) -> Any:
+        if self.inner is None:
+            self.open()
+        self.polled = True
+        b = self.inner.poll(max_rows, timeout)
+        if not isinstance(b, pa.RecordBatch):
+            return b
+        phys = self.phys if self.phys is not None else b.schema
+        return self.t.complete(_cast(b, phys))
+
+    def offset(self) -> Any:
+        return self.inner.offset()
+
+    def seek(self, offset: Any) -> None:
+        if self.inner is None:
+            self.open()
+        self.polled = True
+        self.inner.seek(offset)
+
+    def stop(self) -> None:
+        if self.inner is not None and hasattr(self.inner, "stop"):
+            self.inner.stop()
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+            self.inner = None

@@ -12,6 +12,9 @@ user's text):
 * ``TABLE t`` as an argument of the window TVFs ``TUMBLE`` / ``HOP`` /
   ``CUMULATE`` (sqlglot reads ``TABLE t, ...`` as a subquery with a comma
   join): the ``TABLE`` keyword is blanked, leaving ``TUMBLE(t, ...)``;
+* ``SESSION(TABLE t PARTITION BY k, ...)``: sqlglot reads ``SESSION(`` as a
+  keyword, so the call becomes ``SESSIO_(`` and ``PARTITION BY k`` the
+  argument ``,PARTITIO= k`` (same lengths); :mod:`oop.sql.window` reads both;
 * Flink's backtick-quoted identifiers (`` `user` ``) become double-quoted;
 * a leading ``EXPLAIN`` (also ``EXPLAIN PLAN FOR`` and ``EXPLAIN ANALYZE``)
   on the query, which sqlglot would keep as an opaque command: it is blanked
@@ -36,7 +39,9 @@ from oop.sql.error import SqlError
 __all__ = ["SqlError", "Script", "parse_script", "DIALECT", "position"]
 
 DIALECT = "risingwave"
-_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")  # SESSION: to refuse it by name
+_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+#: sqlglot reads ``SESSION(`` as a keyword: the call is renamed to this (same length)
+SESSION_ALIAS = "SESSIO_"
 
 
 @dataclass
@@ -175,9 +180,9 @@ def _prepare(text: str) -> tuple[str, list[Token], str | None]:
         tokens = _tokens("".join(chars))
     for i, t in enumerate(tokens):
         if t.text.upper() in _TVFS and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN:
-            if t.text.upper() == "SESSION":
-                raise SqlError(f"{_line_col(text, t.start)}: SESSION windows are not supported; "
-                               "use TUMBLE, HOP or CUMULATE")
+            session = t.text.upper() == "SESSION"
+            if session:
+                chars[t.start:t.end + 1] = SESSION_ALIAS
             depth = 0
             for j in range(i + 1, len(tokens)):
                 tt = tokens[j].token_type
@@ -190,6 +195,11 @@ def _prepare(text: str) -> tuple[str, list[Token], str | None]:
                 elif (depth == 1 and tokens[j].text.upper() == "TABLE"
                       and tokens[j - 1].token_type in (TokenType.L_PAREN, TokenType.COMMA)):
                     _blank(chars, tokens[j])
+                elif session and depth == 1 and " ".join(
+                        tokens[j].text.upper().split()) == "PARTITION BY":
+                    # TABLE t PARTITION BY k -> t ,PARTITIO=  k (an argument, same length)
+                    n = tokens[j].end + 1 - tokens[j].start
+                    chars[tokens[j].start:tokens[j].end + 1] = ",PARTITIO=".ljust(n)
     return "".join(chars), tokens, explain
 
 

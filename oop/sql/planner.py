@@ -32,7 +32,7 @@ from oop.sql.ddl import TableDef, source_stream
 from oop.sql.expr import Col, Scope
 from oop.sql.parse import Script
 from oop.sql.relation import Rel, info_of, project, union_all
-from oop.sql.window import assign_windows, plan_window_aggregate, window_spec
+from oop.sql.window import assign_windows, plan_window_aggregate, tvf_name, window_spec
 
 __all__ = ["Planner"]
 
@@ -47,13 +47,19 @@ class Planner:
 
     def __init__(self, script: Script, tables: Mapping[str, TableDef],
                  views: Mapping[str, exp.Expression], data: Mapping[str, Any],
-                 strategy: Any, batch_size: int | None = None) -> None:
+                 strategy: Any, batch_size: int | None = None,
+                 options: Mapping[str, str] | None = None) -> None:
         self.script = script
         self.tables = {k.lower(): v for k, v in tables.items()}
         self.views = {k.lower(): v for k, v in views.items()}
         self.data = {k.lower(): v for k, v in data.items()}
         self.strategy = strategy
         self.batch_size = batch_size
+        #: table options for every table that does not set them (the oop sql flags)
+        self.options = dict(options or {})
+        #: with late = update: how late (a duration) a tuple may be and still revise a window
+        self.update = (self.options.get("allowed-lateness", "0")
+                       if self.options.get("late") == "update" else None)
         self.sources: dict[str, Any] = {}
         self.ctes: dict[str, exp.Expression] = {}
         self._expanding: list[str] = []
@@ -74,7 +80,8 @@ class Planner:
                                         "given as a Stream; drop one", t.node, "CREATE")
             s = given
         elif t is not None:
-            s = source_stream(t, given, self.batch_size, self.script)
+            defaults = {k: v for k, v in self.options.items() if k != "allowed-lateness"}
+            s = source_stream(t, given, self.batch_size, self.script, defaults)
         elif given is not None:
             kind = "a pa.Table" if isinstance(given, (pa.Table, pa.RecordBatch)) else "a path"
             raise self.script.error(f"table {name!r} is given as {kind}; declare its event time "
@@ -161,10 +168,10 @@ class Planner:
             if str(call.this).upper() == "TABLE" and len(call.expressions) == 1 and isinstance(
                     call.expressions[0], exp.Anonymous):
                 tvf = call.expressions[0]
-                fn = str(tvf.this).upper()
-                if fn not in ("TUMBLE", "HOP", "CUMULATE"):
-                    raise s.error(f"unsupported table function {fn}; use TUMBLE, HOP or "
-                                  "CUMULATE", tvf)
+                fn = tvf_name(tvf)
+                if fn not in ("TUMBLE", "HOP", "CUMULATE", "SESSION"):
+                    raise s.error(f"unsupported table function {fn}; use TUMBLE, HOP, "
+                                  "CUMULATE or SESSION", tvf)
                 if not tvf.expressions:
                     raise s.error(f"{fn} needs TABLE t as its first argument", tvf)
                 src = tvf.expressions[0]
@@ -207,6 +214,9 @@ class Planner:
             if rwin is not None:
                 raise s.error("a window TVF on the right of a JOIN: write it as a subquery "
                               "(SELECT * FROM TABLE(TUMBLE(...))) R", joins[0], "JOIN")
+            if self.update is not None:
+                raise s.error("--late update revises window aggregates; a join cannot take "
+                              "back a joined row (use --late drop or side)", joins[0], "JOIN")
             lq = frm.this.alias_or_name
             rq = joins[0].this.alias_or_name
             rel = plan_join(rel, right, joins[0], lq, rq, self.strategy)
@@ -214,11 +224,11 @@ class Planner:
         if where is not None:
             rel = rel.where(where.this)
         if win is not None and sel.args.get("group") is not None:
-            return plan_window_aggregate(rel, win, sel, self.strategy)
+            return plan_window_aggregate(rel, win, sel, self.strategy, update=self.update)
         if win is not None:
             rel = assign_windows(rel, win, sel)
         if sel.args.get("group") is not None:
-            raise s.error("GROUP BY needs a window TVF in FROM (TUMBLE, HOP or CUMULATE) and "
+            raise s.error("GROUP BY needs a window TVF in FROM (TUMBLE, HOP, CUMULATE, SESSION) and "
                           "window_start, window_end among its keys; unbounded aggregation is "
                           "not supported", sel.args["group"], "GROUP")
         for n in sel.expressions:

@@ -4,7 +4,12 @@
 ``TUMBLE(TABLE t, DESCRIPTOR(ts), size [, offset])``       ``Tumbling(size, origin=offset)``
 ``HOP(TABLE t, DESCRIPTOR(ts), slide, size [, offset])``   ``Sliding(size, slide, offset)``
 ``CUMULATE(TABLE t, DESCRIPTOR(ts), step, max [, off])``   ``Cumulate(step, max, offset)``
+``SESSION(TABLE t [PARTITION BY k], DESCRIPTOR(ts), gap)``  ``Session(gap)``, keys: GROUP BY
 =======================================================  =====================================
+
+``SESSION`` keys its sessions by the ``GROUP BY`` keys; ``PARTITION BY``
+(Flink's form, one column or ``(a, b)``) may be given and must name the same
+columns. Its aggregates are those of :mod:`oop.window.session`.
 
 Without ``GROUP BY``, ``TUMBLE`` gives each row with its ``window_start``,
 ``window_end`` and ``window_time`` (:func:`assign_windows`; the input of a
@@ -45,10 +50,10 @@ from sqlglot import exp
 
 from oop.sql.ddl import interval_spec
 from oop.sql.expr import Col, Scope, to_arrow
-from oop.sql.parse import Script
+from oop.sql.parse import SESSION_ALIAS, Script
 from oop.sql.relation import Rel, output_name, project
 from oop.stream.timecol import parse_duration
-from oop.window import Cumulate, Sliding, Tumbling, agg
+from oop.window import Cumulate, Session, Sliding, Tumbling, agg
 from oop.window.aggregates import Agg
 
 __all__ = ["WindowSpec", "window_spec", "plan_window_aggregate", "assign_windows",
@@ -72,14 +77,26 @@ class WindowSpec:
     time: str
     fn: str
     node: exp.Expression
+    #: SESSION ... PARTITION BY: the partition columns (physical), else None
+    partition: list[str] | None = None
 
 
 def window_spec(call: exp.Anonymous, rel: Rel) -> WindowSpec:
     """The window of a ``TUMBLE/HOP/CUMULATE`` call over ``rel`` (its first argument)."""
     script = rel.script
-    fn = str(call.this).upper()
+    fn = tvf_name(call)
     args = call.expressions[1:]
-    want = {"TUMBLE": (2, 3), "HOP": (3, 4), "CUMULATE": (3, 4)}[fn]
+    partition = None
+    if fn == "SESSION" and args and isinstance(args[0], exp.EQ) and \
+            isinstance(args[0].this, exp.Column) and args[0].this.name.upper() == "PARTITIO":
+        part = args[0].expression
+        cols = part.expressions if isinstance(part, exp.Tuple) else [part.unnest()]
+        if not all(isinstance(c, exp.Column) for c in cols):
+            raise script.error("SESSION: PARTITION BY takes column names, e.g. PARTITION BY k "
+                               "or PARTITION BY (a, b)", part)
+        partition = [rel.scope.resolve(c, script) for c in cols]
+        args = args[1:]
+    want = {"TUMBLE": (2, 3), "HOP": (3, 4), "CUMULATE": (3, 4), "SESSION": (2, 2)}[fn]
     if not want[0] <= len(args) <= want[1]:
         raise script.error(f"{fn} takes TABLE t, DESCRIPTOR(col) and {want[0] - 1} interval(s)"
                            f"{' (+ an offset)'}", call)
@@ -97,8 +114,10 @@ def window_spec(call: exp.Anonymous, rel: Rel) -> WindowSpec:
     if any(n <= 0 for n in ns[:2]):
         raise script.error(f"{fn}: window sizes must be positive", call)
     off = iv[want[0] - 1] if len(iv) == want[0] else 0
-    if fn == "TUMBLE":
-        kind: Any = Tumbling(iv[0], off)
+    if fn == "SESSION":
+        kind: Any = Session(iv[0])
+    elif fn == "TUMBLE":
+        kind = Tumbling(iv[0], off)
     elif fn == "HOP":
         if ns[0] > ns[1]:
             raise script.error("HOP: the slide (3rd argument) can't exceed the size (4th)", call)
@@ -108,7 +127,13 @@ def window_spec(call: exp.Anonymous, rel: Rel) -> WindowSpec:
             raise script.error("CUMULATE: the max size must be a whole multiple of the step",
                                call)
         kind = Cumulate(iv[0], iv[1], off)
-    return WindowSpec(kind, time, fn, call)
+    return WindowSpec(kind, time, fn, call, partition)
+
+
+def tvf_name(call: exp.Anonymous) -> str:
+    """The window TVF's name, upper case (``SESSION`` arrives renamed by the parser)."""
+    fn = str(call.this).upper()
+    return "SESSION" if fn == SESSION_ALIAS else fn
 
 
 class _WindowColumn:
@@ -270,8 +295,13 @@ def _name_aggs_directly(aggs: _Aggs, items: list[exp.Expression],
             items[i] = exp.alias_(exp.column(alias), alias, quoted=False)
 
 
-def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any) -> Rel:
-    """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``."""
+def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any,
+                          update: str | None = None) -> Rel:
+    """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``.
+
+    ``update``: the allowed lateness (a duration) when late tuples revise windows
+    (``late="update"``: revised rows carry ``is_revision``); None drops them as the
+    sources' late policy says."""
     script = rel.script
     group = sel.args.get("group")
     if group is None:
@@ -301,6 +331,10 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     if not set(WINDOW_COLUMNS) <= seen:
         raise script.error(f"GROUP BY of a {spec.fn} window must list both window_start and "
                            "window_end", group, "GROUP")
+    if spec.partition is not None and set(spec.partition) != set(keys):
+        raise script.error(f"SESSION: PARTITION BY {', '.join(spec.partition)} must name the "
+                           f"GROUP BY keys ({', '.join(keys) or 'none'}): sessions are keyed by "
+                           "them", spec.node)
     aggs = _Aggs(rel.scope, script)
     having = sel.args.get("having")
 
@@ -363,11 +397,16 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
                                f"{before.info.time!r}, not {spec.time!r}", spec.node)
         stream = WindowQuery(before.branches, spec.kind, aggs.aggs, by=keys).plan(strategy)
     else:
+        extra: dict[str, Any] = {} if update is None else {"late": "update",
+                                                           "allowed_lateness": update}
         stream = before.stream.window(spec.kind, aggs.aggs, by=keys, time=spec.time,
-                                      name="window")
+                                      name="window", **extra)
     if wt:
         stream = with_window_time(stream, before.info.schema.field(spec.time).type)
     out = Rel([stream], post, script, spec.node)
     if having_e is not None:
         out = out.where(having_e)
+    if update is not None:  # revised rows must be told apart: is_revision is always kept
+        post = Scope(post.cols + [Col(None, "is_revision", "is_revision")])
+        items = [*items, exp.column("is_revision")]
     return project(out, items, post)

@@ -39,6 +39,7 @@ from oop.plan.sink import Collect
 from oop.plan.source import FeedItem, Source
 from oop.plan.writer import Drain, SinkWriter
 from oop.punctuation.base import GeneratorConfig
+from oop.stream import DEFAULT_BATCH_SIZE
 from oop.stream.late import LatePolicy
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +59,6 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
 ]
 
-DEFAULT_BATCH_SIZE = 65_536
 DEFAULT_COMMIT_ROWS = 1_000_000  # to_parquet: parts become visible about this often
 _Op = TypeVar("_Op", bound=Operator)
 

@@ -8,6 +8,7 @@ Window kinds (frozen dataclasses, sizes as ``"10s"`` or ints in the time unit)::
     Landmark(slide, origin=0)             RowSliding(range, slide)        # arrival rows
     Cumulate(step, size, origin=0)        # Flink CUMULATE: [k*size, k*size + j*step)
     PartitionedRows(range, slide)         SlideByTuple(range, slide_rows=1)
+    Session(gap)                          # per key, split where tuples are >= gap apart
 
 each with ``extent(wid) -> (start, end)`` (half-open, the reference),
 ``wids(values) -> (lo, hi)`` (vectorized exact inverse) and ``windows(values)``.
@@ -60,6 +61,7 @@ from oop.window.kinds import (
     WindowKind,
 )
 from oop.window.paned import PanedWID
+from oop.window.session import Session, SessionAggregate
 from oop.window.plan import window_operator
 
 __all__ = [
@@ -73,6 +75,8 @@ __all__ = [
     "PartitionedRows",
     "SlideByTuple",
     "Cumulate",
+    "Session",
+    "SessionAggregate",
     "WindowAggregate",
     "PanedWID",
     "Bucket",

@@ -79,13 +79,13 @@ from oop.errors import ConfigError
 from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
+from oop.progress.watermark import time_bounds  # the sources' (min, max) kernel: one compile
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
-from oop.window.kernels import minmax
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
@@ -595,7 +595,7 @@ class WindowAggregate(Operator):
         if self.units is None:
             lo, hi = self.bucket.tag(batch, times)
             ulo, uhi = lo, hi
-            low, high = (int(x) for x in minmax(ulo))
+            low, high = time_bounds(ulo)
         else:  # panes: the window ids are only needed to re-emit revised windows
             lo = hi = None
             ulo, low, high, _ = panes or self.units.pane_ids(times)  # compiled, no hi array

@@ -274,7 +274,9 @@ def _recompute(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, mask, C, n):
         irun[q][:n] = 0
     for q in range(n_f):
         frun[q][:n] = 0.0
-    _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, 0, 0, mask, C, n)
+    # no leaving panes: the empty range [hi, hi) (not literal zeros, which numba would
+    # compile as a second specialization of _add_sub_panes)
+    _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, hi, hi, mask, C, n)
 
 
 @nb.njit(cache=True, inline="always")
@@ -1007,14 +1009,16 @@ def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, used, dco
     ``b1 >= a1``): remove the leaving panes ``[a0, min(b0, a1))``, add the entering ones
     ``[max(a1, b0), b1)``; pane ``p``'s rows are ``offs[p - pa0]:offs[p - pa0 + 1]``."""
     npane = offs.shape[0] - 1
+    # the signs as int64 values: literal -1 and 1 would compile _d_fold twice
+    minus, plus = np.int64(-1), np.int64(1)
     for p in range(a0, min(b0, a1)):
         if 0 <= p - pa0 < npane:
-            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1], -1,
-                                       tc, tv, tm, used, dcount)
+            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
+                                       minus, tc, tv, tm, used, dcount)
     for p in range(max(a1, b0), b1):
         if 0 <= p - pa0 < npane:
-            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1], 1,
-                                       tc, tv, tm, used, dcount)
+            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
+                                       plus, tc, tv, tm, used, dcount)
     return tc, tv, tm, used
 
 

@@ -6,6 +6,8 @@
   :class:`~oop.window.partitioned.PartitionedRowsAggregate`;
 * :class:`~oop.window.kinds.SlideByTuple` ->
   :class:`~oop.window.slide_by_tuple.SlideByTupleAggregate` (bins, 004 §6.1.4);
+* :class:`~oop.window.session.Session` ->
+  :class:`~oop.window.session.SessionAggregate` (event-time sessions);
 * otherwise :class:`~oop.window.aggregate.WindowAggregate` with ``method``
   ``"wid"``, ``"paned"`` (:class:`~oop.window.paned.PanedWID`) or ``"auto"``
   (the cost model of 004 Eqs. 6.1-6.4 decides on the first batch).
@@ -19,6 +21,7 @@ from oop.operators.base import Operator
 from oop.stream.late import LatePolicy
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows, SlideByTuple, WindowKind
+from oop.window.session import Session
 
 __all__ = ["window_operator"]
 
@@ -60,6 +63,10 @@ def window_operator(
         from oop.window.partitioned import PartitionedRowsAggregate
 
         return PartitionedRowsAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+    if isinstance(kind, Session):
+        from oop.window.session import SessionAggregate
+
+        return SessionAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
     if isinstance(kind, SlideByTuple):
         from oop.window.slide_by_tuple import SlideByTupleAggregate
 

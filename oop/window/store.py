@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError, ValueRangeError
+from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
 from oop.window import kernels as K
 from oop.window.aggregates import Agg, Lane
 
@@ -256,7 +257,9 @@ def max_abs(values: np.ndarray) -> int:
     """The largest ``|value|`` of an int64 array as a Python int (``|INT64_MIN|`` included)."""
     if not values.shape[0]:
         return 0
-    lo, hi = K.minmax(values)
+    # numpy, not the (min, max) kernel: these are read-only Arrow buffers, for which numba
+    # would compile it a second time
+    lo, hi = values.min(), values.max()
     return max(int(hi), -int(lo), 0)
 
 
@@ -382,7 +385,7 @@ def check_exact_sum(op_name: str, col: str, rows: np.ndarray, max_abs: int,
     decimal = pa.types.is_decimal(typ)
     if decimal:
         limit = min(limit, 10 ** typ.precision - 1)
-    n = int(K.minmax(np.ascontiguousarray(rows, np.int64))[1])
+    n = time_bounds(rows)[1]
     if n * max_abs > limit:
         what = "decimal column" if decimal else "integer column"
         unit = " unscaled" if decimal else ""
@@ -609,7 +612,7 @@ class Ring:
             self.reserve(self.top, n_codes)
         else:
             if top is None:
-                top = int(K.minmax(lo)[1]) + 1 if single else int(K.minmax(hi)[1])
+                top = time_bounds(lo)[1] + 1 if single else time_bounds(hi)[1]
             self.reserve(top, n_codes)
             self.top = max(self.top, top)
         C, mask = self.C, self.mask

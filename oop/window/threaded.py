@@ -260,7 +260,16 @@ class ThreadedWindow(Operator):
         self.kw: dict[str, Any] = dict(kind=kind, aggs=as_aggs(aggs), method=method, late=late,
                                        allowed_lateness=allowed_lateness, emit_wid=emit_wid,
                                        layout=layout, time=time)
-        self.plan_info: dict[str, Any] = {"threads": threads}
+        self._plan: dict[str, Any] = {"threads": threads}
+        #: pipeline stages (objects with ``cpu_s``: oop.plan.background) whose CPU time the
+        #: plan summary reports, e.g. ``{"writer_cpu_s": sink}`` (set by ``oop replay``)
+        self.stages: dict[str, Any] = {}
+
+    @property
+    def plan_info(self) -> dict[str, Any]:
+        """The partitions' choices (method, layout, ...), ``threads``, and after the end the
+        CPU seconds of the driving thread, each partition and the pipeline stages."""
+        return {**self._plan, **{k: round(float(v.cpu_s), 3) for k, v in self.stages.items()}}
 
     # ---- opening ------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -371,13 +380,13 @@ class ThreadedWindow(Operator):
     def flush(self) -> list[Element]:
         self.pending.append((True, [q.submit(q.op.flush) for q in self.parts]))
         out = self._collect(keep_punctuations=0)
-        self.plan_info.update({k: v for k, v in self.parts[0].op.plan_info.items()
-                               if k not in self.plan_info})
+        self._plan.update({k: v for k, v in self.parts[0].op.plan_info.items()
+                           if k not in self._plan})
         # where the CPU time went (per-core figures that a loaded machine does not distort)
-        self.plan_info["driver_cpu_s"] = round(_time.thread_time() - self._cpu0, 3)
-        self.plan_info["driver_window_in_cpu_s"] = round(self._cpu_batch, 3)
-        self.plan_info["driver_window_out_cpu_s"] = round(self._cpu_merge, 3)
-        self.plan_info["partition_cpu_s"] = [round(p.cpu_s, 3) for p in self.parts]
+        self._plan["driver_cpu_s"] = round(_time.thread_time() - self._cpu0, 3)
+        self._plan["driver_window_in_cpu_s"] = round(self._cpu_batch, 3)
+        self._plan["driver_window_out_cpu_s"] = round(self._cpu_merge, 3)
+        self._plan["partition_cpu_s"] = [round(p.cpu_s, 3) for p in self.parts]
         self.close()
         return out
 
