@@ -23,7 +23,7 @@ PUBLIC_NAMES = (
     "from_parquet Punctuation GroupPunctuation JointPunctuation EndOfStream END_OF_STREAM "
     "LatePolicy Ordered BoundedDelay BoundedTuples External Idle Adaptive Granular "
     "parse_punctuation Select Project Apply DupElim Meld Tumbling Sliding Landmark "
-    "RowSliding PartitionedRows SlideByTuple agg sql OopError ConfigError EmptyInputError "
+    "RowSliding PartitionedRows Session SlideByTuple agg sql OopError ConfigError EmptyInputError "
     "LateTupleError NullTimeError PunctuationOrderError SchemaMismatchError TimeTypeError "
     "UnknownColumnError"
 ).split()
