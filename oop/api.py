@@ -163,6 +163,7 @@ class Stream:
         emit_wid: bool = False,
         name: str = "window",
         time: str | None = None,
+        threads: int = 1,
     ) -> "Stream":
         """Window aggregation (WID / Paned-WID, 004 ch. 6); see :mod:`oop.window`.
 
@@ -173,13 +174,15 @@ class Stream:
         ``allowed_lateness`` re-emits revised rows. ``time``: the progressing
         attribute to window on (default: the primary one), e.g. ``"ts_right"``
         after a join or a column made by :meth:`derive_time`; only punctuation
-        on it closes windows.
+        on it closes windows. ``threads``: run on that many key partitions, one thread
+        each (:mod:`oop.window.threaded`: same rows in the same order; tumbling and
+        sliding windows with a ``by`` key, else one thread).
         """
         from oop.window.plan import window_operator
 
         return self.via(window_operator(kind, aggs, by=by, method=method, late=late,
                                         allowed_lateness=allowed_lateness, emit_wid=emit_wid,
-                                        name=name, time=time))
+                                        name=name, time=time, threads=threads))
 
     def adaptive_window(
         self,

@@ -116,6 +116,12 @@ class Job:
                 n.op.late_sink = self.late
         if self.opt.checkpoint_dir is None:
             return
+        for n in self.ex.nodes:  # before any work: an operator that cannot be snapshotted
+            why = getattr(n.op, "not_checkpointable", None)
+            if why:
+                from oop.errors import ConfigError
+
+                raise ConfigError(f"{n.op.name}: {why}")
         from oop.checkpoint import CheckpointStore, load
 
         self._store = CheckpointStore(self.opt.checkpoint_dir, keep=self.opt.keep_checkpoints,

@@ -77,6 +77,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_runtime_flags(p, batch_size=DEFAULT_BATCH_SIZE,
                       batch_help=f"rows per batch read (default {DEFAULT_BATCH_SIZE}); results "
                                  "do not depend on it")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="run the window on N key partitions, one thread each (same rows in "
+                        "the same order); default: all cores this process may use (1 with "
+                        "--checkpoint-dir or a --strategy other than oop); with --spark it "
+                        "applies inside each task (default 1 there)")
     g = p.add_argument_group("Spark (needs the 'spark' extra and Java)")
     g.add_argument("--spark", action="store_true", help="read and replay through PySpark")
     g.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
@@ -106,6 +111,14 @@ def check_args(args: argparse.Namespace) -> None:
         if args.arrival and args.arrival_bound is not None:
             raise ConfigError("--arrival-bound reorders in memory and cannot resume; with "
                               "--checkpoint-dir use --arrival on a finite file input")
+    if args.threads is not None and args.threads < 1:
+        raise ConfigError(f"--threads {args.threads}: give at least 1")
+    if args.threads is not None and args.threads > 1 and args.checkpoint_dir is not None:
+        raise ConfigError(f"--threads {args.threads} cannot be checkpointed yet: drop "
+                          "--checkpoint-dir, or use --threads 1")
+    if args.threads is not None and args.threads > 1 and args.strategy != "oop":
+        raise ConfigError(f"--threads {args.threads} runs the oop window; --strategy "
+                          f"{args.strategy} runs on one thread: drop --threads")
 
 
 def punctuation_spec(args: argparse.Namespace) -> Any:
@@ -125,12 +138,14 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     kind = parse_window(args.window, unit)
     aggs = parse_aggs(args.agg)
     if args.strategy == "oop":
+        threads = replay_threads(args)
         if args.late == "update":
             return src.window(kind, aggs, by=tuple(args.key), method=args.method, late="update",
                               allowed_lateness=parse_duration(args.allowed_lateness or "0",
                                                               unit),
-                              name="window")
-        return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window")
+                              name="window", threads=threads)
+        return src.window(kind, aggs, by=tuple(args.key), method=args.method, name="window",
+                          threads=threads)
     if type(kind).__name__ == "Session":
         raise ConfigError(f"--window {args.window}: session windows run with --strategy oop only")
     from oop.query import WindowQuery, parse_strategy
@@ -139,12 +154,42 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     return WindowQuery([src], kind, aggs, by=tuple(args.key)).plan(strategy)
 
 
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, at most ``os.cpu_count()``)."""
+    import os
+
+    n = os.cpu_count() or 1
+    try:
+        n = min(n, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        pass
+    return max(1, n)
+
+
+def replay_threads(args: argparse.Namespace) -> int:
+    """``--threads``, or by default every usable core (one with ``--checkpoint-dir``)."""
+    threads = getattr(args, "threads", None)
+    if threads is not None:
+        return int(threads)
+    return 1 if getattr(args, "checkpoint_dir", None) is not None else usable_cores()
+
+
+def pipelined(args: argparse.Namespace) -> bool:
+    """Whether the run uses several threads: then the input is read ahead and the output
+    written on threads of their own (:mod:`oop.plan.background`)."""
+    return args.strategy == "oop" and not args.spark and replay_threads(args) > 1
+
+
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
     import oop
-    from oop.command.inputs import open_input
+    from oop.command.inputs import is_live, open_input
     from oop.stream.timecol import check_time_column
 
     conn = open_input(args)
+    if pipelined(args) and not is_live(args):
+        from oop.plan.background import ReadAhead
+
+        conn = ReadAhead(conn)  # a finite input is decoded ahead, on its own thread
     late = engine_late(args)
     src = oop.from_connector(conn, time=args.time, unit=args.time_unit,
                              punctuation=punctuation_spec(args), late=late,
@@ -187,9 +232,33 @@ def run_replay(args: argparse.Namespace) -> int:
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)
-    writer, late = open_writers(args, args.out, args.out_format)
+    out: Any = args.out
+    if pipelined(args):
+        from oop.plan.background import BackgroundSink
+        from oop.command.inputs import open_output
+
+        out = BackgroundSink(open_output(args.out, args.out_format, "out"))  # own thread
+    _pipeline_stages(stream, src, out, args)
+    writer, late = open_writers(args, out, args.out_format)
     return run_job(stream, writer, late, args, "oop replay", out_label=args.out,
                    late_hint=f"--punctuation {args.punctuation}", t0=t0)
+
+
+def _pipeline_stages(stream: Any, src: Any, out: Any, args: argparse.Namespace) -> None:
+    """A threaded window over a finite input pipelines (results of punctuation k leave at
+    k+1) and reports the reading and writing threads' CPU time in its plan summary."""
+    from oop.command.inputs import is_live
+    from oop.window.threaded import ThreadedWindow
+
+    op = stream.node.op
+    if not isinstance(op, ThreadedWindow):
+        return
+    if not is_live(args):
+        op.lag = 1
+    for what, part in (("reader_cpu_s", getattr(src.node.op, "connector", None)),
+                       ("writer_cpu_s", out)):
+        if hasattr(part, "cpu_s"):
+            op.stages[what] = part
 
 
 def _with_cadence(spec: str) -> str:

@@ -124,6 +124,9 @@ def run_replay(args: argparse.Namespace) -> int:
     summary_late = 0
     # --verify compares over the rows the engine did not declare late: keep them (side output)
     keep_late = args.verify and not args.shards and late == "drop"
+    # --threads: key partitions inside each task (or the driver's plan); by default 1, since
+    # Spark already runs one task per core
+    threads = int(getattr(args, "threads", None) or 1)
     late_rows: pa.Table | None = None
     with spark_errors(f"replay of {args.input!r}"):
         if args.shards:
@@ -133,7 +136,8 @@ def run_replay(args: argparse.Namespace) -> int:
                      and not (isinstance(punct, str) and punct == IDEAL))
             out = sharded_window(args.input if files else df, time=args.time, unit=unit, kind=kind, aggs=aggs, by=keys,
                                  shards=int(args.shards), punctuation=punct, arrival=args.arrival,
-                                 late=late, batch_size=batch_size, method=method)
+                                 late=late, batch_size=batch_size, method=method,
+                                 threads=threads)
             table, late_total, tuples_in = out.table, out.late_total, out.tuples_in
             print(f"oop replay --spark: sharded over {args.shards} shards, path {out.path}",
                   file=sys.stderr)
@@ -148,7 +152,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
                 extra = {"late": "update", "allowed_lateness": parse_duration(
                     getattr(args, "allowed_lateness", "0") or "0", unit)}
-            res = src.window(kind, aggs, by=keys, method=method, name="window", **extra).run()
+            res = src.window(kind, aggs, by=keys, method=method, name="window", threads=threads,
+                             **extra).run()
             table, late_total, tuples_in = res.table, res.late_total, res.tuples_in
             if late in ("drop", "side_output") and res.late:
                 late_rows = pa.concat_tables(list(res.late.values()))

@@ -40,8 +40,10 @@ __all__ = ["local_global_window", "keyed_window", "sharded_window", "shuffle_ban
 
 
 def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str] = (),
-                        shards: int | None = None, method: str = "auto") -> ShardedStream:
-    """Partial windows per source shard, merged per ``(*by, window_start)`` after a shuffle."""
+                        shards: int | None = None, method: str = "auto",
+                        threads: int = 1) -> ShardedStream:
+    """Partial windows per source shard, merged per ``(*by, window_start)`` after a shuffle.
+    ``threads``: key partitions inside each task (:mod:`oop.window.threaded`)."""
     aggs = list(aggs)
     bad = [a.name for a in aggs if a.fn not in SUPER]
     if bad:
@@ -49,7 +51,8 @@ def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Se
                           "super-aggregate here -- use keyed_window")
     by = tuple(by)
     m = shards or s.shards
-    local = s.query(lambda st: st.window(kind, aggs, by=by, method=method, name="local"),
+    local = s.query(lambda st: st.window(kind, aggs, by=by, method=method, name="local",
+                                         threads=threads),
                     name="local")
     partials = [(a.name, a.fn) for a in aggs]
     return local.redistribute(m, [*by, "window_start"]).query(
@@ -57,7 +60,7 @@ def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Se
 
 
 def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str],
-                      method: str) -> ShardedResult:
+                      method: str, threads: int = 1) -> ShardedResult:
     """Partial windows per shard in Spark; shard outputs melded on the driver and merged there."""
     import time as _time
 
@@ -69,7 +72,8 @@ def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequ
 
     t0 = _time.perf_counter()
     by = tuple(by)
-    local = s.query(lambda st: st.window(kind, list(aggs), by=by, method=method, name="local"),
+    local = s.query(lambda st: st.window(kind, list(aggs), by=by, method=method, name="local",
+                                         threads=threads),
                     name="local")
     assert local.time is not None
     side = _Side(local.producers, local.schema)
@@ -90,13 +94,16 @@ def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequ
 
 
 def keyed_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequence[str],
-                 shards: int | None = None, method: str = "auto") -> ShardedStream:
-    """Rows re-distributed by ``by``; the full window aggregation in each shard."""
+                 shards: int | None = None, method: str = "auto",
+                 threads: int = 1) -> ShardedStream:
+    """Rows re-distributed by ``by``; the full window aggregation in each shard
+    (``threads`` key partitions inside each task)."""
     if not by:
         raise ConfigError("keyed_window needs at least one key column (by=...)")
     m = shards or s.shards
     return s.redistribute(m, list(by)).query(
-        lambda st: st.window(kind, list(aggs), by=tuple(by), method=method, name="window"),
+        lambda st: st.window(kind, list(aggs), by=tuple(by), method=method, name="window",
+                            threads=threads),
         name="window")
 
 
@@ -119,6 +126,7 @@ def sharded_window(
     tasks: int | None = None,
     shard_per: str = "fragment",
     global_on: str = "shards",
+    threads: int = 1,
 ) -> ShardedResult:
     """The window query sharded over ``shards`` Spark tasks; returns the melded result.
 
@@ -139,6 +147,9 @@ def sharded_window(
       DataFrame's own partitions (e.g. Parquet file splits) are the source
       shards -- no shuffle of raw rows before the local aggregation;
       ``shards`` then only sizes the global stage. ``path`` is ``"mapInArrow"``.
+
+    ``threads``: the window inside each task runs on that many key partitions
+    (:mod:`oop.window.threaded`); ``shards`` keeps its meaning.
     """
     from dataclasses import replace as _replace
 
@@ -160,18 +171,18 @@ def sharded_window(
                               arrival=arrival, columns=needed, late=late, batch_size=batch_size,
                               split=split, tasks=tasks, shard_per=shard_per)
             if global_on == "driver":
-                return _replace(_global_on_driver(src, kind, aggs, by, method),
+                return _replace(_global_on_driver(src, kind, aggs, by, method, threads),
                                 path="files+driver")
-            res = local_global_window(src, kind, aggs, by, shards, method).collect()
+            res = local_global_window(src, kind, aggs, by, shards, method, threads).collect()
             return _replace(res, path="files")
         df = spark.read.parquet(*parquet_paths(df))
     df = df.select(*needed)
     src = shard(df, time=time, unit=unit, punctuation=punctuation, arrival=arrival,
                 shards=shards if spread_input else None, late=late, batch_size=batch_size)
     if local_global:
-        out = local_global_window(src, kind, aggs, by, shards, method)
+        out = local_global_window(src, kind, aggs, by, shards, method, threads)
     else:
-        out = keyed_window(src, kind, aggs, by, shards, method)
+        out = keyed_window(src, kind, aggs, by, shards, method, threads)
     return _replace(out.collect(), path="mapInArrow")
 
 

@@ -409,8 +409,15 @@ class WindowAggregate(Operator):
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
     # ---- state bounds ------------------------------------------------------------------
+    #: variance shifts (column -> value, see :func:`~oop.window.store.lane_input`) a new
+    #: ring starts with: a key partition of a threaded window (:mod:`oop.window.threaded`)
+    #: takes the whole stream's, so its means and variances round as one thread's do
+    preset_shift: dict[str, Any] = {}
+
     def _set_ring(self, ring: Ring) -> None:
         ring.guard = self._ring_guard
+        for c, v in self.preset_shift.items():
+            ring.shift.setdefault(c, v)
         self.ring = ring
 
     def _ring_guard(self, nbytes: int, what: str = "") -> None:

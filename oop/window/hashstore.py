@@ -34,7 +34,7 @@ _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _h(u, c):
     h = np.uint64(u) * np.uint64(0x9E3779B97F4A7C15) ^ (np.uint64(c) + np.uint64(0x632BE59BD9B4E019))
     h ^= h >> np.uint64(31)
@@ -43,7 +43,7 @@ def _h(u, c):
     return h
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _probe(units, codes, table, cell_u, cell_c, n_cells, insert, out):
     """Cell index of every (units[i], codes[i]); inserts new cells when ``insert`` (else -1)."""
     mask = np.uint64(table.shape[0] - 1)
@@ -70,7 +70,7 @@ def _probe(units, codes, table, cell_u, cell_c, n_cells, insert, out):
     return n_cells
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _rebuild(table, cell_u, cell_c, n_cells):
     mask = np.uint64(table.shape[0] - 1)
     for k in range(n_cells):

@@ -114,7 +114,7 @@ def _hash_bytes(data: np.ndarray, s: int, e: int) -> np.uint64:
     return h
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _hash_bytes_ref(data: np.ndarray, s: int, e: int) -> np.uint64:
     """:func:`_hash_bytes` byte by byte (the tests compare the two)."""
     h = _SEED ^ np.uint64(e - s)
@@ -141,7 +141,7 @@ def _same_bytes(a: np.ndarray, i: int, b: np.ndarray, j: int, ln: int) -> bool:
     return True
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _intern(data, offsets, base, start, n, valid, table, hashes, aoff, arena, n_ids, out):
     """Ids of rows ``start .. n`` (row i's bytes at ``offsets[base + i]``).
 
@@ -181,7 +181,7 @@ def _intern(data, offsets, base, start, n, valid, table, hashes, aoff, arena, n_
     return n_ids, n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _rehash(hashes, n_ids, table):
     mask = np.uint64(table.shape[0] - 1)
     for c in range(n_ids):

@@ -47,7 +47,7 @@ def nan_max(a, b):
     return a if (a > b or a != a) else b
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_rows(rows, codes, lo, hi, C, mask):
     """rows[u, c] += 1 for every unit u of every row; returns the number of cells that became live."""
     new = 0
@@ -61,7 +61,7 @@ def upd_rows(rows, codes, lo, hi, C, mask):
     return new
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_rows_sums(rows, nacc, nn, facc, fvals, nf, codes, lo, hi, C, mask):
     """Fused pass: rows += 1, ``nn`` count lanes += 1, and ``nf`` float sums (no nulls).
 
@@ -84,7 +84,7 @@ def upd_rows_sums(rows, nacc, nn, facc, fvals, nf, codes, lo, hi, C, mask):
     return new
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
     """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes)."""
     new = 0
@@ -99,7 +99,7 @@ def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
     return new
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_nn(acc, codes, lo, hi, C, mask, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):
@@ -109,7 +109,7 @@ def upd_nn(acc, codes, lo, hi, C, mask, valid):
                 acc[(u & mask) * C + c] += 1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_sum(acc, codes, lo, hi, C, mask, vals, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):
@@ -120,7 +120,7 @@ def upd_sum(acc, codes, lo, hi, C, mask, vals, valid):
                 acc[(u & mask) * C + c] += v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_sumsq(acc, codes, lo, hi, C, mask, vals, shift, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):
@@ -132,7 +132,7 @@ def upd_sumsq(acc, codes, lo, hi, C, mask, vals, shift, valid):
                 acc[(u & mask) * C + c] += d2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_min(acc, codes, lo, hi, C, mask, vals, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):
@@ -146,7 +146,7 @@ def upd_min(acc, codes, lo, hi, C, mask, vals, valid):
                 acc[j] = v if (v < a) | (a != a) else a
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_max(acc, codes, lo, hi, C, mask, vals, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):
@@ -159,7 +159,7 @@ def upd_max(acc, codes, lo, hi, C, mask, vals, valid):
                 acc[j] = v if (v > a) | (v != v) else a  # NaN is the greatest value
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_first(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
     """Keep (time, value) with the smallest time; ties: smallest value."""
     allv = valid.shape[0] == 0
@@ -175,7 +175,7 @@ def upd_first(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
                     accv[j] = v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def upd_last(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
     """Keep (time, value) with the largest time; ties: largest value."""
     allv = valid.shape[0] == 0
@@ -191,7 +191,7 @@ def upd_last(acct, accv, codes, lo, hi, C, mask, times, vals, valid):
                     accv[j] = v
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def rank_in_partition(codes, counters):
     """Per-partition arrival rank (004 §6.1.3, PA): rank[i] = counters[codes[i]]++ ."""
     out = np.empty(codes.shape[0], np.int64)
@@ -202,7 +202,7 @@ def rank_in_partition(codes, counters):
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def distinct_codes(codes, seen):
     """The distinct values of ``codes`` in first-appearance order (a linear-time
     ``np.unique`` for dense codes). ``seen``: a zeroed uint8 scratch of size > max code,
@@ -220,7 +220,7 @@ def distinct_codes(codes, seen):
     return out[:k]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def cut_chunks(codes, limit, count):
     """Chunk boundaries ``[0, ..., len(codes)]`` such that no code occurs more than ``limit``
     times in a chunk (greedy: a chunk ends before the row that would make it ``limit + 1``).
@@ -245,7 +245,7 @@ def cut_chunks(codes, limit, count):
     return bounds[: nb_ + 1]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def scan_rows(rows, C, rr, n):
     """(row index into ``rr``, code) of every non-zero cell of ring rows ``rr`` (first ``n`` codes)."""
     total = 0
@@ -267,7 +267,7 @@ def scan_rows(rows, C, rr, n):
     return wi, codes
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def take_rows(rows, C, rr, n, ilanes, n_i, iident, flanes, n_f, fident):
     """:func:`scan_rows` + gather every lane at the live cells + reset those cells, in one pass.
 
@@ -319,7 +319,7 @@ def _sel_better(op, t1, v1, t2, v2):
     return t1 > t2 or (t1 == t2 and _lt(v2, v1))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def minmax(a):
     """(min, max) of a non-empty int64 array in one pass."""
     lo = a[0]
@@ -374,7 +374,7 @@ def _key_lt(a1, b1, x1, a2, b2, x2):
     return x1 < x2 or (x2 != x2 and x1 == x1)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def merge_counted(a1, b1, x1, n1, a2, b2, x2, n2):
     """Merge two (a, b, x)-sorted counted runs; equal keys add their counts. O(len1 + len2).
 

@@ -87,7 +87,7 @@ def _hash_code(codekeys, c):
     return h
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _encode_hash(comps, nulls, slots, codekeys, n_codes, out, new_rows, n_new, start):
     """Look up / insert rows ``start ..`` (key components ``comps``: a tuple of int64 arrays,
     null bits ``nulls`` or empty); returns (n_codes, n_new, stop).
@@ -132,7 +132,7 @@ def _encode_hash(comps, nulls, slots, codekeys, n_codes, out, new_rows, n_new, s
     return n_codes, n_new, n
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _rehash(codekeys, n_codes, slots):
     mask = np.uint64(slots.shape[0] - 1)
     for c in range(n_codes):
@@ -142,7 +142,7 @@ def _rehash(codekeys, n_codes, slots):
         slots[h] = c
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _encode_direct(vals, lut, n_codes, out, ints):
     """LUT lookup/insert; stops at the first value outside the LUT.
 

@@ -66,7 +66,7 @@ def _pane(t, o, g, inv):
     return p
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def pane_ids(times, o, g):
     """Pane id of every time, (min, max) of them, and the smallest time. ``times`` non-empty.
 
@@ -104,7 +104,7 @@ def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
     return [(int(t) - o) // g for t in times]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g, o,
                prev_plo, prev_phi, inc0, since, P, zero, lut, nf_hi=-(1 << 62)):
     """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
@@ -243,7 +243,7 @@ def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, lut, codes, start, en
     return m, dead
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C, n):
     """Differential window step (004 Eq. 6.2): running += panes [a_lo, a_hi), -= panes [d_lo, d_hi).
 
@@ -266,7 +266,7 @@ def _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
             _sub(frun[q], flanes[q], rr, n)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _recompute(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, mask, C, n):
     """Running sums from scratch: the panes ``[lo, hi)`` summed (the periodic drift reset)."""
     for q in range(n_i):
@@ -335,7 +335,7 @@ def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int,
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, frun, n, w0, nw, s,
                     r, g, o, prev_plo, prev_phi, inc0, since, P, sort_codes, nf_hi=-(1 << 62)):
     """:func:`paned_emit` over the sparse (hash) layout: panes are lists of live cells.
@@ -461,7 +461,7 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
 # shared by every specialization of paned_emit_sel (one per combination of lane tuple lengths),
 # which keeps each specialization's compile time short (they run once per pane or window and
 # lane, over all codes: the call costs nothing measurable)
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
     """dst[q0 + c] = pane cell (ring row ``rr``; identities when not ``live``) combined with
     dst[src + c] (``src`` < 0: no partner), for every code. min/max loops are branch-free."""
@@ -497,7 +497,7 @@ def _fold(lane, tl, op, ident, tident, dst, dstt, q0, src, live, rr, n):
         dstt[q0 + c] = t
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _answer(out, outt, op, suf, suft, pre, pret, sa, pb, two, idx, m0, m):
     """Select value (and time) of the cells ``m0 .. m - 1`` (codes ``idx``): ``suf[sa + c]``,
     combined with ``pre[pb + c]`` when the window straddles two blocks."""
@@ -561,7 +561,7 @@ def _fused_minmax_step(rows, rrun, lane, is_max, ident, pre, pcur, pprev, suf, s
     return m, dead
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                    sil, n_si, sfl, n_sf, stl, ops, idi, idf, tid,
                    prei, sufi, pref, suff, pret, suft, C2, pre_hi, suf_b,
@@ -853,7 +853,7 @@ def smallest_run(value, pos, na):
     return b, vb
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
     """q-quantile of every cell ``(window k, cells[cb[k]:cb[k+1]])`` from the pane tables.
 
@@ -952,7 +952,7 @@ def _d_slot(tc, tv, c, v, mask):
     return h
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _d_rehash(tc, tv, tm, need):
     """A table of power-of-two size >= 4 x (live entries + ``need``) holding only the live
     (multiplicity > 0) entries."""
@@ -975,7 +975,7 @@ def _d_rehash(tc, tv, tm, need):
     return nc, nv, nm, live
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
     """Add (``sign`` 1) or remove (-1) the pane-table rows ``[a, b)`` to the running state.
     Returns the (maybe regrown) table and its used slots."""
@@ -1002,7 +1002,7 @@ def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
     return tc, tv, tm, used
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, used, dcount):
     """Move the state from the window of panes ``[a0, a1)`` to ``[b0, b1)`` (``b0 >= a0``,
     ``b1 >= a1``): remove the leaving panes ``[a0, min(b0, a1))``, add the entering ones
@@ -1021,7 +1021,7 @@ def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, used, dco
     return tc, tv, tm, used
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_distinct(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
                    tc, tv, tm, used, dcount, cb, cells):
     """Exact count-distinct of every cell ``(window k, cells[cb[k]:cb[k+1]])``, differentially.
@@ -1071,7 +1071,7 @@ def _top_insert(bv, bn, base, nb_, topk, v, n, rank):
     return nb_ + 1 if nb_ < topk else nb_
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def paned_heavy(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, cont,
                 tc, tv, tm, used, dcount, rank, topk, cb, cells):
     """Heavy hitters (004 §6.2.4) of every cell: its ``topk`` most frequent values.

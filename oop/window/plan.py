@@ -20,8 +20,8 @@ from typing import Sequence
 from oop.operators.base import Operator
 from oop.stream.late import LatePolicy
 from oop.window.aggregates import Agg
-from oop.window.kinds import PartitionedRows, SlideByTuple, WindowKind
-from oop.window.session import Session
+from oop.window.build import one_window_operator
+from oop.window.kinds import WindowKind
 
 __all__ = ["window_operator"]
 
@@ -38,6 +38,7 @@ def window_operator(
     name: str = "window",
     layout: str = "auto",
     time: str | None = None,
+    threads: int = 1,
 ) -> Operator:
     """The operator computing the window query (see the module docstring).
 
@@ -45,22 +46,17 @@ def window_operator(
     cells (WID only), or ``"auto"`` (decided on the first batch from the key
     density, :meth:`WindowAggregate._choose_layout`). ``time``: the progressing
     attribute to window on (default: the stream's primary one); punctuation on
-    other attributes does not close windows.
+    other attributes does not close windows. ``threads > 1``: the query runs on that many
+    key partitions (:class:`~oop.window.threaded.ThreadedWindow`, same output in the same
+    order) where :func:`~oop.window.threaded.threadable` allows, else on one thread.
     """
-    kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
-              time=time)
-    if isinstance(kind, PartitionedRows):
-        from oop.window.partitioned import PartitionedRowsAggregate
+    if threads > 1:
+        from oop.window.threaded import ThreadedWindow, threadable
 
-        return PartitionedRowsAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
-    if isinstance(kind, Session):
-        from oop.window.session import SessionAggregate
-
-        return SessionAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
-    if isinstance(kind, SlideByTuple):
-        from oop.window.slide_by_tuple import SlideByTupleAggregate
-
-        return SlideByTupleAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
-    from oop.window.aggregate import WindowAggregate
-
-    return WindowAggregate(kind, aggs, method=method, layout=layout, **kw)  # type: ignore[arg-type]
+        if threadable(kind, aggs, [by] if isinstance(by, str) else list(by)) is None:
+            return ThreadedWindow(kind, aggs, threads=threads, by=by, method=method, late=late,
+                                  allowed_lateness=allowed_lateness, emit_wid=emit_wid,
+                                  name=name, layout=layout, time=time)
+    return one_window_operator(kind, aggs, by=by, method=method, late=late,
+                               allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
+                               layout=layout, time=time)

@@ -1,0 +1,163 @@
+"""Whole-command benchmark of ``oop replay --threads N``: 1 thread vs N threads, same run.
+
+Workload and queries: those of ``bench_replay.py`` (10k Zipf keys, ~10k
+tuples per second of event time, band disorder up to 5 s, Parquet files;
+count + sum(v) per key, sliding 10 s / 1 s and tumbling 1 s, punctuation
+``bounded:5s``, results to a Parquet part folder). Each run is a fresh
+process timed from start to exit, with its CPU time (user + sys, from
+``wait4``), its own peak RSS (``VmHWM``) and the engine's wall time (the
+``--metrics`` summary, i.e. without interpreter start-up and imports).
+Thread counts alternate within each repeat, so a change in the machine's
+load hits both; the load average is recorded before and after.
+
+Every threaded output is compared with the one-thread output of the same
+query (all part files in order, ``Table.equals``: same rows, same order).
+
+Per-stage figures for the extrapolation to more cores (``--stages``): the
+CPU seconds of decoding the input alone and of encoding the one-thread
+output alone (Parquet, same files / same rows), measured in this process;
+the rest of the one-thread engine time is the window (late check, keys,
+aggregation, emission).
+
+    python experiments/bench_threads.py --rows 10000000 --threads 1 --threads 2 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_replay import QUERIES  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_threads.json"
+
+
+def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, Any]:
+    metrics = out.parent / f"m-{out.name}.json"
+    cmd = [sys.executable, "-m", "oop.cli", "replay", "--input", str(data), "--time", "ts",
+           "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
+           "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
+           "--quiet", "--threads", str(threads)]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    _, status, ru = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
+    m = json.loads(metrics.read_text())
+    return {"threads": threads, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+            "engine_wall_s": m["wall_s"], "tuples_per_s": m["tuples_in"] / wall,
+            "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
+            "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
+            "late": m["late"],
+            # threaded runs: CPU seconds of the driving thread, each partition, the reader
+            # and the writer (oop.window.threaded, oop.plan.background)
+            "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
+
+
+def read_parts(folder: Path) -> pa.Table:
+    return pa.concat_tables([pq.read_table(f) for f in sorted(folder.glob("*.parquet"))])
+
+
+def stages(data: Path, out: Path) -> dict[str, float]:
+    """CPU seconds (this process) of decoding the input and of encoding ``out``'s rows."""
+    t0 = time.process_time()
+    rows = 0
+    for f in sorted(data.glob("*.parquet")):
+        for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
+            rows += b.num_rows
+    read = time.process_time() - t0
+    table = read_parts(out)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.process_time()
+        with pq.ParquetWriter(Path(tmp) / "x.parquet", table.schema) as w:
+            for b in table.to_batches(max_chunksize=65_536):
+                w.write_batch(b)
+        write = time.process_time() - t0
+    return {"read_cpu_s": read, "write_cpu_s": write, "input_rows": rows,
+            "output_rows": table.num_rows}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--threads", type=int, action="append", help="thread counts (repeatable)")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--data", help="reuse this folder of generated input (made if missing)")
+    ap.add_argument("--no-stages", action="store_true", help="skip the per-stage figures")
+    ap.add_argument("--json", default=str(RESULTS))
+    args = ap.parse_args(argv)
+    counts = args.threads or [1, 2]
+    if 1 not in counts:
+        counts = [1, *counts]
+    results: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(args.data) if args.data else Path(tmp) / "in"
+        if not (data / "part-000.parquet").exists():
+            subprocess.run([sys.executable, str(Path(__file__).parent / "bench_replay.py"),
+                            "--generate", str(data), str(args.rows)], check=True)
+        for name, q in QUERIES.items():
+            for r in range(args.repeat):
+                outs: dict[int, Path] = {}
+                for th in counts:
+                    out = Path(tmp) / f"out-{name.split()[0]}-{r}-{th}"
+                    res = {"rows": args.rows, "query": name, "repeat": r,
+                           **run_oop(data, q, out, th)}
+                    outs[th] = out
+                    results.append(res)
+                    print(json.dumps(res), flush=True)
+                one = read_parts(outs[1])
+                for th in counts[1:]:
+                    same = read_parts(outs[th]).equals(one)
+                    results[-len(counts) + counts.index(th)]["identical_to_1_thread"] = same
+                    if not same:
+                        print(f"{name}: --threads {th} output differs from --threads 1",
+                              file=sys.stderr)
+                if r == args.repeat - 1 and not args.no_stages:
+                    summary[name] = {"stages": stages(data, outs[1])}
+                for th, out in outs.items():
+                    for f in out.glob("*"):
+                        f.unlink()
+        for name in QUERIES:
+            for th in counts:
+                walls = sorted(x["wall_s"] for x in results if x["query"] == name
+                               and x["threads"] == th)
+                eng = sorted(x["engine_wall_s"] for x in results if x["query"] == name
+                             and x["threads"] == th)
+                summary.setdefault(name, {})[f"threads_{th}"] = {
+                    "wall_s_min_median_max": [walls[0], walls[len(walls) // 2], walls[-1]],
+                    "engine_s_min_median_max": [eng[0], eng[len(eng) // 2], eng[-1]]}
+            base = summary[name]["threads_1"]
+            for th in counts[1:]:
+                s = summary[name][f"threads_{th}"]
+                s["speedup_wall_median"] = (base["wall_s_min_median_max"][1]
+                                            / s["wall_s_min_median_max"][1])
+                s["speedup_engine_median"] = (base["engine_s_min_median_max"][1]
+                                              / s["engine_s_min_median_max"][1])
+    load_after = os.getloadavg()
+    print(json.dumps(summary, indent=2))
+    print(f"load average before: {load_before}, after: {load_after}, cores: {os.cpu_count()}")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(
+        {"results": results, "summary": summary, "loadavg_before": load_before,
+         "loadavg_after": load_after, "cpu_count": os.cpu_count()}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

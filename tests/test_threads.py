@@ -1,0 +1,352 @@
+"""The window on N key partitions (oop.window.threaded) == the one-thread window, row for row.
+
+Differential tests: the threaded operator and the plain one run on the same
+disordered feed; their outputs must be equal as Arrow tables (same rows,
+same order, same types), with the same punctuation and the same late
+accounting. The one-thread operator is checked against the from-scratch
+oracle in test_window.py; here the oracle check is repeated on the
+accounting (every tuple is in a window or late).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import oop
+from oop.errors import ConfigError
+from oop.operators.base import StreamInfo
+from oop.stream.elements import Punctuation
+from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+from oop.window import Landmark, Sliding, Tumbling, agg
+from oop.window.aggregate import WindowAggregate
+from oop.window.threaded import (ThreadedWindow, merge_order, merge_order_reference,
+                                 partition_rows, partition_rows_reference)
+
+ROOT = Path(__file__).resolve().parents[1]
+AGGS = [agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
+        agg.std("val"), agg.first("val"), agg.last("val")]
+HOLISTIC = [agg.median("val"), agg.distinct("val"), agg.heavy_hitters("val", 2)]
+KINDS = [Tumbling(7), Tumbling(5, origin=3), Sliding(10, 3), Sliding(9, 6, origin=2)]
+
+
+# ---- kernels vs references ------------------------------------------------------
+@given(codes=st.lists(st.integers(0, 50), max_size=80), n=st.integers(1, 7))
+def test_partition_rows_is_a_stable_scatter(codes, n):
+    c = np.asarray(codes, np.int64)
+    order, bounds = partition_rows(c, n)
+    ref_order, ref_bounds = partition_rows_reference(c, n)
+    assert order.tolist() == ref_order.tolist() and bounds.tolist() == ref_bounds.tolist()
+    for p in range(n):  # every row of partition p, in arrival order
+        rows = order[bounds[p]:bounds[p + 1]]
+        assert (c[rows] % n == p).all() and (np.diff(rows) > 0).all()
+
+
+@st.composite
+def runs(draw):
+    parts, a, b = [0], [], []
+    for _ in range(draw(st.integers(1, 6))):
+        m = draw(st.integers(0, 12))
+        x = draw(st.lists(st.tuples(st.integers(0, 4), st.integers(0, 9)), min_size=m, max_size=m))
+        if draw(st.booleans()):
+            x = sorted(x)  # usually sorted; an unsorted run must be sorted first
+        a += [p[0] for p in x]
+        b += [p[1] for p in x]
+        parts.append(parts[-1] + m)
+    return np.asarray(a, np.int64), np.asarray(b, np.int64), np.asarray(parts, np.int64)
+
+
+@given(r=runs())
+def test_merge_order_equals_a_stable_sort(r):
+    a, b, bounds = r
+    got = merge_order(a, b, bounds)
+    assert sorted(got.tolist()) == list(range(a.shape[0]))
+    assert list(zip(a[got], b[got])) == sorted(zip(a.tolist(), b.tolist()))
+    if all((np.lexsort((b[x:y], a[x:y])) == np.arange(y - x)).all()
+           for x, y in zip(bounds[:-1], bounds[1:])):  # sorted runs: ties stay in run order
+        assert got.tolist() == merge_order_reference(a, b).tolist()
+
+
+# ---- stream level: threaded == one thread, row for row --------------------------------
+@st.composite
+def feeds(draw, max_rows=60):
+    t = draw(disordered_tables(max_rows=max_rows, n_keys=draw(st.sampled_from([1, 4, 12])),
+                               max_delay=draw(st.sampled_from([0, 3, 10])),
+                               string_keys=draw(st.booleans())))
+    return t, draw(exact_punctuation_feed(draw(batch_splits(t))))
+
+
+def run(items, schema, kind, aggs, method, threads, by=("key",)):
+    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=schema)
+    return s.window(kind, aggs, by=list(by), method=method, threads=threads).run()
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=repr)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_threaded_output_is_the_one_thread_output(kind, data):
+    t, items = data.draw(feeds())
+    method = data.draw(st.sampled_from(["wid", "paned", "auto"]))
+    aggs = AGGS + (HOLISTIC if data.draw(st.booleans()) else [])
+    one = run(items, t.schema, kind, aggs, method, 1)
+    for n in (2, 3):
+        res = run(items, t.schema, kind, aggs, method, n)
+        assert res.table.equals(one.table), (n, res.table.to_pylist(), one.table.to_pylist())
+        assert res.punctuations == one.punctuations
+        assert res.late_total == one.late_total == 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_two_key_columns_and_timestamp_time(data):
+    t, items = data.draw(feeds())
+    t2 = t.append_column("k2", pa.array([i % 3 for i in range(t.num_rows)], pa.int64()))
+    off = 0
+    items2 = []
+    for it in items:
+        if isinstance(it, pa.RecordBatch):
+            items2.append(pa.RecordBatch.from_arrays(
+                [*it.columns, pa.array([(off + i) % 3 for i in range(it.num_rows)], pa.int64())],
+                schema=t2.schema))
+            off += it.num_rows
+        else:
+            items2.append(it)
+    one = run(items2, t2.schema, Sliding(8, 4), AGGS, "auto", 1, by=("key", "k2"))
+    two = run(items2, t2.schema, Sliding(8, 4), AGGS, "auto", 2, by=("key", "k2"))
+    assert two.table.equals(one.table)
+
+
+# ---- operator level: late tuples under every policy -----------------------------------
+SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+
+
+@st.composite
+def scripts(draw):
+    """Batches and punctuations in any order: punctuation may make later tuples late."""
+    steps, p = [], -5
+    for _ in range(draw(st.integers(1, 14))):
+        if draw(st.booleans()):
+            n = draw(st.integers(0, 8))
+            ts = draw(st.lists(st.integers(p - 8, p + 25), min_size=n, max_size=n))
+            keys = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
+            vals = draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
+            steps.append(pa.record_batch({"ts": ts, "key": keys, "val": vals}, schema=SCHEMA))
+        else:
+            p += draw(st.integers(0, 10))
+            steps.append(Punctuation("ts", p))
+    return steps
+
+
+def drive(op, steps):
+    op.open([StreamInfo("s", SCHEMA, {"ts": "ms"}, "ts")])
+    out = []
+    for s in steps:
+        out += op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
+    out += op.flush()
+    rows = [b for b in out if isinstance(b, pa.RecordBatch) and b.num_rows]
+    table = pa.Table.from_batches(rows, schema=op.output.schema).combine_chunks()
+    return table, [p for p in out if isinstance(p, Punctuation)]
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+@pytest.mark.parametrize("policy", [None, "drop", "side_output", "update"])
+@pytest.mark.parametrize("method", ["wid", "paned"])
+@pytest.mark.parametrize("kind", [Tumbling(6), Sliding(9, 3)], ids=repr)
+@settings(max_examples=20, deadline=None)
+@given(steps=scripts(), lateness=st.integers(0, 12))
+def test_late_policies_match_one_thread(kind, method, policy, lag, steps, lateness):
+    aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.median("val")]
+    kw = dict(by="key", method=method, late=policy)
+    if policy == "update":
+        kw["allowed_lateness"] = lateness
+    one = WindowAggregate(kind, aggs, **kw)
+    many = ThreadedWindow(kind, aggs, threads=3, lag=lag, **kw)
+    t1, p1 = drive(one, steps)
+    tn, pn = drive(many, steps)
+    assert tn.equals(t1), (tn.to_pylist(), t1.to_pylist())
+    assert pn == p1
+    assert many.metrics.late == one.metrics.late
+    assert ([b.to_pylist() for b in many.side_outputs.get("late", [])]
+            == [b.to_pylist() for b in one.side_outputs.get("late", [])])
+    if isinstance(kind, Tumbling) and policy != "update":  # every tuple: a window or late
+        n_in = sum(s.num_rows for s in steps if isinstance(s, pa.RecordBatch))
+        assert sum(tn.column("count").to_pylist()) + many.metrics.late_total == n_in
+
+
+def test_raise_policy_raises_on_the_same_tuple():
+    steps = [pa.record_batch({"ts": [1, 15], "key": [0, 1], "val": [1, 1]}, schema=SCHEMA),
+             Punctuation("ts", 12),
+             pa.record_batch({"ts": [3, 20], "key": [0, 0], "val": [1, 1]}, schema=SCHEMA)]
+    for op in (WindowAggregate(Tumbling(10), [agg.count()], by="key", late="raise"),
+               ThreadedWindow(Tumbling(10), [agg.count()], by="key", late="raise", threads=2)):
+        with pytest.raises(oop.LateTupleError, match="ts=3"):
+            drive(op, steps)
+
+
+# ---- planning and refusals -----------------------------------------------------------
+def test_unpartitionable_queries_run_on_one_thread_and_checkpoints_refuse():
+    t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
+    s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
+    land = s.window(Landmark(10), [agg.count()], by="key", threads=4)
+    assert not isinstance(land.node.op, ThreadedWindow)  # landmark: one thread
+    nokey = s.window(Tumbling(10), [agg.count()], threads=4)
+    assert not isinstance(nokey.node.op, ThreadedWindow)
+    w = s.window(Tumbling(10), [agg.count()], by="key", threads=2)
+    assert isinstance(w.node.op, ThreadedWindow)
+    assert w.run().table.equals(s.window(Tumbling(10), [agg.count()], by="key").run().table)
+    with pytest.raises(ConfigError, match="cannot be checkpointed"):
+        w.run(stop_after_rounds=1)
+    with pytest.raises(ConfigError, match="threads=1"):
+        ThreadedWindow(Tumbling(10), [agg.count()], threads=1, by="key")
+
+
+def test_a_checkpointed_job_refuses_threads_before_any_work(tmp_path):
+    t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
+    s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
+    w = s.window(Tumbling(10), [agg.count()], by="key", threads=2)
+    with pytest.raises(ConfigError, match="window: a window on several threads cannot be "):
+        w.sink(f"{tmp_path}/out/", checkpoint_dir=tmp_path / "ck")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+# ---- the command ------------------------------------------------------------------
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "oop.cli", "replay", *args],
+                          capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_cli_threads_gives_the_one_thread_output(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 30_000
+    ts = np.arange(n) - rng.integers(0, 400, n)
+    keys = np.array([f"k{x}" for x in rng.zipf(1.3, n) % 500])
+    pq.write_table(pa.table({"ts": ts, "key": keys, "v": rng.random(n)}), tmp_path / "in.parquet")
+    common = ["--input", str(tmp_path / "in.parquet"), "--time", "ts", "--key", "key",
+              "--window", "sliding:1s,100ms", "--agg", "count", "--agg", "sum:v",
+              "--agg", "max:v", "--punctuation", "bounded:300ms+cadence:2048rows", "--batch-size", "4096",
+              "--quiet"]
+    outs = {}
+    for th in ("1", "2"):
+        out = tmp_path / f"out{th}.parquet"
+        r = _cli(*common, "--threads", th, "--out", str(out),
+                 "--metrics", str(tmp_path / f"m{th}.json"))
+        assert r.returncode == 0, r.stderr
+        outs[th] = pq.read_table(out)
+    assert outs["1"].num_rows > 1000 and outs["2"].equals(outs["1"])
+    m1 = json.loads((tmp_path / "m1.json").read_text())
+    m2 = json.loads((tmp_path / "m2.json").read_text())
+    assert m2["late"] == m1["late"] > 0  # bounded:300ms < the 400ms disorder: late tuples
+    assert m2["plan"]["threads"] == 2 and "threads" not in m1["plan"]
+    r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
+             str(tmp_path / "ck"))
+    assert r.returncode == 2 and "--threads 2 cannot be checkpointed" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+# ---- the pipeline stages: read ahead, write behind ------------------------------------
+class _ListSink:
+    name = "list"
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.rows: list[int] = []
+        self.events: list[str] = []
+        self.fail_at = fail_at
+
+    def open(self, schema: pa.Schema) -> None:
+        self.events.append("open")
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.fail_at is not None and len(self.rows) >= self.fail_at:
+            raise OSError("disk full")
+        self.rows += batch.column(0).to_pylist()
+
+    def commit(self) -> int:
+        self.events.append(f"commit@{len(self.rows)}")
+        return len(self.rows)
+
+    def close(self) -> None:
+        self.events.append(f"close@{len(self.rows)}")
+
+    def abort(self) -> None:
+        self.events.append("abort")
+
+
+def _batches(n: int, size: int) -> list[pa.RecordBatch]:
+    return [pa.record_batch({"x": list(range(i * size, (i + 1) * size))}) for i in range(n)]
+
+
+def test_background_sink_writes_in_order_and_commits_what_was_written():
+    from oop.plan.background import BackgroundSink
+
+    inner = _ListSink()
+    s = BackgroundSink(inner, max_bytes=100)
+    s.open(pa.schema([("x", pa.int64())]))
+    for b in _batches(20, 5):
+        s.write(b)
+    assert s.commit() == 100  # every queued write happened before the commit
+    for b in _batches(3, 5):
+        s.write(b)
+    s.close()
+    assert inner.rows == list(range(100)) + list(range(15))
+    assert inner.events == ["open", "commit@100", "close@115"]
+
+
+def test_background_sink_raises_a_write_error_on_the_next_call_and_aborts():
+    from oop.plan.background import BackgroundSink
+
+    inner = _ListSink(fail_at=10)
+    s = BackgroundSink(inner, max_bytes=100)
+    s.open(pa.schema([("x", pa.int64())]))
+    with pytest.raises(OSError, match="disk full"):
+        for b in _batches(50, 5):
+            s.write(b)
+        s.commit()
+    s.abort()
+    assert inner.rows == list(range(10)) and inner.events[-1] == "abort"
+
+
+def test_read_ahead_gives_the_same_batches_then_end():
+    from oop.io.protocol import END
+    from oop.plan.background import ReadAhead
+
+    class Feed:
+        name, live, resumable = "feed", False, True
+
+        def __init__(self) -> None:
+            self.items = _batches(30, 3)
+            self.closed = False
+
+        def open(self):
+            return self.items[0].schema
+
+        def poll(self, max_rows, timeout=0.1):
+            return self.items.pop(0) if self.items else END
+
+        def offset(self):
+            return None
+
+        def seek(self, offset):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    inner = Feed()
+    expect = [b.column(0).to_pylist() for b in inner.items]
+    r = ReadAhead(inner, depth=3)
+    assert r.open() is not None
+    got = []
+    while (item := r.poll(3)) is not END:
+        got.append(item.column(0).to_pylist())
+    r.close()
+    assert got == expect and inner.closed
