@@ -45,7 +45,8 @@ def disordered(seed: int, n: int = 300, jitter: int = 2000, span: int = 60) -> p
 
 
 def late_rows(ts: list[int], delay: int, batch_size: int) -> set[int]:
-    """Positions of the rows BoundedDelay(delay) makes late with punctuation after each batch."""
+    """Positions of the rows BoundedDelay(delay) makes late with punctuation after every
+    ``batch_size`` rows (``+cadence:{batch_size}rows``, whatever the batches)."""
     late: set[int] = set()
     seen_max: int | None = None
     for start in range(0, len(ts), batch_size):
@@ -95,7 +96,8 @@ def same(got: pa.Table, want: list[dict[str, Any]]) -> None:
 DDL = """
 CREATE TABLE t (ts BIGINT, k STRING, k2 STRING, v DOUBLE, w BIGINT, rid BIGINT,
                 WATERMARK FOR ts AS ts - INTERVAL '{d}' MILLISECOND)
-WITH ('time-unit' = 'ms', 'batch-size' = '{bs}');
+WITH ('time-unit' = 'ms', 'punctuation' = 'bounded:{d}ms+cadence:{bs}rows',
+      'batch-size' = '5');
 """
 
 

@@ -33,7 +33,8 @@ def test_explain_names_operators_methods_and_punctuation() -> None:
     assert isinstance(text, str) and text.startswith("== oop plan (strategy oop) ==")
     assert "window [WindowAggregate]" in text and "Sliding(range=4000, slide=1000" in text
     assert "method: WID or Paned-WID (auto: sliding: the cost model" in text
-    assert "t [Source]" in text and "punctuation: BoundedDelay(delay='1s')" in text
+    assert "t [Source]" in text
+    assert "punctuation: Cadence(inner=BoundedDelay(delay='1s'), rows=65536)" in text
     tumble = oop.sql(D + f"EXPLAIN SELECT COUNT(*) AS n {W} GROUP BY window_start, window_end",
                      {"t": T})
     assert "method: WID (auto: tumbling: each tuple is in one window" in tumble

@@ -382,3 +382,52 @@ def test_a_table_read_from_standard_input(feed: Path, tmp_path: Path) -> None:
     assert rows(read_any(tmp_path / "o.csv"), COLS) == rows(read_any(ref), COLS)
     one_line_error(run_sql(table("-") + AGG, "--checkpoint-dir", str(tmp_path / "ck"),
                            "--out", f"{tmp_path / 'o'}/"), "cannot be re-read")
+
+
+# ---- punctuation does not depend on --batch-size ---------------------------------------
+def per_batch_late(ts: np.ndarray, delay: int, every: int) -> np.ndarray:
+    """Reference: which rows ``bounded:delay`` makes late when the bound is asked after every
+    ``every`` rows (after each batch, or at each cadence point): row i is late when its time
+    is below the max of the segments before its own minus ``delay``."""
+    seg_max = np.maximum.reduceat(ts, np.arange(0, len(ts), every))
+    before = np.concatenate([[np.iinfo(np.int64).min + delay], np.maximum.accumulate(seg_max)])
+    return ts < before[np.arange(len(ts)) // every] - delay
+
+
+def test_watermark_results_do_not_depend_on_the_batch_size(tmp_path: Path) -> None:
+    """A WATERMARK (and a 'punctuation' naming no cadence) punctuates every 65536 rows read,
+    as ``oop replay`` does: --batch-size 7, 1000 and 65536 give the same windows and late
+    rows, those of the reference at the cadence points, and the rows of ``oop replay``."""
+    n, delay = 80_000, 1000
+    rng = np.random.default_rng(5)
+    ts = np.arange(n, dtype=np.int64) * 5 + rng.integers(0, 3000, n)
+    data = pa.table({"ts": ts, "k": np.array([f"k{i}" for i in range(7)])[rng.integers(0, 7, n)],
+                     "v": rng.integers(0, 100, n), "arr": np.arange(n)})
+    path = tmp_path / "d.parquet"
+    pq.write_table(data, path)
+    assert not np.array_equal(per_batch_late(ts, delay, 7), per_batch_late(ts, delay, 1000))
+    want_late = per_batch_late(ts, delay, 65_536)
+    assert 0 < want_late.sum() < n  # some late rows, all after the first cadence point
+    wm = (f"CREATE TABLE t (ts BIGINT, k STRING, v BIGINT, arr BIGINT, WATERMARK FOR ts AS "
+          f"ts - INTERVAL '1' SECOND) WITH ('path' = '{path}', 'time-unit' = 'ms');\n")
+    opt = table(str(path), punct="bounded:1s")
+    runs = []
+    for script, bs in ((wm, 7), (wm, 1000), (wm, 65_536), (opt, 7)):
+        out, late, m = (tmp_path / f"{x}-{len(runs)}.parquet" for x in ("o", "l", "m"))
+        ok(run_sql(script + AGG, "--batch-size", str(bs), "--out", str(out), "--late", "side",
+                   "--late-out", str(late), "--metrics", str(m), "--quiet"))
+        summary = json.loads(m.read_text())
+        late_rows = pq.read_table(late)
+        assert summary["late"] == late_rows.num_rows == int(want_late.sum())
+        assert sorted(late_rows.column("arr").to_pylist()) == np.flatnonzero(want_late).tolist()
+        runs.append(rows(read_any(out), COLS))
+    assert all(r == runs[0] for r in runs)
+    assert runs[0] == group_by(data.filter(pa.array(~want_late)))
+    p = subprocess.run([sys.executable, "-m", "oop.cli", "replay", "--input", str(path),
+                        "--time", "ts", "--time-unit", "ms", "--key", "k", "--window",
+                        "tumbling:1s", "--agg", "count", "--agg", "sum:v", "--punctuation",
+                        "bounded:1s", "--batch-size", "1000", "--out",
+                        str(tmp_path / "r.parquet"), "--quiet"],
+                       env=_env(), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    ok(p)
+    assert rows(read_any(tmp_path / "r.parquet")) == runs[0]

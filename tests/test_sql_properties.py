@@ -51,15 +51,16 @@ def test_punctuation_and_late_options() -> None:
     assert late
     q = """CREATE TABLE t (ts BIGINT, k STRING, k2 STRING, v DOUBLE, w BIGINT, rid BIGINT,
              WATERMARK FOR ts AS ts - INTERVAL '10' SECOND)
-           WITH ('time-unit' = 'ms', 'punctuation' = 'bounded:500ms', 'late' = 'side_output',
-                 'batch-size' = '8');
+           WITH ('time-unit' = 'ms', 'punctuation' = 'bounded:500ms+cadence:8rows',
+                 'late' = 'side_output', 'batch-size' = '3');
            SELECT rid FROM t"""
     res = oop.sql(q, {"t": t}).run()
     side = pa.concat_tables(list(res.late.values()))
     assert set(side.column("rid").to_pylist()) == late
     assert set(res.table.column("rid").to_pylist()) == set(range(t.num_rows)) - late
     text = oop.sql(q.replace("SELECT rid", "EXPLAIN SELECT rid"), {"t": t})
-    assert "punctuation: BoundedDelay(delay='500ms'); late: side_output" in text
+    assert ("punctuation: Cadence(inner=BoundedDelay(delay='500ms'), rows=8); "
+            "late: side_output") in text
 
 
 @settings(max_examples=12, deadline=None)

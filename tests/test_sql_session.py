@@ -24,7 +24,8 @@ from oop.sql import SqlError
 
 DDL = """CREATE TABLE t (ts BIGINT, k STRING, v DOUBLE, w BIGINT,
                 WATERMARK FOR ts AS ts - INTERVAL '{d}' MILLISECOND)
-WITH ('time-unit' = 'ms', 'batch-size' = '{bs}');
+WITH ('time-unit' = 'ms', 'punctuation' = 'bounded:{d}ms+cadence:{bs}rows',
+      'batch-size' = '5');
 """
 OOP_AGGS = """COUNT(*) AS n, COUNT(v) AS nv, SUM(w) AS sw, AVG(v) AS av, MIN(v) AS mn,
     MAX(w) AS mx, STDDEV_SAMP(v) AS sd, VAR_SAMP(v) AS vr, FIRST_VALUE(v) AS fv,
@@ -49,7 +50,7 @@ def disordered(seed: int, n: int = 300, jitter: int = 1500, span: int = 60) -> p
 
 
 def no_late(ts: list[int], delay: int, bs: int) -> bool:
-    """BoundedDelay(delay) with punctuation after each batch of ``bs`` rows makes none late."""
+    """BoundedDelay(delay) with punctuation after every ``bs`` rows makes none late."""
     seen = None
     for s in range(0, len(ts), bs):
         if seen is not None and min(ts[s:s + bs]) < seen - delay:
@@ -129,7 +130,7 @@ def test_session_errors_are_one_line(q: str, msg: str) -> None:
 
 
 def late_rows(ts: list[int], delay: int, bs: int) -> set[int]:
-    """Rows BoundedDelay(delay) makes late with punctuation after each batch of ``bs`` rows."""
+    """Rows BoundedDelay(delay) makes late with punctuation after every ``bs`` rows."""
     late: set[int] = set()
     seen = None
     for s in range(0, len(ts), bs):

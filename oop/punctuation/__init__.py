@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
     from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
     from oop.punctuation.bounded_delay import BoundedDelay, BoundedDelayLogic
     from oop.punctuation.bounded_tuples import BoundedTuples, BoundedTuplesLogic
-    from oop.punctuation.cadence import DEFAULT_CADENCE_ROWS, Cadence, IdleWall, cadence_of
+    from oop.punctuation.cadence import (DEFAULT_CADENCE_ROWS, Cadence, IdleWall, cadence_of,
+                                         with_cadence, with_cadence_spec)
     from oop.punctuation.external import External, ExternalLogic
     from oop.punctuation.granularity import Granular, GranularLogic, floor_to_grid
     from oop.punctuation.idle import Idle, IdleLogic
@@ -60,6 +61,8 @@ _LAZY: dict[str, str] = {
     "IdleWall": "oop.punctuation.cadence",
     "cadence_of": "oop.punctuation.cadence",
     "DEFAULT_CADENCE_ROWS": "oop.punctuation.cadence",
+    "with_cadence": "oop.punctuation.cadence",
+    "with_cadence_spec": "oop.punctuation.cadence",
     "parse_punctuation": "oop.punctuation.spec",
     "SPEC_HELP": "oop.punctuation.spec",
 }

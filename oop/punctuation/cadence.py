@@ -39,7 +39,8 @@ from oop.punctuation.bounded_delay import BoundedDelay  # noqa: F401  (doctest)
 from oop.stream.elements import INT64_MIN
 from oop.stream.timecol import TimeSpec
 
-__all__ = ["Cadence", "IdleWall", "IdleWallLogic", "DEFAULT_CADENCE_ROWS", "cadence_of"]
+__all__ = ["Cadence", "IdleWall", "IdleWallLogic", "DEFAULT_CADENCE_ROWS", "cadence_of",
+           "with_cadence", "with_cadence_spec"]
 
 DEFAULT_CADENCE_ROWS = 65_536  # the CLI's cadence when the spec names none
 
@@ -68,6 +69,27 @@ def cadence_of(config: GeneratorConfig) -> tuple[GeneratorConfig, int | None]:
     if isinstance(config, Cadence):
         return config.inner, int(config.rows)
     return config, None
+
+
+def with_cadence(config: GeneratorConfig) -> GeneratorConfig:
+    """``config`` with the default cadence (:data:`DEFAULT_CADENCE_ROWS`) unless it names one.
+
+    What ``oop replay``'s ``--punctuation`` and an ``oop sql`` table's ``WATERMARK`` /
+    ``'punctuation'`` option punctuate on, so neither depends on ``--batch-size``.
+
+    >>> with_cadence(BoundedDelay("5s"))
+    Cadence(inner=BoundedDelay(delay='5s'), rows=65536)
+    """
+    return config if isinstance(config, Cadence) else Cadence(config, DEFAULT_CADENCE_ROWS)
+
+
+def with_cadence_spec(spec: str) -> str:
+    """The spec text of :func:`with_cadence` (for consumers of spec strings, e.g. Spark).
+
+    >>> with_cadence_spec("bounded:5s")
+    'bounded:5s+cadence:65536rows'
+    """
+    return spec if "cadence:" in spec.lower() else f"{spec}+cadence:{DEFAULT_CADENCE_ROWS}rows"
 
 
 class IdleWallLogic(PunctuationGenerator):

@@ -123,10 +123,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 def punctuation_spec(args: argparse.Namespace) -> Any:
     """The source's generator config: the spec, with the default cadence unless it names one."""
-    from oop.punctuation import DEFAULT_CADENCE_ROWS, Cadence, parse_punctuation
+    from oop.punctuation import parse_punctuation, with_cadence
 
-    cfg = parse_punctuation(args.punctuation)
-    return cfg if isinstance(cfg, Cadence) else Cadence(cfg, DEFAULT_CADENCE_ROWS)
+    return with_cadence(parse_punctuation(args.punctuation))
 
 
 # ---- the plan ----------------------------------------------------------
@@ -221,7 +220,9 @@ def run_replay(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--spark needs PySpark: install the spark extra (pip install -e '.[spark]') ({e})"
             ) from e
-        args.punctuation = _with_cadence(args.punctuation)
+        from oop.punctuation import with_cadence_spec
+
+        args.punctuation = with_cadence_spec(args.punctuation)
         return int(spark_replay(args))
     if args.verify or args.shards:
         raise ConfigError("--verify and --shards need --spark")
@@ -259,15 +260,5 @@ def _pipeline_stages(stream: Any, src: Any, out: Any, args: argparse.Namespace) 
                        ("writer_cpu_s", out)):
         if hasattr(part, "cpu_s"):
             op.stages[what] = part
-
-
-def _with_cadence(spec: str) -> str:
-    return spec if "cadence:" in spec.lower() else f"{spec}+cadence:{_default_cadence()}rows"
-
-
-def _default_cadence() -> int:
-    from oop.punctuation import DEFAULT_CADENCE_ROWS
-
-    return DEFAULT_CADENCE_ROWS
 
 

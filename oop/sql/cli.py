@@ -62,8 +62,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                      out_format_aliases=("--format",))
     add_runtime_flags(p, batch_size=None,
                       batch_help="rows per source batch (default: the table's 'batch-size', "
-                                 "else 65536); a WATERMARK punctuates once per batch unless "
-                                 "the table's 'punctuation' names a cadence")
+                                 "else 65536); results do not depend on it: a WATERMARK "
+                                 "punctuates after every 65536 rows read unless the table's "
+                                 "'punctuation' names another +cadence:Nrows")
     p.set_defaults(func=run_sql)
 
 

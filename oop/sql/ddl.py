@@ -17,7 +17,10 @@ column), ``punctuation`` (a :func:`~oop.punctuation.spec.parse_punctuation`
 spec such as ``bounded:5s+idle:1min``; overrides the watermark clause),
 ``time`` (the event-time column when there is no watermark clause),
 ``late`` (``drop``, ``side``/``side_output``, ``raise``, ``update``), ``batch-size``
-(rows per batch, default 65536), ``connector`` (``filesystem`` only), and the
+(rows per batch, default 65536; results do not depend on it: the watermark
+clause and a ``punctuation`` that names no ``+cadence:Nrows`` punctuate after
+every 65536 rows read, :func:`~oop.punctuation.cadence.with_cadence`, as
+``oop replay`` does), ``connector`` (``filesystem`` only), and the
 per-input settings of ``oop replay``: ``arrival`` (replay the rows in this
 column's order; out of core for a file), ``arrival-bound`` (reorder within N
 rows; needed for live inputs), ``follow`` (``true``: keep watching the
@@ -46,7 +49,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from oop.errors import OopError
-from oop.punctuation import BoundedDelay, Ordered, parse_punctuation
+from oop.punctuation import BoundedDelay, Ordered, parse_punctuation, with_cadence
 from oop.punctuation.base import GeneratorConfig
 from oop.sql.parse import Script
 from oop.sql.types import arrow_type
@@ -208,6 +211,8 @@ def _table(node: exp.Create, script: Script) -> TableDef:
             punct = parse_punctuation(opts["punctuation"])
         except OopError as err:
             raise script.error(str(err), node) from None
+    if punct is not None:  # punctuate on the rows read, not on the batches: as `oop replay`
+        punct = with_cadence(punct)
     if time is not None and fields and time not in schema.names:
         raise script.error(f"table {name!r}: event-time column {time!r} is not declared", wm)
     if time is not None and fields:
