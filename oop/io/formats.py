@@ -129,6 +129,8 @@ def _closing(reader: pacsv.CSVStreamingReader | ipc.RecordBatchStreamReader,
 # ---- CSV -----------------------------------------------------------------
 def _csv(path: Path, skip: int, types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
     reader = pacsv.open_csv(path, read_options=pacsv.ReadOptions(block_size=_CSV_BLOCK),
+                            # quoted fields may hold newlines, across blocks (cost ~2 %)
+                            parse_options=pacsv.ParseOptions(newlines_in_values=True),
                             convert_options=pacsv.ConvertOptions(column_types=_text_types(types)))
 
     return reader.schema, _closing(reader, skip)
