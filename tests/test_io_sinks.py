@@ -96,6 +96,35 @@ def test_parquet_buffers_small_batches_into_large_row_groups(tmp_path: Path) -> 
     assert meta.num_row_groups == 4 and meta.num_rows == 10_000
 
 
+def test_parquet_dictionary_encodes_text_columns_only_and_reads_back(tmp_path: Path) -> None:
+    """Strings (keys), binaries and dictionaries are dictionary-encoded, numbers and window
+    bounds plain; pyarrow and DuckDB read every row back."""
+    import duckdb
+
+    n = 3000
+    r = np.arange(n)
+    ws = (r // 100 * 1000).astype("datetime64[ms]")
+    t = pa.table({"k": pa.array([f"key{j % 37}" for j in r]), "ik": pa.array(r % 37),
+                  "b": pa.array([bytes([j % 5]) for j in r], pa.binary()),
+                  "d": pa.array([f"d{j % 3}" for j in r]).dictionary_encode(),
+                  "window_start": ws, "window_end": ws + np.timedelta64(1000, "ms"),
+                  "count": pa.array(r % 7), "sum_v": pa.array(r * 0.25),
+                  "none": pa.array([None] * n, pa.string())})
+    path = tmp_path / "out.parquet"
+    write_all(open_sink(str(path)), t.to_batches(max_chunksize=512))
+    meta = pq.ParquetFile(path).metadata
+    dict_cols = {meta.row_group(0).column(i).path_in_schema
+                 for i in range(meta.num_columns)
+                 if meta.row_group(0).column(i).has_dictionary_page}
+    assert dict_cols == {"k", "b", "d", "none"}
+    assert pq.read_table(path).to_pylist() == t.to_pylist()
+    got = duckdb.connect().execute(f"SELECT k, ik, count, sum_v, epoch_ms(window_end) "
+                                   f"FROM read_parquet('{path}')").fetchall()
+    want = zip(t["k"].to_pylist(), t["ik"].to_pylist(), t["count"].to_pylist(),
+               t["sum_v"].to_pylist(), ((j // 100 + 1) * 1000 for j in r))
+    assert sorted(got) == sorted(want)
+
+
 def test_nested_column_to_csv_as_json_text(tmp_path: Path) -> None:
     b = pa.record_batch({"k": [1, 2, 3], "top": pa.array([[1, 2], None, []], pa.list_(pa.int64())),
                          "st": pa.array([{"a": 1}, {"a": 2}, {"a": None}])})
