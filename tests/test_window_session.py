@@ -294,6 +294,17 @@ def test_float_values_nan_inf_null(data):
     assert_rows_equal(got, session_oracle(t, gap, AGGS, ["key"]).to_pylist())
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("split", [1, 2, 4])
+def test_inf_and_minus_inf_in_one_session_sum_to_nan_without_a_warning(split):
+    t = pa.table({"ts": pa.array([0, 1, 2, 3], pa.int64()), "key": pa.array([0] * 4, pa.int64()),
+                  "val": pa.array([math.inf, -math.inf, 1.0, math.inf])})
+    items = [b for i in range(0, 4, split) for b in (t.slice(i, split).to_batches())]
+    got = [r for s in run_steps(_open(t.schema, 5), items) for r in s]
+    assert len(got) == 1 and math.isnan(got[0]["sum_val"])
+    assert_rows_equal(got, session_oracle(t, 5, AGGS, ["key"]).to_pylist())
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.data())
 def test_snapshot_restore_through_the_codec_continues_exactly(data):

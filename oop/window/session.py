@@ -270,7 +270,11 @@ class _Sessions:
 
 
 def _addat(v: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.add.reduceat(v, b) if b.size else v[:0].copy()
+    """Segment sums; inf + -inf is NaN there without a RuntimeWarning (the documented rule)."""
+    if not b.size:
+        return v[:0].copy()
+    with np.errstate(invalid="ignore"):
+        return np.add.reduceat(v, b)
 
 
 def _column(batch: pa.RecordBatch, name: str) -> tuple[np.ndarray, np.ndarray]:
