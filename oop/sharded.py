@@ -70,6 +70,7 @@ from oop.errors import ConfigError, UnknownColumnError
 from oop.join.keys import key_hashes
 from oop.operators.base import Operator, StreamInfo
 from oop.plan.executor import Executor, Node
+from oop.plan.result import Result
 from oop.progress.frontier import MinFrontier
 from oop.stream.elements import END_OF_STREAM, Element, Punctuation
 from oop.window.threaded import partition_rows, threadable
@@ -77,6 +78,7 @@ from oop.window.threaded import partition_rows, threadable
 __all__ = ["ShardedStream", "ShardedQuery", "ShardedResult", "Route", "shard", "shard_of_keys"]
 
 Plan = Callable[..., Stream]
+_IN_FLIGHT = 4  # batch pieces per shard queued before the routing thread waits
 
 
 # ---- routes -------------------------------------------------------------------
@@ -229,6 +231,10 @@ class ShardedQuery(Operator):
             elif rows.shape[0]:
                 part = batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows))
                 self.pending.append(sh.push(port, part))
+        # bound the batches in flight (memory): wait for the oldest; their results stay in
+        # the shards' outboxes until the next punctuation, so the output is unchanged
+        while len(self.pending) > _IN_FLIGHT * self.n:
+            self.pending.pop(0).result()
         return []
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
@@ -322,12 +328,12 @@ class ShardedStream:
     plan: Plan | None = None
 
     # ---- movement -----------------------------------------------------
-    def _placed(self) -> Stream:
+    def _placed(self, name: str | None = None) -> Stream:
         """The rows as one stream: the pending plan run on the shards (threads), melded."""
         if self.plan is None:
             return self.inputs[0][0]
         first, *others = self.inputs
-        op = ShardedQuery(self.plan, [r for _, r in self.inputs], name=self.name)
+        op = ShardedQuery(self.plan, [r for _, r in self.inputs], name=name or self.name)
         return first[0].via(op, *(s for s, _ in others))
 
     def _move(self, route: Route) -> "ShardedStream":
@@ -423,10 +429,11 @@ class ShardedStream:
 
     # ---- leaving ---------------------------------------------------------
     def to_stream(self, name: str | None = None) -> Stream:
-        """The shard outputs re-combined into one stream (Meld: union, min of punctuations)."""
-        return self._placed()
+        """The shard outputs re-combined into one stream (Meld: union, min of punctuations);
+        ``name`` names the combining operator."""
+        return self._placed(name)
 
-    def run(self) -> Any:
+    def run(self) -> Result:
         """Run to the end; the :class:`~oop.plan.result.Result` of the melded stream."""
         return self._placed().run()
 
