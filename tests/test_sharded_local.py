@@ -23,8 +23,7 @@ import oop
 from oop.errors import ConfigError, UnknownColumnError
 from oop.sharded import Route, ShardedQuery, shard, shard_of_keys
 from oop.stream.elements import Punctuation
-from oop.testing import batch_splits, check_punctuation_respected, disordered_tables, \
-    exact_punctuation_feed
+from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, Tumbling, agg
 
 AGGS = [agg.count(), agg.sum("val"), agg.min("val"), agg.max("val"), agg.mean("val")]
@@ -93,7 +92,8 @@ def test_group_apply_equals_the_one_thread_plan(data, n):
     assert res.tuples_in == t.num_rows and res.late_total == 0
     assert_valid(res)
     # each key was aggregated in exactly one shard: no (key, window) twice
-    keys = list(zip(res.table.column("key").to_pylist(), res.table.column("window_end").to_pylist()))
+    keys = list(zip(res.table.column("key").to_pylist(),
+                    res.table.column("window_end").to_pylist()))
     assert len(keys) == len(set(keys))
 
 
