@@ -11,6 +11,17 @@ Trill's GroupApply (003: ``redistribute(n, key).query(plan)`` runs ``plan``
 per key partition). Create one with :func:`shard` (``shard(stream, shards=n)``,
 as ``oop.spark.sharded.shard(df, shards=n)``).
 
+>>> import pyarrow as pa, pyarrow.compute as pc, oop
+>>> from oop.window import Tumbling, agg
+>>> t = pa.table({"ts": [3, 1, 2, 6, 5, 9], "k": [1, 2, 1, 2, 1, 1], "v": [1, 2, 3, 4, 5, 6]})
+>>> s = shard(oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(2), batch_size=2),
+...           shards=2)
+>>> per_key = s.redistribute(2, "k").query(
+...     lambda st: st.select(pc.field("v") > 1).window(Tumbling(5), [agg.sum("v")], by="k"))
+>>> sorted(per_key.collect().table.select(["k", "window_end", "sum_v"]).to_pylist(),
+...        key=lambda r: (r["window_end"], r["k"]))[:2]
+[{'k': 1, 'window_end': 5, 'sum_v': 3}, {'k': 2, 'window_end': 5, 'sum_v': 2}]
+
 Model. A ShardedStream is *lazy*: its rows are one or more one-thread
 streams (the inputs), each with a *route* (how its data rows are placed on
 the shards), and an optional per-shard plan. Movements set the route; a
