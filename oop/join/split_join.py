@@ -20,6 +20,30 @@ sees every punctuation the min equals each worker's bound -- the frontier
 is kept so that a worker lagging behind (e.g. after restore) can never let
 a punctuation overtake its results.
 
+Ordered gathering (deterministic output). The workers' results for one
+input element arrive in worker order, and which worker holds a stored tuple
+depends on k, so the raw union is not the one-worker order. The gatherer
+therefore emits, for every input element (a batch, a punctuation, an end of
+input) in arrival order:
+
+1. all result rows the element caused (joined pairs, semi rows, unmatched
+   rows padded with nulls -- from every worker) as ONE batch, sorted
+   lexicographically by the output columns in schema order (ascending,
+   nulls last; :func:`ordered_rows`); then
+2. the element's output punctuation(s) (individual per time attribute, then
+   joint), each the min over the workers (Meld).
+
+The multiset of an element's rows does not depend on k (each stored tuple
+is probed by exactly one worker, purged by exactly one, its matched bit is
+the OR over the probes), so this order makes the output of every k -- the
+sequence of batches and punctuations, row for row -- equal to the output
+of ``SplitJoin(config, workers=1)`` (a test asserts it on disordered
+streams). Punctuation rule: unchanged (a punctuation is emitted after the
+rows of its element and bounds every later row, as in OA-Join). Rows equal
+on every orderable column (e.g. differing only in a list column) keep
+worker order. Cost: one sort of each element's results,
+O(r log r) for r result rows, on the gathering thread.
+
 Cost: probing is divided by k (wall time), storing and output assembly are
 done once; speed-up therefore appears when probing dominates (long hash
 chains: few keys, wide bands, large state).
@@ -31,13 +55,48 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from oop.join.oa_join import OAJoin
 from oop.join.spec import JoinConfig
 from oop.progress.frontier import MinFrontier
 from oop.stream.elements import Element, Punctuation
 
-__all__ = ["SplitJoin"]
+__all__ = ["SplitJoin", "ordered_rows", "ordered_elements"]
+
+
+def _orderable(t: pa.DataType) -> bool:
+    return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or pa.types.is_null(t))
+
+
+def ordered_rows(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """``batches`` (one schema) as one batch sorted by the orderable columns, in schema
+    order (ascending, nulls last; a stable sort). O(r log r)."""
+    t = pa.Table.from_batches(batches).combine_chunks()
+    keys = [(f.name, "ascending") for f in t.schema if _orderable(f.type)]
+    if keys and t.num_rows > 1:
+        t = t.take(pc.sort_indices(t, sort_keys=keys, null_placement="at_end"))
+    return t.combine_chunks().to_batches()[0] if t.num_rows else batches[0].slice(0, 0)
+
+
+def ordered_elements(out: list[Element]) -> list[Element]:
+    """``out`` with every run of consecutive non-empty batches replaced by one
+    :func:`ordered_rows` batch; punctuations stay where they are."""
+    res: list[Element] = []
+    run: list[pa.RecordBatch] = []
+    for el in out:
+        if isinstance(el, pa.RecordBatch):
+            if el.num_rows:
+                run.append(el)
+            continue
+        if run:
+            res.append(ordered_rows(run))
+            run = []
+        res.append(el)
+    if run:
+        res.append(ordered_rows(run))
+    return res
 
 
 class SplitJoin(OAJoin):
@@ -57,6 +116,16 @@ class SplitJoin(OAJoin):
         futs = [self._pool.submit(w[o].probe, lo, hi, kh, bk, valid) for w in self.states[1:]]
         first = self.states[0][o].probe(lo, hi, kh, bk, valid)
         return [first, *(f.result() for f in futs)]
+
+    # ---- ordered gathering (module docstring) ----------------------------------
+    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
+        return ordered_elements(super().on_batch(batch, port))
+
+    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
+        return ordered_elements(super().on_punctuation(punctuation, port))
+
+    def on_end(self, port: int = 0) -> list[Element]:
+        return ordered_elements(super().on_end(port))
 
     def _produce_punctuation(self) -> list[Element]:
         out = super()._produce_punctuation()

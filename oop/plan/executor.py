@@ -114,6 +114,11 @@ class Executor:
             for child, port in self.children[node.id]:
                 self._deliver(child, el, port)
 
+    def push(self, node: Node, elements: Iterable[Element]) -> None:
+        """Deliver ``elements`` to the children of ``node`` as if it had emitted them: a
+        plan fed from outside, one element at a time (a shard of :mod:`oop.sharded`)."""
+        self._emit(node, elements)
+
     def _deliver(self, node: Node, el: Element, port: int) -> None:
         op = node.op
         m = op.metrics
