@@ -18,8 +18,20 @@ Properties:
 * ``counts_values`` -- the holistic state is a count per distinct value (distinct, heavy
   hitters: values are interned to codes), not a sorted multiset of numbers;
 * ``arithmetic`` -- needs a numeric column (sum, mean, var, std, quantiles, UDAFs);
+* ``from_sum`` -- the result is computed from the non-null count and the sum lane alone
+  (sum, mean): over an integer column that sum must stay exact in int64;
+* ``exact_sum`` -- the result *is* that sum (sum): integer columns keep their int64 sum and
+  its bound is tracked to raise on overflow;
 * ``lane_ops`` -- the accumulator lanes of a bounded aggregate (:class:`Lane` ops:
-  ``rows``, ``nn``, ``sum``, ``sumsq``, ``min``, ``max``, ``first``, ``last``).
+  ``rows``, ``nn``, ``sum``, ``sumsq``, ``min``, ``max``, ``first``, ``last``); the last
+  one, :attr:`~AggregateFunction.value_op`, names the state layout the kernels dispatch on;
+* ``combine_op`` -- the aggregate that merges this one's *results* over disjoint inputs
+  (count and sum: ``sum``; min, max: themselves; None when results do not combine, as a
+  mean's): local-then-global plans use it;
+* ``store_op`` -- what a holistic aggregate computes from its multiset: ``quantile``,
+  ``distinct``, ``top_k`` or ``udaf`` (None for bounded ones).
+
+Operators dispatch on these properties and on lane / store ops -- never on the name.
 
 The NaN / null rule, stated once (docs/semantics.md, "NaN, infinity and null"): value
 aggregates skip null values (``count()`` counts rows); an aggregate over no non-null value
@@ -87,9 +99,19 @@ class AggregateFunction:
     counts_rows: bool = False
     counts_values: bool = False
     arithmetic: bool = False
+    from_sum: bool = False
+    exact_sum: bool = False
     lane_ops: tuple[str, ...] = ()
+    store_op: str | None = None
+    combine_op: str | None = None
     #: the Spark SQL aggregate with ``{c}`` for the column (None: no Spark ground truth)
     spark: str | None = None
+
+    @property
+    def value_op(self) -> str | None:
+        """The lane holding the result (``rows``, ``sum``, ``sumsq``, ``min``, ``max``,
+        ``first``, ``last``): the layout of a bounded aggregate's state; None if holistic."""
+        return self.lane_ops[-1] if self.lane_ops else None
 
     # ---- description -----------------------------------------------------------
     def column_name(self, a: Any) -> str:

@@ -41,4 +41,5 @@ class Count(AggregateFunction):
         return state
 
 
-COUNT = Count("count", differential="full", counts_rows=True, lane_ops=("rows",), spark="count(1)")
+COUNT = Count("count", differential="full", counts_rows=True, lane_ops=("rows",), spark="count(1)",
+              combine_op="sum")

@@ -129,9 +129,10 @@ class HeavyHitters(_Counts):
 
 
 MEDIAN = Quantile("median", holistic=True, arithmetic=True, spark="median({c})",
-                  fixed_q=0.5)
-QUANTILE = Quantile("quantile", holistic=True, arithmetic=True, spark="percentile({c}, {q})")
+                  fixed_q=0.5, store_op="quantile")
+QUANTILE = Quantile("quantile", holistic=True, arithmetic=True, spark="percentile({c}, {q})",
+                    store_op="quantile")
 DISTINCT = Distinct("distinct", holistic=True, differential="pseudo", counts_values=True,
-                    spark="count(DISTINCT {c})")
+                    spark="count(DISTINCT {c})", store_op="distinct")
 HEAVY_HITTERS = HeavyHitters("heavy_hitters", holistic=True, differential="pseudo",
-                             counts_values=True)
+                             counts_values=True, store_op="top_k")

@@ -41,6 +41,10 @@ class Moment(AggregateFunction):
 
     root: bool = False
 
+    def from_variance(self, v: np.ndarray) -> np.ndarray:
+        """The result from the sample variance: itself (var) or its square root (std)."""
+        return np.sqrt(v) if self.root else v
+
     def init(self, a: Any) -> Any:
         return (0, 0, 0)
 

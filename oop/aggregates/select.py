@@ -86,7 +86,9 @@ class ByTime(_Select):
         return None if state is None else state[1]
 
 
-MIN = Extreme("min", selective=True, lane_ops=("nn", "min"), spark="min({c})")
-MAX = Extreme("max", selective=True, lane_ops=("nn", "max"), spark="max({c})")
+MIN = Extreme("min", selective=True, lane_ops=("nn", "min"), spark="min({c})",
+              combine_op="min")
+MAX = Extreme("max", selective=True, lane_ops=("nn", "max"), spark="max({c})",
+              combine_op="max")
 FIRST = ByTime("first", selective=True, needs_time=True, lane_ops=("nn", "first"))
 LAST = ByTime("last", selective=True, needs_time=True, lane_ops=("nn", "last"))

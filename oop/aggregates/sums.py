@@ -71,6 +71,7 @@ class Mean(Sum):
         return None if value is None else float(value)
 
 
-SUM = Sum("sum", differential="full", arithmetic=True, lane_ops=("nn", "sum"), spark="sum({c})")
-MEAN = Mean("mean", differential="full", arithmetic=True, lane_ops=("nn", "sum"),
-            spark="avg({c})")
+SUM = Sum("sum", differential="full", arithmetic=True, from_sum=True, exact_sum=True,
+          lane_ops=("nn", "sum"), spark="sum({c})", combine_op="sum")
+MEAN = Mean("mean", differential="full", arithmetic=True, from_sum=True,
+            lane_ops=("nn", "sum"), spark="avg({c})")

@@ -42,4 +42,4 @@ class Udaf(AggregateFunction):
         return a.fns.finalize(state)
 
 
-UDAF = Udaf("udaf", holistic=True, arithmetic=True)
+UDAF = Udaf("udaf", holistic=True, arithmetic=True, store_op="udaf")
