@@ -119,6 +119,7 @@ class BlockAgg:
         self.agg = agg
         self.name = agg.name
         self.column = agg.column
+        self.fn = agg.fn  # the kind's name (diagnostics); behaviour comes from ``spec``
         self.spec = agg.spec
         #: the state layout: the aggregate's value lane op, or its multiset op if holistic
         self.op = self.spec.value_op or self.spec.store_op

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError
 from oop.punctuation.base import GeneratorConfig
-from oop.spark.combine import SUPER, CombinePartials
+from oop.spark.combine import CombinePartials
 from oop.spark.sharded import ShardedResult, ShardedStream, shard
 
 if TYPE_CHECKING:  # pragma: no cover
