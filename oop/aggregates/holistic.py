@@ -75,11 +75,6 @@ class Quantile(_Counts):
     def quantile_of(self, a: Any) -> float | None:
         return self.fixed_q if self.fixed_q is not None else float(a.q)
 
-    def spark_sql(self, column: str | None, a: Any = None) -> str:
-        if self.fixed_q is not None:
-            return f"median(`{column}`)"
-        return f"percentile(`{column}`, {float(a.q)!r})"
-
     def finalize(self, a: Any, state: Any) -> Any:
         items = self.items(state)
         n = sum(c for _, c in items)

@@ -12,7 +12,9 @@ Use them through ``oop.window.agg``::
     >>> agg.median("v").holistic, agg.sum("v").differential
     (True, 'full')
 
-Each :class:`Agg` declares
+An :class:`Agg` is an aggregate *kind* of :mod:`oop.aggregates` (``Agg.spec``: its
+properties, output type, scalar reference and Spark SQL form, described once there) plus
+its column and parameters. Each declares
 
 * ``holistic`` -- no constant bound on the size of a sub-aggregate (median,
   quantile, count-distinct, heavy hitters, Python UDAFs); otherwise
