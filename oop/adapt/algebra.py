@@ -119,26 +119,31 @@ class BlockAgg:
         self.agg = agg
         self.name = agg.name
         self.column = agg.column
-        self.fn = agg.fn
+        self.fn = agg.fn  # the kind's name (diagnostics); behaviour comes from ``spec``
+        self.spec = agg.spec
+        #: the state layout: the aggregate's value lane op, or its multiset op if holistic
+        self.op = self.spec.value_op or self.spec.store_op
         self.holistic = agg.holistic
+        #: a sum lane that is float64 whatever the column (mean's)
+        self.float_sum = not self.spec.exact_sum
 
     # ---- per kind ---------------------------------------------------------------
     def reduce(self, r: Rows, starts: np.ndarray) -> State:
-        f, n = self.fn, len(r)
-        if f == "count":
+        f, n = self.op, len(r)
+        if f == "rows":
             return [_lengths(starts, n)]
         if len(starts) == 0:
             return self.empty(r.values.dtype)
         nn = np.add.reduceat(r.valid.astype(np.int64), starts)
-        if f in ("sum", "mean"):
-            dt = np.float64 if f == "mean" or np.issubdtype(r.values.dtype, np.floating) else np.int64
+        if f == "sum":
+            dt = np.float64 if self.float_sum or np.issubdtype(r.values.dtype, np.floating) else np.int64
             x = np.where(r.valid, r.values, 0).astype(dt)
             return [nn, np.add.reduceat(x, starts)]
         if f in ("min", "max"):
             x = np.where(r.valid, r.values, _sentinel(r.values.dtype, f == "min"))
             red = _MIN if f == "min" else _MAX
             return [nn, red.reduceat(x, starts)]
-        if f in ("var", "std"):
+        if f == "sumsq":
             x = np.where(r.valid, r.values, 0).astype(np.float64)
             mean = np.add.reduceat(x, starts) / np.maximum(nn, 1)
             d = (x - np.repeat(mean, _lengths(starts, n))) * r.valid
@@ -158,31 +163,31 @@ class BlockAgg:
         return [bags]
 
     def _norm(self, v: np.ndarray) -> np.ndarray:
-        return np.unique(v) if self.fn == "distinct" else np.sort(v)
+        return np.unique(v) if self.op == "distinct" else np.sort(v)
 
     def empty(self, dtype: np.dtype) -> State:
         """A state with no partials (for a column of ``dtype``)."""
-        f = self.fn
+        f = self.op
         z = np.zeros(0, np.int64)
-        if f == "count":
+        if f == "rows":
             return [z]
-        if f in ("sum", "mean"):
-            dt = np.float64 if f == "mean" or np.issubdtype(dtype, np.floating) else np.int64
+        if f == "sum":
+            dt = np.float64 if self.float_sum or np.issubdtype(dtype, np.floating) else np.int64
             return [z, np.zeros(0, dt)]
         if f in ("min", "max"):
             return [z, np.zeros(0, dtype)]
-        if f in ("var", "std"):
+        if f == "sumsq":
             return [z, np.zeros(0), np.zeros(0)]
         if f in ("first", "last"):
             return [z, z.copy(), np.zeros(0, dtype)]
         return [np.empty(0, object)]
 
     def merge_at(self, a: State, idx: np.ndarray, b: State) -> None:
-        f = self.fn
-        if f == "count":
+        f = self.op
+        if f == "rows":
             a[0][idx] += b[0]
             return
-        if f in ("sum", "mean"):
+        if f == "sum":
             a[0][idx] += b[0]
             a[1][idx] += b[1]
             return
@@ -191,7 +196,7 @@ class BlockAgg:
             a[1][idx] = np.where(a[0][idx] == 0, b[1], np.where(b[0] == 0, a[1][idx], red(a[1][idx], b[1])))
             a[0][idx] += b[0]
             return
-        if f in ("var", "std"):
+        if f == "sumsq":
             na, ma, m2a = a[0][idx], a[1][idx], a[2][idx]
             nb, mb, m2b = b
             n = na + nb
@@ -217,20 +222,20 @@ class BlockAgg:
             col[i] = self._norm(np.concatenate([col[i], b[0][j]]))
 
     def finalize(self, a: State) -> pa.Array:
-        f = self.fn
-        if f == "count":
+        f = self.op
+        if f == "rows":
             return pa.array(a[0], pa.int64())
-        if f in ("sum", "min", "max", "first", "last"):
+        if f in ("min", "max", "first", "last") or (f == "sum" and not self.float_sum):
             return pa.array(a[-1], mask=a[0] == 0)
-        if f == "mean":
+        if f == "sum":  # mean
             with np.errstate(invalid="ignore", divide="ignore"):
                 return pa.array(a[1] / np.maximum(a[0], 1), mask=a[0] == 0)
-        if f in ("var", "std"):
+        if f == "sumsq":
             v = np.maximum(a[2] / np.maximum(a[0] - 1, 1), 0.0)
-            return pa.array(np.sqrt(v) if f == "std" else v, mask=a[0] < 2)
+            return pa.array(self.spec.from_variance(v), mask=a[0] < 2)  # type: ignore[attr-defined]
         bags = a[0]
-        if f in ("median", "quantile"):
-            q = 0.5 if f == "median" else float(self.agg.q)  # type: ignore[arg-type]
+        if f == "quantile":
+            q = self.spec.quantile_of(self.agg)
             return pa.array([_quantile(b, q) if len(b) else None for b in bags], pa.float64())
         if f == "distinct":
             return pa.array([len(b) for b in bags], pa.int64())
@@ -245,10 +250,9 @@ class BlockAgg:
 
     def fixed_bytes(self, value_itemsize: int) -> int:
         """Bytes of one partial by layout (a bag counts its pointer; its values come on top)."""
-        f = self.fn
-        return {"count": 8, "sum": 16, "mean": 16, "min": 8 + value_itemsize,
-                "max": 8 + value_itemsize, "var": 24, "std": 24,
-                "first": 16 + value_itemsize, "last": 16 + value_itemsize}.get(f, 8)
+        return {"rows": 8, "sum": 16, "min": 8 + value_itemsize, "max": 8 + value_itemsize,
+                "sumsq": 24, "first": 16 + value_itemsize,
+                "last": 16 + value_itemsize}.get(self.op or "", 8)
 
 
 def block_agg(agg: Agg) -> BlockAgg:

@@ -72,17 +72,17 @@ _DUMMY3 = np.zeros((1, 1, 1), np.int32)
 
 def lane_dtypes(a: BlockAgg, col_dtype: np.dtype | None) -> list[np.dtype]:
     """dtypes of the state columns of ``a`` (as :meth:`BlockAgg.reduce` makes them)."""
-    f = a.fn
+    f = a.op
     i8 = np.dtype(np.int64)
-    if f == "count":
+    if f == "rows":
         return [i8]
     assert col_dtype is not None
-    if f in ("sum", "mean"):
-        dt = np.float64 if f == "mean" or np.issubdtype(col_dtype, np.floating) else np.int64
+    if f == "sum":
+        dt = np.float64 if a.float_sum or np.issubdtype(col_dtype, np.floating) else np.int64
         return [i8, np.dtype(dt)]
     if f in ("min", "max"):
         return [i8, col_dtype]
-    if f in ("var", "std"):
+    if f == "sumsq":
         return [i8, np.dtype(np.float64), np.dtype(np.float64)]
     if f in ("first", "last"):
         return [i8, i8, col_dtype]
@@ -99,19 +99,19 @@ def fold_aggs(aggs: Sequence[BlockAgg], lanes: list[list[np.ndarray]], slot: np.
     made non-empty when it is the presence lane (``count_is_pres``), else 0."""
     new = 0
     for a, ln in zip(aggs, lanes):
-        f = a.fn
-        if f == "count":
+        f = a.op
+        if f == "rows":
             new += dense_fold_count(ln[0], slot, lo, hi, mask, count_is_pres)
             continue
         x, m = cols[a.column]  # type: ignore[index]
         valid = ones if m is None else m
-        if f == "sum" or f == "mean":
+        if f == "sum":
             if x.dtype != ln[1].dtype:
                 x = x.astype(ln[1].dtype)
             dense_fold_sum(ln[0], ln[1], slot, lo, hi, x, valid, mask)
         elif f == "min" or f == "max":
             dense_fold_minmax(ln[0], ln[1], slot, lo, hi, x, valid, mask, f == "min")
-        elif f == "var" or f == "std":
+        elif f == "sumsq":
             dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, x.astype(np.float64, copy=False),
                            valid, mask)
         else:
@@ -149,7 +149,7 @@ class DenseEagerStore:
         self.tc_mode = tupcnt
         self.dtypes = [lane_dtypes(a, value_dtypes.get(a.column or "")) for a in self.aggs]
         # the presence lane: a count aggregate's lane, else a rows lane of its own
-        self.pres_from = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
+        self.pres_from = next((j for j, a in enumerate(self.aggs) if a.spec.counts_rows), None)
         self.R = _pow2(max(ring, 1))
         self.R0 = self.R  # the ring a tuple's windows need (span check in _span)
         self.owner = "adaptwid"  # operator name for errors

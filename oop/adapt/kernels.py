@@ -345,6 +345,9 @@ def dense_fold_reference(fn: str, lanes: list[np.ndarray], slot: np.ndarray, lo:
     ``var``/``std`` lanes are rebuilt from the cell's values (two-pass formula), so the
     reference is independent of the kernel's update rule.
     """
+    from oop.aggregates import get
+
+    op = get(fn).value_op  # the state layout
     seen: dict[tuple[int, int], list[float]] = {}
     for i in range(len(lo)):
         s = int(slot[i])
@@ -352,23 +355,23 @@ def dense_fold_reference(fn: str, lanes: list[np.ndarray], slot: np.ndarray, lo:
             continue
         for w in range(int(lo[i]), int(hi[i])):
             r = w & mask
-            if fn == "count":
+            if op == "rows":
                 lanes[0][r, s] += 1
                 continue
             if not valid[i]:
                 continue
             v = x[i]
-            if fn in ("sum", "mean"):
+            if op == "sum":
                 lanes[1][r, s] += v
-            elif fn in ("min", "max"):
-                if lanes[0][r, s] == 0 or (v < lanes[1][r, s] if fn == "min" else v > lanes[1][r, s]):
+            elif op in ("min", "max"):
+                if lanes[0][r, s] == 0 or (v < lanes[1][r, s] if op == "min" else v > lanes[1][r, s]):
                     lanes[1][r, s] = v
-            elif fn in ("var", "std"):
+            elif op == "sumsq":
                 seen.setdefault((r, s), []).append(float(v))
             else:
                 key = (int(ts[i]), v)
                 cur = (int(lanes[1][r, s]), lanes[2][r, s])
-                if lanes[0][r, s] == 0 or (key < cur if fn == "first" else key > cur):
+                if lanes[0][r, s] == 0 or (key < cur if op == "first" else key > cur):
                     lanes[1][r, s], lanes[2][r, s] = key
             lanes[0][r, s] += 1
     for (r, s), vals in seen.items():

@@ -216,7 +216,7 @@ class AdaptConfig:
     def value_columns(self) -> list[str]:
         out: list[str] = []
         for a in self.aggs:
-            if a.column and a.column not in out and a.fn != "count":
+            if a.column and a.column not in out and not a.spec.counts_rows:
                 out.append(a.column)
         return out
 
@@ -310,7 +310,7 @@ class AdaptLogic:
         #: lane dtypes of each aggregate (dense: the transient fold at a close)
         self._lane_dts = ([lane_dtypes(a, self.value_dtypes.get(a.column or "")) for a in self.aggs]
                           if self.dense else [])
-        self._count_at = next((j for j, a in enumerate(self.aggs) if a.fn == "count"), None)
+        self._count_at = next((j for j, a in enumerate(self.aggs) if a.spec.counts_rows), None)
         #: the aggregates a close folds besides the counted one (close_fold counts)
         self._rest_at = [j for j in range(len(self.aggs)) if j != self._count_at]
         self._rest_aggs = [self.aggs[j] for j in self._rest_at]
@@ -453,10 +453,10 @@ class AdaptLogic:
         if self.kind.r != self.kind.s or self.S != 1:
             return None
         for j, a in enumerate(self.aggs):
-            if a.fn == "count":
+            if a.spec.counts_rows:
                 return j
         for j, a in enumerate(self.aggs):
-            if a.fn in ("sum", "mean", "min", "max", "var", "std", "first", "last"):
+            if not a.holistic:
                 return j  # nn == rows until the column shows a null
         return None
 
@@ -672,13 +672,13 @@ class AdaptLogic:
         ts = ch["ts"][rows]
         states = []
         for a in self.aggs:
-            if a.fn == "count":
+            if a.spec.counts_rows:
                 r = Rows(g, np.ones(len(g), bool), ts)
             else:
                 r = Rows(ch[a.column][rows], _valid(ch, a.column)[rows], ts)
             states.append(a.reduce(r, starts))
         j = self.tupcnt_from
-        if j is not None and self.aggs[j].fn != "count" and not _valid(ch, self.aggs[j].column).all():
+        if j is not None and not self.aggs[j].spec.counts_rows and not _valid(ch, self.aggs[j].column).all():
             self._materialize_tupcnt()  # nn no longer equals rows
         if self.tupcnt_from is not None or not self.monitor:
             tupcnt = np.zeros((len(starts), 0), np.int32)  # derived, or nothing monitors
@@ -1019,7 +1019,7 @@ class AdaptLogic:
             assert blk.gids.dtype == GID and blk.tupcnt.dtype == np.int32, "state layout widened"
             expect[blk.gids] += tc
             npart[blk.gids] += 1
-            if self.tupcnt_from is not None and self.aggs[self.tupcnt_from].fn != "count":
+            if self.tupcnt_from is not None and not self.aggs[self.tupcnt_from].spec.counts_rows:
                 assert blk.tupcnt.shape[1] == 0
         wv = self.wv
         assert (expect[:g] == wv).all(), "winVol disagrees with the held tuples"

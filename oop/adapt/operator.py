@@ -174,7 +174,7 @@ class AdaptWID(Operator):
         # integer columns under sum: the largest |value| seen bounds every window sum (int64)
         self.sum_max: dict[str, int] = {
             a.column: 0 for a in self.aggs
-            if a.fn == "sum" and a.column and np.issubdtype(dtypes[a.column], np.integer)}
+            if a.spec.exact_sum and a.column and np.issubdtype(dtypes[a.column], np.integer)}
         fields = [first.schema.field(c) for c in self.by]
         ts_type = first.schema.field(self._time).type
         fields += [pa.field("window_start", ts_type), pa.field("window_end", ts_type)]
@@ -187,19 +187,8 @@ class AdaptWID(Operator):
 
     @staticmethod
     def _agg_type(a: Agg, schema: pa.Schema) -> pa.DataType:
-        if a.fn in ("count", "distinct"):
-            return pa.int64()
-        t = schema.field(a.column).type if a.column else pa.int64()
-        if a.fn == "sum":
-            return pa.int64() if pa.types.is_integer(t) or pa.types.is_boolean(t) else pa.float64()
-        if a.fn in ("min", "max", "first", "last"):
-            return pa.int8() if pa.types.is_boolean(t) else t
-        if a.fn in ("mean", "var", "std", "median", "quantile"):
-            return pa.float64()
-        if a.fn == "heavy_hitters":
-            vt = pa.int8() if pa.types.is_boolean(t) else t
-            return pa.list_(pa.struct([("value", vt), ("count", pa.int64())]))
-        return pa.float64()  # udaf: values are floats
+        """The window operator's output type (:mod:`oop.aggregates`): the one rule."""
+        return a.spec.output_type(schema.field(a.column).type if a.column else pa.int64())
 
     # ---- elements ----------------------------------------------------------------------
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
@@ -301,7 +290,7 @@ class AdaptWID(Operator):
                     np.concatenate([b.states[j][k] for b in blocks])
                     for k in range(len(blocks[0].states[j]))]
                 col = self.aggs[j].column
-                if a.fn == "sum" and col in self.sum_max:  # st = [non-null count, sum]
+                if a.spec.exact_sum and col in self.sum_max:  # st = [non-null count, sum]
                     check_exact_sum(self.name, col, st[0], self.sum_max[col], t)
                 arr = a.finalize(st)
                 cols.append(arr if arr.type == t else arr.cast(t))

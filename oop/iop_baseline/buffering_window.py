@@ -57,6 +57,8 @@ import pyarrow as pa
 from numba import njit
 
 from oop.errors import ConfigError
+from oop.aggregates import REGISTRY, get
+from oop.aggregates.moments import variance_from_sums
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
 from oop.window.aggregates import Lane
@@ -68,10 +70,19 @@ from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import parse_duration, time_values
 
-__all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference", "nonempty_windows"]
+__all__ = ["BufferingWindow", "Slack", "SUPPORTED", "extent_reference", "nonempty_windows",
+           "supports"]
 
-SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std")
-_DIFFERENTIAL = ("count", "sum", "mean", "var", "std")
+#: bounded aggregates without event-time order (first/last need it; this baseline sorts none)
+SUPPORTED = tuple(n for n, s in REGISTRY.items() if not s.holistic and not s.needs_time)
+
+
+def supports(a: Any) -> bool:
+    """Whether the buffering baseline computes aggregate ``a`` (an :class:`Agg`)."""
+    return not a.holistic and not a.spec.needs_time
+
+
+_DIFFERENTIAL = tuple(n for n in SUPPORTED if REGISTRY[n].differential == "full")
 _OPS = {"sum": 0, "fsum": 0, "min": 1, "max": 2, "sumsq": 3}  # fsum: a sum in float64
 
 
@@ -276,6 +287,7 @@ def nonempty_windows(kind: Any, sorted_times: np.ndarray) -> np.ndarray:
 def extent_reference(times: Sequence[int], keys: Sequence[Any], vals: Sequence[Any],
                      extents: Sequence[tuple[int, int]], fn: str) -> dict[tuple[int, Any], Any]:
     """Tuple-at-a-time: ``{(extent index, key): aggregate}`` over non-empty (extent, key)."""
+    spec = get(fn)
     out: dict[tuple[int, Any], Any] = {}
     for k, (s, e) in enumerate(extents):
         groups: dict[Any, list[Any]] = {}
@@ -283,19 +295,10 @@ def extent_reference(times: Sequence[int], keys: Sequence[Any], vals: Sequence[A
             if s <= t < e:
                 groups.setdefault(g, []).append(v)
         for g, vs in groups.items():
-            nn = [v for v in vs if v is not None]
-            if fn == "count":
-                out[(k, g)] = len(vs)
-            elif not nn:
-                out[(k, g)] = None
-            elif fn == "sum":
-                out[(k, g)] = sum(nn)
-            elif fn == "min":
-                out[(k, g)] = min(nn)
-            elif fn == "max":
-                out[(k, g)] = max(nn)
-            elif fn == "mean":
-                out[(k, g)] = sum(nn) / len(nn)
+            st = spec.init(None)  # the registry's scalar reference (count/sum/mean/min/max)
+            for v in vs:
+                st = spec.update(None, st, v)
+            out[(k, g)] = spec.to_output(spec.finalize(None, st))
     return out
 
 
@@ -322,12 +325,12 @@ class BufferingWindow(DropsLate):
         self.differential = differential
         self.slack = slack
         self.late_policy = LatePolicy.parse(late)
-        bad = [a.name for a in self.aggs if a.fn not in SUPPORTED]
+        bad = [a.name for a in self.aggs if not supports(a)]
         if bad:
             raise ConfigError(f"{name}: the buffering baseline implements {', '.join(SUPPORTED)}; "
                               f"not {bad} -- use the WID window for holistic aggregates")
         if differential:
-            nd = [a.name for a in self.aggs if a.fn not in _DIFFERENTIAL]
+            nd = [a.name for a in self.aggs if a.differential != "full"]
             if nd:
                 raise ConfigError(f"{name}: differential=True needs subtractable aggregates "
                                   f"({', '.join(_DIFFERENTIAL)}); {nd} cannot subtract expired tuples")
@@ -578,10 +581,11 @@ class BufferingWindow(DropsLate):
         base = lane(None, "sum")
         oe, oc, orows = base[0], base[1], base[2]
         for a in self.aggs:
-            if a.fn == "count":
+            sp = a.spec
+            if sp.counts_rows:
                 cols[a.name] = pa.array(orows, pa.int64())
                 continue
-            op = "sum" if a.fn in ("sum", "mean", "var", "std") else a.fn
+            op = "sum" if sp.arithmetic else str(sp.value_op)
             if (op == "sum" and a.column not in self.sum_max
                     and self.buf_vals[a.column][0].dtype == np.int64):
                 op = "fsum"  # mean/var/std of an integer column: summed in float64
@@ -593,9 +597,9 @@ class BufferingWindow(DropsLate):
                 scale = 10.0 ** self.inputs[0].schema.field(a.column).type.scale
             if op == "sum" and a.column in self.sum_max:
                 check_exact_sum(self.name, a.column, orows, self.sum_max[a.column], ft)
-            if a.fn == "sum" or a.fn in ("min", "max"):
+            if sp.exact_sum or sp.selective:
                 arr = lane_array(acc, null, ft)  # any lane type back to the column's type
-            elif a.fn == "mean":
+            elif sp.value_op == "sum":  # mean
                 if op == "fsum":  # the fsum lane sums value - shift
                     mean = acc / np.maximum(nn, 1) + self.shift.get(a.column, 0)
                 else:
@@ -604,10 +608,8 @@ class BufferingWindow(DropsLate):
             else:
                 _, _, _, _, ss = lane(a.column, "sumsq")  # sum of (value - shift)**2
                 s = shifted_sum(acc, nn, self.shift.get(a.column, 0), op == "fsum")
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    var = np.maximum((ss - s * s / np.maximum(nn, 1)) / np.maximum(nn - 1, 1), 0.0)
-                var /= scale * scale
-                arr = pa.array(np.sqrt(var) if a.fn == "std" else var, mask=nn < 2)
+                var = variance_from_sums(nn, s, ss) / (scale * scale)
+                arr = pa.array(sp.from_variance(var), mask=nn < 2)  # type: ignore[attr-defined]
             cols[a.name] = arr
         assert self.output is not None
         schema = self.output.schema

@@ -38,7 +38,6 @@ vectorized work per punctuation. State: one row per open (cell, key).
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -51,12 +50,15 @@ from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import Element, JointPunctuation, Punctuation
 from oop.stream.timecol import parse_duration, time_arrow_type, time_values
-from oop.window.aggregates import Agg, _pick
+from oop.aggregates import REGISTRY
+from oop.window.aggregates import Agg
 from oop.window.keys import KeyEncoder
 
 __all__ = ["PairWindow", "pair_window_reference"]
 
-_SUPPORTED = ("count", "sum", "mean", "min", "max")
+#: the lane ops a pair window's Acero merge implements, and the aggregates built on them
+_OPS = ("rows", "sum", "min", "max")
+_SUPPORTED = tuple(n for n, s in REGISTRY.items() if s.value_op in _OPS)
 _CELL = ("__c0", "__c1", "__code")
 
 
@@ -78,7 +80,7 @@ class PairWindow(Operator):
         if not self.aggs:
             raise ConfigError(f"{name}: give at least one aggregate, e.g. agg.count()")
         for a in self.aggs:
-            if a.fn not in _SUPPORTED:
+            if a.spec.value_op not in _OPS:
                 raise ConfigError(
                     f"{name}: aggregate {a.name!r} is not supported by pair windows; "
                     f"use one of {_SUPPORTED}"
@@ -126,24 +128,18 @@ class PairWindow(Operator):
         return StreamInfo(self.name, schema, out_times, f"{self.times[0]}_end")
 
     def _out_type(self, a: Agg) -> pa.DataType:
-        if a.fn == "count":
-            return pa.int64()
-        if a.fn == "mean":
-            return pa.float64()
-        t = self._value_types[a.column]
-        if a.fn == "sum":
-            return pa.float64() if pa.types.is_floating(t) else pa.int64()
-        return t
+        return a.spec.output_type(self._value_types[a.column] if a.column else None)
 
     def _lanes(self) -> list[tuple[str, str, str]]:
         """(state column, source column or '', merge op) of every partial-aggregate lane."""
         lanes = [("__rows", "", "sum")]
         for i, a in enumerate(self.aggs):
-            if a.fn in ("sum", "mean"):
+            op = a.spec.value_op
+            if op == "sum":
                 lanes += [(f"__s{i}", a.column, "sum"), (f"__n{i}", a.column, "count")]
-            elif a.fn in ("min", "max"):
-                lanes.append((f"__m{i}", a.column, a.fn))
-                if a.fn == "max" and pa.types.is_floating(self._value_types[a.column]):
+            elif op in ("min", "max"):
+                lanes.append((f"__m{i}", a.column, op))
+                if op == "max" and pa.types.is_floating(self._value_types[a.column]):
                     # Arrow's max skips NaN; the NaN rule makes it the greatest value
                     lanes.append((f"__x{i}", a.column, "nan_count"))
         return lanes
@@ -151,12 +147,13 @@ class PairWindow(Operator):
     def _empty_state(self) -> pa.Table:
         fields = [pa.field(c, pa.int64()) for c in _CELL] + [pa.field("__rows", pa.int64())]
         for i, a in enumerate(self.aggs):
-            if a.fn in ("sum", "mean"):
+            op = a.spec.value_op
+            if op == "sum":
                 fields += [pa.field(f"__s{i}", self._out_type(agg_sum(a))),
                            pa.field(f"__n{i}", pa.int64())]
-            elif a.fn in ("min", "max"):
+            elif op in ("min", "max"):
                 fields.append(pa.field(f"__m{i}", self._value_types[a.column]))
-                if a.fn == "max" and pa.types.is_floating(self._value_types[a.column]):
+                if op == "max" and pa.types.is_floating(self._value_types[a.column]):
                     fields.append(pa.field(f"__x{i}", pa.int64()))
         return pa.schema(fields).empty_table()
 
@@ -246,11 +243,11 @@ class PairWindow(Operator):
             start = o + done.column(f"__c{j}").to_numpy() * s
             cols += [start, start + s]
         for i, a in enumerate(self.aggs):
-            if a.fn == "count":
+            if a.spec.counts_rows:
                 cols.append(done.column("__rows"))
-            elif a.fn == "sum":
+            elif a.spec.exact_sum:
                 cols.append(done.column(f"__s{i}"))
-            elif a.fn == "mean":
+            elif a.spec.from_sum:  # mean
                 cols.append(pc.divide(pc.cast(done.column(f"__s{i}"), pa.float64()),
                                       pc.cast(done.column(f"__n{i}"), pa.float64())))
             elif f"__x{i}" in done.column_names:  # a float max: NaN when the cell holds one
@@ -333,16 +330,9 @@ def pair_window_reference(
         for t, ci, s, o in zip(times, c, sizes, origins):
             row[f"{t}_start"], row[f"{t}_end"] = o + ci * s, o + (ci + 1) * s
         for a in aggs:
-            vals = [r[a.column] for r in rs if a.column and r[a.column] is not None]
-            if a.fn == "count":
-                row[a.name] = len(rs)
-            elif a.fn == "sum":
-                row[a.name] = sum(vals) if vals else None
-            elif a.fn == "mean":
-                row[a.name] = sum(vals) / len(vals) if vals else None
-            elif vals:  # min / max under the NaN rule (NaN the greatest value)
-                row[a.name] = functools.reduce(lambda x, y: _pick(a.fn, x, y), vals)
-            else:
-                row[a.name] = None
+            st = a.init()  # the registry's scalar reference (NaN rule included)
+            for r in rs:
+                st = a.update(st, r[a.column] if a.column else None)
+            row[a.name] = a.spec.to_output(a.finalize(st))
         out.append(row)
     return out

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 import pyarrow as pa
 
+from oop.aggregates import REGISTRY
 from oop.errors import ConfigError
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns
@@ -37,7 +38,8 @@ from oop.stream.timecol import time_values
 __all__ = ["CombinePartials", "SUPER", "combine_reference"]
 
 #: super-aggregate that merges partials of each aggregate function
-SUPER: dict[str, str] = {"count": "sum", "sum": "sum", "min": "min", "max": "max"}
+#: aggregate -> the aggregate that merges its partial results (oop.aggregates ``combine_op``)
+SUPER: dict[str, str] = {n: s.combine_op for n, s in REGISTRY.items() if s.combine_op}
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError
 from oop.punctuation.base import GeneratorConfig
-from oop.spark.combine import SUPER, CombinePartials
+from oop.spark.combine import CombinePartials
 from oop.spark.sharded import ShardedResult, ShardedStream, shard
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,7 +45,7 @@ def local_global_window(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Se
     """Partial windows per source shard, merged per ``(*by, window_start)`` after a shuffle.
     ``threads``: key partitions inside each task (:mod:`oop.window.threaded`)."""
     aggs = list(aggs)
-    bad = [a.name for a in aggs if a.fn not in SUPER]
+    bad = [a.name for a in aggs if a.spec.combine_op is None]
     if bad:
         raise ConfigError(f"local-then-global aggregation needs count/sum/min/max; {bad} have no "
                           "super-aggregate here -- use keyed_window")
@@ -156,7 +156,7 @@ def sharded_window(
     # only the columns the query reads cross into Python (Spark SQL prunes the same way)
     needed = list(dict.fromkeys([time, *by, *(a.column for a in aggs if a.column),
                                  *([arrival] if arrival else [])]))
-    local_global = all(a.fn in SUPER for a in aggs)
+    local_global = all(a.spec.combine_op is not None for a in aggs)
     if not local_global and not by:
         raise ConfigError(
             "sharded window: aggregates other than count/sum/min/max need --key to shard by"

@@ -240,8 +240,7 @@ class _Aggs:
         if key not in self.keys:
             out = f"__a{len(self.aggs)}"
             fn = key[0]
-            a = (agg.count() if fn == "count" else agg.quantile(key[1], key[2])
-                 if fn == "quantile" else getattr(agg, fn)(key[1]))
+            a = agg.Agg(fn, *key[1:])  # (kind, column[, q]): checked by oop.aggregates
             self.aggs.append(a.alias_as(out))
             self.keys[key] = out
             self.nodes[out] = n
@@ -379,14 +378,14 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     pre.update(aggs.pre)
     before = rel.map(lambda s: s.apply(name="window_args", **pre)) if pre else rel
     if strategy.is_iop:
-        from oop.iop_baseline.buffering_window import SUPPORTED
+        from oop.iop_baseline.buffering_window import SUPPORTED, supports
         from oop.query import WindowQuery
 
         if not isinstance(spec.kind, Sliding):
             raise script.error(f"the in-order strategy {strategy.spec} has no {spec.fn} windows "
                                "(the buffering window covers TUMBLE and HOP); use --strategy oop",
                                spec.node)
-        bad = [a for a in aggs.aggs if a.fn not in SUPPORTED]
+        bad = [a for a in aggs.aggs if not supports(a)]
         if bad:
             raise script.error(f"the in-order strategy {strategy.spec} cannot compute "
                                f"{bad[0].fn} (the buffering window implements "

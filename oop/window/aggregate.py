@@ -75,6 +75,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from oop.aggregates.moments import variance_from_sums
 from oop.errors import ConfigError
 from oop.limits import current_budget
 from oop.metrics import StateSize
@@ -159,7 +160,7 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
     def wlq_of(a: Agg) -> float:
         if a.differential == "full":
             return 2.0 * per_slide
-        if a.fn in SELECT:
+        if a.spec.selective:
             return float(min(P, 2 * per_slide + 1))
         return float(P)
 
@@ -259,7 +260,7 @@ class WindowAggregate(Operator):
         self.value_enc: dict[str, KeyEncoder] = {}
         for a in self.aggs:
             if a.holistic:
-                store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
+                store = "code" if a.spec.counts_values else "num"
                 key = (store, a.column)
                 if key not in self.holistic:
                     self.holistic[key] = Multiset(np.int64 if store == "code" else np.float64)
@@ -941,9 +942,10 @@ class WindowAggregate(Operator):
 
     def _finalize(self, a: Agg, codes: np.ndarray, wid: np.ndarray, lanes: dict,
                   parts: list) -> pa.Array:
-        f, c = a.fn, a.column
+        sp, c = a.spec, a.column
+        f = sp.value_op
         typ = self.out_schema.field(a.name).type
-        if f == "count":
+        if sp.counts_rows:
             return pa.array(lanes[("rows", None)].astype(np.int64, copy=False))
         if a.holistic:
             return self._finalize_holistic(a, parts)
@@ -954,47 +956,45 @@ class WindowAggregate(Operator):
         ct = self.schema_in.field(c).type
         if pa.types.is_decimal(ct):
             scale = 10.0 ** ct.scale
-        if f in ("sum", "mean") and c in self.sum_max:
+        if sp.from_sum and c in self.sum_max:
             check_exact_sum(self.name, c, lanes[("rows", None)], self.sum_max[c], typ)
-        if f == "sum":
+        if sp.exact_sum:
             return lane_array(lanes[("sum", c)], null, typ)
-        if f in ("mean", "var", "std"):
+        if f in ("sum", "sumsq"):  # mean, var, std: from the shifted sum
             assert self.ring is not None
             shift = self.ring.shift.get(c, 0)  # type: ignore[arg-type]
             s = lanes[("sum", c)]
             sd = shifted_sum(s, nn, shift, s.dtype == np.float64 and int_valued(ct))
-        if f == "mean":
+        if f == "sum":  # mean
             with np.errstate(invalid="ignore", divide="ignore"):
                 return lane_array((sd / nn + shift) / scale, null, typ)
-        if f in ("var", "std"):
-            n = nn.astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                v = np.maximum((lanes[("sumsq", c)] - sd * sd / n) / (n - 1), 0.0) / (scale * scale)
-                if f == "std":
-                    v = np.sqrt(v)
-            return lane_array(v, nn < 2, typ)
-        if f in SELECT:
+        if f == "sumsq":  # var, std
+            v = variance_from_sums(nn, sd, lanes[("sumsq", c)]) / (scale * scale)
+            return lane_array(sp.from_variance(v), nn < 2, typ)  # type: ignore[attr-defined]
+        if sp.selective:
             if c in self.value_ranks:
                 return self.value_ranks[c].values(lanes[(f, c)], null)
             return lane_array(lanes[(f, c)], null, typ)
         raise AssertionError(f)  # pragma: no cover
 
     def _finalize_holistic(self, a: Agg, parts: list) -> pa.Array:
-        store = "code" if a.fn in ("distinct", "heavy_hitters") else "num"
+        sp = a.spec
+        store = "code" if sp.counts_values else "num"
         ms = self.holistic[(store, a.column)]  # type: ignore[index]
         typ = self.out_schema.field(a.name).type
-        if self.units is not None and a.fn in ("median", "quantile"):  # all windows, one call
-            res = self.units.quantiles(ms, parts, 0.5 if a.fn == "median" else float(a.q))  # type: ignore[arg-type]
+        q = sp.quantile_of(a)
+        if self.units is not None and q is not None:  # all windows, one call
+            res = self.units.quantiles(ms, parts, q)
             if res is not None:
                 return lane_array(res[0], ~res[1], typ)
-        if self.units is not None and a.fn == "distinct" and self.late is not LatePolicy.UPDATE:
+        if self.units is not None and sp.store_op == "distinct" and self.late is not LatePolicy.UPDATE:
             # all windows in one call, from a running multiplicity table (revisions: below)
             return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
-        if self.units is not None and a.fn == "udaf" and udaf_is_compiled(a):
+        if self.units is not None and sp.store_op == "udaf" and udaf_is_compiled(a):
             res = udaf_windows(a, parts, ms, self.units)  # compiled UDAF: all windows, one call
             if res is not None:
                 return res
-        if self.units is not None and a.fn == "heavy_hitters" and self.late is not LatePolicy.UPDATE:
+        if self.units is not None and sp.store_op == "top_k" and self.late is not LatePolicy.UPDATE:
             off, v, n = self.units.heavy(ms, parts, a.column, self.enc.n_codes,
                                          self._value_rank(a.column), int(a.k))  # type: ignore[arg-type]
             return self._heavy_array(a, off, v, n)
@@ -1006,18 +1006,17 @@ class WindowAggregate(Operator):
             pos = np.searchsorted(gcodes, codes)
             present = (pos < gcodes.shape[0]) & (gcodes[np.minimum(pos, max(gcodes.shape[0] - 1, 0))] == codes) \
                 if gcodes.shape[0] else np.zeros(codes.shape[0], bool)
-            if a.fn in ("median", "quantile"):
-                q = 0.5 if a.fn == "median" else float(a.q)  # type: ignore[arg-type]
+            if q is not None:
                 qs = quantiles_from_counts(v, n, bounds, q) if gcodes.shape[0] else np.zeros(0)
                 vals = np.zeros(codes.shape[0])
                 vals[present] = qs[pos[present]]
                 chunks.append(lane_array(vals, ~present, typ))
-            elif a.fn == "distinct":
+            elif sp.store_op == "distinct":
                 d = np.diff(bounds)
                 vals = np.zeros(codes.shape[0], np.int64)
                 vals[present] = d[pos[present]]
                 chunks.append(pa.array(vals))
-            elif a.fn == "heavy_hitters":
+            elif sp.store_op == "top_k":
                 chunks.append(self._heavy(a, codes, c, v, n))
             else:  # udaf
                 chunks.append(self._udaf(a, codes, w, ms))

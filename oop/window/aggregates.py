@@ -12,7 +12,9 @@ Use them through ``oop.window.agg``::
     >>> agg.median("v").holistic, agg.sum("v").differential
     (True, 'full')
 
-Each :class:`Agg` declares
+An :class:`Agg` is an aggregate *kind* of :mod:`oop.aggregates` (``Agg.spec``: its
+properties, output type, scalar reference and Spark SQL form, described once there) plus
+its column and parameters. Each declares
 
 * ``holistic`` -- no constant bound on the size of a sub-aggregate (median,
   quantile, count-distinct, heavy hitters, Python UDAFs); otherwise
@@ -52,69 +54,15 @@ interpolation with its neighbour, so ``median(1, 2, NaN)`` is 2).
 
 from __future__ import annotations
 
-import math
-from collections import Counter
-from fractions import Fraction
-from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
 
+from oop.aggregates import AggregateFunction, Lane, get
 from oop.errors import ConfigError
 
 __all__ = ["Agg", "Lane", "UdafFns", "count", "sum", "mean", "min", "max", "var", "std",
            "first", "last", "median", "quantile", "distinct", "heavy_hitters", "udaf",
            "as_aggs", "output_type"]
-
-_builtin_sum, _builtin_min, _builtin_max = sum, min, max
-
-
-def _isnan(x: Any) -> bool:
-    return isinstance(x, float) and x != x
-
-
-#: the one NaN the counting states (distinct, heavy hitters, quantiles) key NaN values by:
-#: every NaN is the same value there (Spark's count(DISTINCT): NaN = NaN)
-_NAN = float("nan")
-
-
-def _order(x: Any) -> tuple:
-    """Sort key of a value under the NaN rule: NaN above every number, +inf included."""
-    return (True, 0.0) if _isnan(x) else (False, x)
-
-
-def _pick(fn: str, a: Any, b: Any) -> Any:
-    """min / max of two values under the NaN rule (NaN is the greatest value)."""
-    if fn == "min":
-        return a if _order(a) <= _order(b) else b
-    return a if _order(a) >= _order(b) else b
-
-
-def _tv_order(p: tuple) -> tuple:
-    return (p[0], _order(p[1]))
-
-
-def _exact(value: Any) -> int | Fraction:
-    """A value as an exact number for the reference's variance (ints stay ints, floats become
-    the Fraction they are exactly), so that the reference is exact and the kernels are the ones
-    measured against it."""
-    return int(value) if isinstance(value, (bool, int)) else Fraction(value)
-
-#: the lane operations the compiled kernels implement
-LaneOp = Literal["rows", "nn", "sum", "sumsq", "min", "max", "first", "last"]
-
-
-@dataclass(frozen=True)
-class Lane:
-    """One accumulator column of a bounded aggregate: an op over one input column.
-
-    ``rows`` counts rows; ``nn`` counts non-null values; ``sum``/``min``/
-    ``max`` reduce the values; ``sumsq`` sums squares of ``value - shift``
-    (a per-column constant that keeps the variance numerically stable);
-    ``first``/``last`` keep (time, value) of the smallest/largest time.
-    Lanes are shared between aggregates (``mean`` and ``sum`` share ``sum``).
-    """
-
-    op: str
-    column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,22 +76,13 @@ class UdafFns:
     revert: Callable[[Any, Any], Any] | None = None
 
 
-_NAMES = {
-    "count": "count", "sum": "sum_{c}", "mean": "mean_{c}", "min": "min_{c}", "max": "max_{c}",
-    "var": "var_{c}", "std": "std_{c}", "first": "first_{c}", "last": "last_{c}",
-    "median": "median_{c}", "distinct": "distinct_{c}", "heavy_hitters": "heavy_hitters_{c}",
-}
-_HOLISTIC = {"median", "quantile", "distinct", "heavy_hitters", "udaf"}
-_DIFF: dict[str, str | None] = {
-    "count": "full", "sum": "full", "mean": "full", "var": "full", "std": "full",
-    "min": None, "max": None, "first": None, "last": None, "median": None, "quantile": None,
-    "distinct": "pseudo", "heavy_hitters": "pseudo",
-}
-
-
 @dataclass(frozen=True)
 class Agg:
-    """An aggregate over one column (or rows, for ``count``). Build with the factory functions."""
+    """An aggregate over one column (or rows, for ``count``). Build with the factory functions.
+
+    ``fn`` names its kind in :mod:`oop.aggregates`; every property and the scalar reference
+    come from there (``spec``).
+    """
 
     fn: str
     column: str | None = None
@@ -154,210 +93,57 @@ class Agg:
     alias: str | None = None
 
     def __post_init__(self) -> None:
-        if self.fn not in _NAMES and self.fn not in ("quantile", "udaf"):
-            raise ConfigError(f"unknown aggregate {self.fn!r}; use one of {sorted(_NAMES)}")
-        if self.fn != "count" and not self.column:
-            raise ConfigError(f"aggregate {self.fn}() needs a column name, e.g. agg.{self.fn}('v')")
-        if self.fn == "quantile":
-            if self.q is None or not (0.0 <= float(self.q) <= 1.0):
-                raise ConfigError(f"quantile q must be in [0, 1], got {self.q!r}")
-        if self.fn == "heavy_hitters" and (self.k is None or self.k <= 0):
-            raise ConfigError(f"heavy_hitters needs k >= 1 (how many values to report), got {self.k!r}")
+        get(self.fn).check(self)
+
+    @property
+    def spec(self) -> AggregateFunction:
+        """The aggregate kind (:class:`oop.aggregates.AggregateFunction`)."""
+        return get(self.fn)
 
     # ---- identity --------------------------------------------------------
     @property
     def name(self) -> str:
         """The output column name: ``count``, ``sum_COL``, ``q90_COL``, ..."""
-        if self.alias:
-            return self.alias
-        if self.fn == "quantile":
-            assert self.q is not None
-            return f"q{float(self.q) * 100:g}_{self.column}"
-        if self.fn == "udaf":
-            return f"{self.udaf_name}_{self.column}"
-        return _NAMES[self.fn].format(c=self.column)
+        return self.alias or self.spec.column_name(self)
 
     def alias_as(self, name: str) -> "Agg":
         """The same aggregate with output column ``name``."""
-        from dataclasses import replace
-
         return replace(self, alias=name)
 
     @property
     def holistic(self) -> bool:
-        return self.fn in _HOLISTIC
+        return self.spec.holistic
 
     @property
     def differential(self) -> str | None:
         """``"full"``, ``"pseudo"`` or None (see the module docstring)."""
-        if self.fn == "udaf":
-            return "pseudo" if (self.fns and self.fns.revert) else None
-        return _DIFF[self.fn]
+        return self.spec.differential_of(self)
 
     def lanes(self) -> list[Lane]:
         """The accumulator lanes of a bounded aggregate (empty for holistic ones)."""
-        c = self.column
-        return {
-            "count": [Lane("rows")],
-            "sum": [Lane("nn", c), Lane("sum", c)],
-            "mean": [Lane("nn", c), Lane("sum", c)],
-            "var": [Lane("nn", c), Lane("sum", c), Lane("sumsq", c)],
-            "std": [Lane("nn", c), Lane("sum", c), Lane("sumsq", c)],
-            "min": [Lane("nn", c), Lane("min", c)],
-            "max": [Lane("nn", c), Lane("max", c)],
-            "first": [Lane("nn", c), Lane("first", c)],
-            "last": [Lane("nn", c), Lane("last", c)],
-        }.get(self.fn, [])
+        return self.spec.lanes(self.column)
 
     # ---- scalar algebra (the tuple-at-a-time reference) -----------------------
     def init(self) -> Any:
-        f = self.fn
-        if f == "count":
-            return 0
-        if f in ("sum", "mean", "min", "max"):
-            return (0, None)
-        if f in ("var", "std"):
-            return (0, 0, 0)  # n, sum, sum of squares: exact (ints, Fractions of floats)
-        if f in ("first", "last"):
-            return None
-        if f == "udaf":
-            assert self.fns is not None
-            return self.fns.init()
-        return Counter()
+        return self.spec.init(self)
 
     def update(self, state: Any, value: Any, time: int = 0) -> Any:
         """Fold one tuple's value (at event ``time``) into ``state``."""
-        f = self.fn
-        if f == "count":
-            return state + 1
-        if value is None:
-            return state
-        if f in ("sum", "mean"):
-            n, s = state
-            value = int(value) if isinstance(value, bool) else value  # a sum of booleans counts
-            return (n + 1, value if s is None else s + value)
-        if f in ("min", "max"):
-            n, m = state
-            return (n + 1, value if m is None else _pick(f, m, value))
-        if f in ("var", "std"):
-            n, s, ss = state
-            if isinstance(value, float) and not math.isfinite(value):
-                return (n + 1, math.nan, math.nan)  # NaN / inf: the variance is NaN
-            x = _exact(value)
-            return (n + 1, s + x, ss + x * x)
-        if f in ("first", "last"):
-            return self.merge(state, (time, value))
-        if f == "udaf":
-            assert self.fns is not None
-            return self.fns.update(state, value)
-        c = Counter(state)
-        c[_NAN if _isnan(value) else value] += 1
-        return c
+        return self.spec.update(self, state, value, time)
 
     def merge(self, a: Any, b: Any) -> Any:
         """The state of the union of two disjoint inputs."""
-        f = self.fn
-        if f == "count":
-            return a + b
-        if f in ("sum", "mean"):
-            if a[1] is None:
-                return b
-            if b[1] is None:
-                return a
-            return (a[0] + b[0], a[1] + b[1])
-        if f in ("min", "max"):
-            if a[1] is None:
-                return b
-            if b[1] is None:
-                return a
-            return (a[0] + b[0], _pick(f, a[1], b[1]))
-        if f in ("var", "std"):
-            return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
-        if f in ("first", "last"):
-            if a is None:
-                return b
-            if b is None:
-                return a
-            if f == "first":
-                return a if _tv_order(a) <= _tv_order(b) else b
-            return a if _tv_order(a) >= _tv_order(b) else b
-        if f == "udaf":
-            assert self.fns is not None
-            return self.fns.merge(a, b)
-        return Counter(a) + Counter(b)
+        return self.spec.merge(self, a, b)
 
     def revert(self, state: Any, value: Any, time: int = 0) -> Any:
         """Undo :meth:`update` of ``value`` (differential aggregates only)."""
-        f = self.fn
         if self.differential is None:
             raise ConfigError(f"aggregate {self.name} is not differential: it cannot revert")
-        if f == "count":
-            return state - 1
-        if value is None:
-            return state
-        if f in ("sum", "mean"):
-            n, s = state
-            return (n - 1, None if n == 1 else s - value)
-        if f in ("var", "std"):
-            n, s, ss = state
-            if isinstance(value, float) and not math.isfinite(value):
-                return (n - 1, s, ss)  # cannot undo a NaN: the state stays NaN
-            x = _exact(value)
-            return (n - 1, s - x, ss - x * x)
-        if f == "udaf":
-            assert self.fns is not None and self.fns.revert is not None
-            return self.fns.revert(state, value)
-        c = Counter(state)
-        value = _NAN if _isnan(value) else value
-        c[value] -= 1
-        if c[value] == 0:
-            del c[value]
-        return c
+        return self.spec.revert(self, state, value, time)
 
     def finalize(self, state: Any) -> Any:
         """The output value of a window from its state (None = null)."""
-        f = self.fn
-        if f == "count":
-            return state
-        if f == "sum":
-            return state[1]
-        if f == "mean":
-            return None if state[0] == 0 else state[1] / state[0]
-        if f in ("min", "max"):
-            return state[1]
-        if f in ("var", "std"):
-            n, s, ss = state
-            if n < 2:
-                return None
-            if _isnan(s):
-                return math.nan
-            v = _builtin_max(float((ss - Fraction(s) * s / n) / (n - 1)), 0.0)  # rounded once
-            return v if f == "var" else math.sqrt(v)
-        if f in ("first", "last"):
-            return None if state is None else state[1]
-        if f == "udaf":
-            assert self.fns is not None
-            return self.fns.finalize(state)
-        items = sorted(((v, c) for v, c in Counter(state).items() if c > 0),
-                       key=lambda vc: _order(vc[0]))
-        if f in ("median", "quantile"):
-            n = _builtin_sum(c for _, c in items)
-            if n == 0:
-                return None
-            q = 0.5 if f == "median" else float(self.q)  # type: ignore[arg-type]
-            pos = q * (n - 1)
-            lo_i, frac = int(math.floor(pos)), pos - math.floor(pos)
-            vals = [v for v, c in items for _ in range(c)]
-            lo = float(vals[lo_i])
-            if frac == 0:  # an order statistic: no interpolation with its (maybe NaN) neighbour
-                return lo
-            hi = float(vals[_builtin_min(lo_i + 1, n - 1)])
-            return lo + (hi - lo) * frac
-        if f == "distinct":
-            return len(items)
-        # heavy hitters: the k most frequent values, ties by value
-        top = sorted(items, key=lambda vc: (-vc[1], _order(vc[0])))[: self.k]
-        return [{"value": v, "count": c} for v, c in top]
+        return self.spec.finalize(self, state)
 
 
 # ---- factories ---------------------------------------------------------------
@@ -469,22 +255,7 @@ def output_type(a: Agg, column_type: Any) -> Any:
     min/max/first/last: the column's type; heavy hitters: list of
     ``{value, count}``; the rest (mean, var, std, quantiles, UDAFs): float64.
     """
-    import pyarrow as pa
-
-    f, t = a.fn, column_type
-    if f in ("count", "distinct"):
-        return pa.int64()
-    if f == "sum":
-        if pa.types.is_decimal256(t):
-            return pa.decimal256(_builtin_min(76, t.precision + 10), t.scale)
-        if pa.types.is_decimal(t):
-            return pa.decimal128(_builtin_min(38, t.precision + 10), t.scale)
-        return pa.float64() if pa.types.is_floating(t) else pa.int64()
-    if f in ("min", "max", "first", "last"):
-        return t
-    if f == "heavy_hitters":
-        return pa.list_(pa.struct([("value", t), ("count", pa.int64())]))
-    return pa.float64()
+    return a.spec.output_type(column_type)
 
 
 def as_aggs(aggs: "Agg | Sequence[Agg]") -> tuple[Agg, ...]:

@@ -118,7 +118,7 @@ class PaneCombiner:
         self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
         # count-distinct / heavy-hitter columns: a running (code, value) multiplicity table
         # each (see distinct)
-        self.distinct_cols = {a.column for a in aggs if a.fn in ("distinct", "heavy_hitters")}
+        self.distinct_cols = {a.column for a in aggs if a.spec.counts_values}
         self._d: dict[tuple[str, str | None], dict[str, Any]] = {}
         # Python UDAFs: folded pane states (see oop.window.udaf.pane_cache); off with
         # late="update" (revisions change closed panes)

@@ -77,7 +77,6 @@ def window_oracle(
     times = _ints(table.column(time))
     keys = list(zip(*(table.column(c).to_pylist() for c in by))) if by else [()] * table.num_rows
     cols = {a.column: table.column(a.column).to_pylist() for a in aggs if a.column}
-    exact = ("sum", "mean", "min", "max", "first", "last", "distinct", "heavy_hitters")
     floats = {c: [None if x is None else float(x) for x in v] for c, v in cols.items()
               if pa.types.is_decimal(table.schema.field(c).type)}  # for the float-valued aggregates
     n = table.num_rows
@@ -117,12 +116,13 @@ def window_oracle(
             for a in aggs:
                 st = a.init()
                 vals = cols.get(a.column)  # type: ignore[arg-type]
-                if a.column in floats and a.fn not in exact:
+                # var/std/quantiles/UDAFs compute in float64; sums and selections stay exact
+                if a.column in floats and a.spec.arithmetic and not a.spec.from_sum:
                     vals = floats[a.column]
                 for i in idx:
                     st = a.update(st, vals[i] if vals is not None else None, int(times[i]))
                 v = a.finalize(st)
-                r[a.name] = float(v) if a.fn == "mean" and v is not None else v
+                r[a.name] = a.spec.to_output(v)
             if emit_wid:
                 r["wid"] = w
             rows.append(r)

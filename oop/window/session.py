@@ -72,6 +72,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from oop.aggregates import REGISTRY
 from oop.errors import ConfigError, ValueRangeError
 from oop.limits import current_budget
 from oop.metrics import StateSize
@@ -87,11 +88,11 @@ __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference
            "SUPPORTED"]
 
 #: the aggregates session windows compute (their sub-aggregates merge in O(1))
-SUPPORTED = ("count", "sum", "mean", "min", "max", "var", "std", "first", "last")
+SUPPORTED = tuple(n for n, s in REGISTRY.items() if not s.holistic)
 
-#: lanes each aggregate needs per value column
-_NEEDS = {"sum": ("sum",), "mean": ("sum",), "min": ("min",), "max": ("max",),
-          "var": ("mom",), "std": ("mom",), "first": ("first",), "last": ("last",)}
+#: the session lane holding each aggregate state layout (oop.aggregates value_op)
+_NEEDS = {"sum": "sum", "min": "min", "max": "max", "sumsq": "mom", "first": "first",
+          "last": "last"}
 
 #: the key dictionary is compacted (dead keys dropped) once it holds this many keys
 KEYS_COMPACT_MIN = 4096
@@ -315,7 +316,7 @@ class SessionAggregate(Operator):
         self.kind_config = kind
         self.aggs = as_aggs(aggs)
         for a in self.aggs:
-            if a.fn not in SUPPORTED:
+            if a.holistic:
                 raise ConfigError(f"{name}: aggregate {a.name} is not supported on session "
                                   f"windows; use one of {', '.join(SUPPORTED)}")
         self.by = [by] if isinstance(by, str) else list(by)
@@ -352,7 +353,7 @@ class SessionAggregate(Operator):
         self.time, self.schema_in = attr, info.schema
         self.cols = cols
         self.col_float = {c: pa.types.is_floating(info.schema.field(c).type) for c in cols}
-        self.lanes = {c: sorted({x for a in self.aggs if a.column == c for x in _NEEDS[a.fn]})
+        self.lanes = {c: sorted({x for a in self.aggs if a.column == c for x in [_NEEDS[str(a.spec.value_op)]]})
                       for c in cols}
         self.enc = KeyEncoder(self.by)
         # per integer column with a sum lane: the largest |value| seen (bounds every sum)
@@ -558,28 +559,29 @@ class SessionAggregate(Operator):
 
     def _finalize(self, g: Agg, a: dict[str, np.ndarray]) -> pa.Array:
         typ = self.out_schema.field(g.name).type
-        if g.fn == "count":
+        sp = g.spec
+        if sp.counts_rows:
             return pa.array(a["rows"], pa.int64())
         c = g.column
         nn = a[f"{c}:nn"]
         null = nn == 0
-        if g.fn in ("sum", "mean") and c in self.sum_max:  # int64 sums: exact or an error
+        op = sp.value_op
+        if sp.from_sum and c in self.sum_max:  # int64 sums: exact or an error
             check_exact_sum(self.name, str(c), a["rows"], self.sum_max[c], typ)
-        if g.fn == "sum":
+        if sp.exact_sum:
             v: np.ndarray = a[f"{c}:sum"]
-        elif g.fn == "mean":
+        elif op == "sum":  # mean
             with np.errstate(invalid="ignore", divide="ignore"):
                 v = a[f"{c}:sum"] / np.maximum(nn, 1)
-        elif g.fn in ("min", "max"):
-            v = a[f"{c}:{g.fn}"]
-        elif g.fn in ("first", "last"):
-            v = a[f"{c}:{g.fn[0]}v"]
+        elif op in ("min", "max"):
+            v = a[f"{c}:{op}"]
+        elif op in ("first", "last"):
+            v = a[f"{c}:{op[0]}v"]
         else:  # var, std
             with np.errstate(invalid="ignore", divide="ignore"):
                 v = np.maximum(a[f"{c}:m2"], 0.0) / (nn - 1)
             v = np.where(a[f"{c}:nf"] > 0, np.nan, v)
-            if g.fn == "std":
-                v = np.sqrt(v)
+            v = sp.from_variance(v)  # type: ignore[attr-defined]
             null = nn < 2
         return pa.array(v, mask=null if null.any() else None).cast(typ)
 
@@ -660,7 +662,7 @@ class SessionReference:
         r.update(window_start=s[0], window_end=s[1] + self.gap)
         for a, x in zip(self.aggs, s[2]):
             v = a.finalize(x)
-            r[a.name] = float(v) if a.fn == "mean" and v is not None else v
+            r[a.name] = a.spec.to_output(v)
         if self.update:
             r.update(is_revision=revision, is_retraction=retraction)
         return r
@@ -763,6 +765,6 @@ def session_oracle(table: pa.Table, gap: int, aggs: Agg | Sequence[Agg],
                 for r in run:
                     st = a.update(st, r[a.column] if a.column else None, r[time])
                 v = a.finalize(st)
-                o[a.name] = float(v) if a.fn == "mean" and v is not None else v
+                o[a.name] = a.spec.to_output(v)
             out.append(o)
     return _table(out, output_schema(table.schema, Session(gap), aggs, by, time))

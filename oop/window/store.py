@@ -73,9 +73,6 @@ def _numeric_kind(t: pa.DataType) -> str:
     return "other"
 
 
-_ARITH = {"sum", "mean", "var", "std", "median", "quantile", "udaf"}
-
-
 def int_valued(t: pa.DataType) -> bool:
     """Whether the lanes read ``t``'s values as int64 integers (integers, booleans, temporal
     types; not decimals, which are unscaled int64 with a scale)."""
@@ -104,12 +101,12 @@ def check_agg_types(aggs: Sequence[Agg], schema: pa.Schema, op_name: str) -> Non
         t = schema.field(a.column).type
         kind = _numeric_kind(t)
         arith_ok = kind in ("float", "decimal") or pa.types.is_integer(t) or pa.types.is_boolean(t)
-        if a.fn in _ARITH and not arith_ok:
+        if a.spec.arithmetic and not arith_ok:
             raise ConfigError(
                 f"{op_name}: {a.name} needs a numeric column but {a.column!r} has type {t}; "
                 "cast it first or use min/max/first/last/distinct"
             )
-        if a.fn in ("min", "max", "first", "last") and kind == "other" and not is_ranked_type(t):
+        if a.spec.selective and kind == "other" and not is_ranked_type(t):
             raise ConfigError(
                 f"{op_name}: {a.name} on column {a.column!r} of type {t} is not supported; "
                 "use a numeric, boolean, temporal, decimal, string or binary column"
@@ -126,7 +123,7 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
     column, and float64 when only ``mean``/``var``/``std`` read it (as
     Spark's ``avg`` does: a mean of epoch-nanosecond values must not wrap).
     """
-    exact_sums = {a.column for a in aggs if a.fn == "sum"}
+    exact_sums = {a.column for a in aggs if a.spec.exact_sum}
     out: dict[tuple[str, str | None], LaneInfo] = {("rows", None): LaneInfo(Lane("rows"), np.int64)}
     for a in aggs:
         for ln in a.lanes():

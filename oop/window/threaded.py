@@ -205,7 +205,7 @@ def threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str]) -
         return "there is no by= key to partition on"
     if not isinstance(kind, Sliding) or isinstance(kind, Landmark) or kind.row_based or kind.fca:
         return f"{type(kind).__name__} windows are not partitioned (tumbling and sliding are)"
-    if any(a.fn == "udaf" for a in as_aggs(aggs)):
+    if any(a.spec.store_op == "udaf" for a in as_aggs(aggs)):
         return "user-defined aggregates are not known to be thread-safe"
     return None
 
