@@ -138,6 +138,22 @@ def two_feeds(draw: st.DrawFn, max_rows: int = 12, max_delay: int | None = 4) ->
     return out
 
 
+@st.composite
+def late_feed(draw: st.DrawFn, max_rows: int = 18) -> Feed:
+    """:func:`one_feed` with a few *late* tuples: after some punctuation ``P(ts, v)`` a
+    batch of tuples with ``ts < v`` (the feed breaks its promise, as a real source can)."""
+    out: Feed = []
+    for port, e in draw(one_feed(max_rows)):
+        out.append((port, e))
+        if isinstance(e, Punctuation) and draw(st.booleans()):
+            ts = draw(st.lists(st.integers(e.value - 6, e.value - 1), min_size=1, max_size=3))
+            n = len(ts)
+            out.append((port, pa.record_batch(
+                [pa.array(ts, pa.int64()), pa.array([0] * n, pa.int64()),
+                 pa.array(range(n), pa.int64())], schema=TABLE_SCHEMA)))
+    return out
+
+
 def upstream_feed(build: Callable[[], Operator], inputs: Sequence[StreamInfo],
                   feed: Callable[[], st.SearchStrategy[Feed]]) -> st.SearchStrategy[Feed]:
     """``feed`` pushed through an upstream operator: its output elements, on port 0."""
@@ -193,6 +209,9 @@ CASES: list[ContractCase] = [
     ContractCase("wid-tumbling", WindowAggregate,
                  lambda: WindowAggregate(Tumbling(4), AGGS, by="key", method="wid"),
                  weight=_count_sum()),
+    ContractCase("wid-late-side", WindowAggregate,
+                 lambda: WindowAggregate(Tumbling(4), AGGS, by="key", late="side_output"),
+                 feed=late_feed, weight=_count_sum()),
     ContractCase("paned-sliding", WindowAggregate,
                  lambda: WindowAggregate(Sliding(6, 2), AGGS, by="key", method="paned"),
                  weight=None, no_accounting="a tuple lies in range/slide windows"),
@@ -201,6 +220,9 @@ CASES: list[ContractCase] = [
                  weight=None, no_accounting="a tuple lies in several cumulative windows"),
     ContractCase("session", SessionAggregate,
                  lambda: SessionAggregate(Session(3), AGGS, by="key"), weight=_count_sum()),
+    ContractCase("session-late-drop", SessionAggregate,
+                 lambda: SessionAggregate(Session(3), AGGS, by="key", late="drop"),
+                 feed=late_feed, weight=_count_sum()),
     ContractCase("partitioned-rows", PartitionedRowsAggregate,
                  lambda: PartitionedRowsAggregate(PartitionedRows(2, 2), AGGS, by="key"),
                  weight=None, no_accounting="row windows: a tuple lies in range/slide windows"),
@@ -244,6 +266,8 @@ CASES: list[ContractCase] = [
     ContractCase("buffering-window", BufferingWindow,
                  lambda: BufferingWindow(Tumbling(4), AGGS, ("key",)), weight=_count_sum()),
     ContractCase("sort-buffer", SortBuffer, lambda: SortBuffer(mode="punctuation")),
+    ContractCase("sort-buffer-late", SortBuffer,
+                 lambda: SortBuffer(mode="punctuation", late="side_output"), feed=late_feed),
     ContractCase("reorder", Reorder, lambda: Reorder("seq", capacity=4),
                  inputs=(StreamInfo("s", SEQ_SCHEMA, {"ts": "ms"}, "ts"),), feed=_seq_feed,
                  lost=lambda op: op.metrics.late_total),

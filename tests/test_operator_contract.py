@@ -36,7 +36,7 @@ from oop.errors import OopError
 from oop.stream.elements import GroupPunctuation, JointPunctuation, Punctuation
 from oop.testing import check_stream_contract, drive_operator, same_bag
 
-SETTINGS = settings(max_examples=10, deadline=None, derandomize=False,
+SETTINGS = settings(max_examples=8, deadline=None, derandomize=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
