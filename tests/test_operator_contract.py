@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from contract_cases import CASES, EXCLUDED, ContractCase, operator_classes, qualname
+from contract_cases import CASES, EXCLUDED, INFO, ContractCase, operator_classes, qualname
 from oop.checkpoint.codec import decode, encode
 from oop.errors import OopError
 from oop.stream.elements import GroupPunctuation, JointPunctuation, Punctuation
@@ -182,3 +182,38 @@ def test_independent_of_batch_boundaries(case: ContractCase, data: st.DataObject
     ta, tb = _output_table(a), _output_table(b)
     assert same_bag(ta if ta is not None else [], tb if tb is not None else []), (
         f"{case.id}: output depends on batch boundaries")
+
+
+# ---- the checker itself, and the bug the contract found -----------------------------
+def _b(**cols: list[int]) -> pa.RecordBatch:
+    return pa.record_batch({k: pa.array(v, pa.int64()) for k, v in cols.items()})
+
+
+def test_stream_contract_checker_rejects_each_violation() -> None:
+    check_stream_contract([_b(ts=[1]), Punctuation("ts", 2), Punctuation("ts", 2), _b(ts=[2])])
+    with pytest.raises(AssertionError, match="went backwards: 1 after 2"):
+        check_stream_contract([Punctuation("ts", 2), Punctuation("ts", 1)])
+    with pytest.raises(AssertionError, match=r"ts=1 was emitted after P\(ts, 2\)"):
+        check_stream_contract([Punctuation("ts", 2), _b(ts=[3, 1])])
+    joint = JointPunctuation((("a", 5), ("b", 5)))
+    check_stream_contract([joint, _b(a=[1, 9], b=[9, 1])])  # each row escapes on one attribute
+    with pytest.raises(AssertionError, match="joint punctuation"):
+        check_stream_contract([joint, _b(a=[9, 1], b=[9, 1])])
+    group = GroupPunctuation("ts", _b(k=[7]), np.array([10]))
+    check_stream_contract([group, _b(k=[8], ts=[1])])  # another group
+    with pytest.raises(AssertionError, match="group punctuation"):
+        check_stream_contract([group, _b(k=[7], ts=[1])])
+
+
+def test_gigascope_low_level_punctuation_after_a_window_jump() -> None:
+    """Found by the contract: window 0 -> 2 with the IOP cursor done left (key 1, window 0)
+    in the table while P(window_end, 8) claimed window 0 complete."""
+    from oop.iop_baseline.gigascope import GigascopeLowLevel
+    from oop.testing import TABLE_SCHEMA
+
+    feed = [(0, pa.record_batch({"ts": [0] * 6, "key": [0] * 6, "val": [0] * 6}, TABLE_SCHEMA)),
+            (0, pa.record_batch({"ts": [0, 0, 2, 8, 8, 5], "key": [0, 0, 1, 0, 0, 0],
+                                 "val": [0] * 6}, TABLE_SCHEMA))]
+    out = drive_operator(GigascopeLowLevel("key", 4, table_size=8), [INFO], feed)
+    check_stream_contract(out)
+    assert [e.value for e in out if isinstance(e, Punctuation)] == [0, 4]
