@@ -308,4 +308,4 @@ def qualname(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-__all__ = ["CASES", "EXCLUDED", "ContractCase", "operator_classes", "qualname", "Punctuation"]
+__all__ = ["CASES", "EXCLUDED", "ContractCase", "operator_classes", "qualname"]
