@@ -23,6 +23,11 @@ and accounting (nothing lost).
   which tuples pass, which are late, which punctuations are emitted.
 * :func:`rows`, :func:`same_bag`, :func:`check_punctuation_respected` --
   small oracle helpers.
+* :func:`drive_operator`, :func:`check_invariants`,
+  :func:`check_stream_contract` -- the operator contract (docs/architecture.md,
+  "The operator contract"): push a feed through one operator checking its
+  internal invariants after every step, and check that what it emitted obeys
+  its own punctuation.
 
 Example (inside a test)::
 
@@ -55,7 +60,7 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from oop.stream.elements import INT64_MIN, Punctuation
+from oop.stream.elements import INT64_MIN, Punctuation, is_punctuation
 
 __all__ = [
     "disordered_tables",
@@ -69,6 +74,9 @@ __all__ = [
     "check_punctuation_respected",
     "feed_batches",
     "resumed_output",
+    "drive_operator",
+    "check_invariants",
+    "check_stream_contract",
     "TABLE_SCHEMA",
 ]
 
@@ -311,3 +319,132 @@ def resumed_output(*parts: Any) -> Any:
                   late={k: pa.concat_tables(v) for k, v in late.items()},
                   wall_s=sum(r.wall_s for r in parts), checkpoint=last.checkpoint,
                   sources=last.sources)
+
+
+# ---- the operator contract ----------------------------------------------------------
+def check_invariants(op: Any) -> None:
+    """Assert ``op``'s internal state invariants: the public name of ``Operator._check``.
+
+    Every stateful operator overrides ``_check`` (store layouts, frontiers,
+    counters agree with each other); stateless ones inherit a no-op. Raises
+    ``AssertionError`` on a broken invariant. Cost: O(state).
+    """
+    op._check()
+
+
+def drive_operator(op: Any, inputs: Sequence[Any], feed: Iterable[tuple[int, Any]], *,
+                   check: bool = True, end: bool = True) -> list[Any]:
+    """Push ``feed`` -- ``(port, RecordBatch | punctuation)`` in arrival order -- through
+    ``op`` opened on ``inputs`` (StreamInfos) and return every element it emitted, in order.
+
+    Keeps ``op.metrics``' common counters (tuples/batches/punctuations in and
+    out, state) as the executor does, so invariants that relate them hold.
+    With ``check`` :func:`check_invariants` runs after every step. With
+    ``end`` every port is ended (port order) after the feed, so the operator
+    flushes; the end-of-stream marker itself is not returned. ``inputs`` may
+    be empty when ``op`` is already opened (a restored operator).
+    """
+    if inputs:
+        op.open(list(inputs))
+    m = op.metrics
+    out: list[Any] = []
+
+    def emitted(els: list[Any]) -> None:
+        for e in els:
+            if isinstance(e, pa.RecordBatch) and e.num_rows:
+                m.batches_out += 1
+                m.tuples_out += e.num_rows
+                out.append(e)
+            elif is_punctuation(e):
+                m.punctuations_out += 1
+                out.append(e)
+        m.record_state(op.state_size())
+        if check:
+            check_invariants(op)
+
+    for port, el in feed:
+        if isinstance(el, pa.RecordBatch):
+            m.batches_in += 1
+            m.tuples_in += el.num_rows
+            emitted(op.on_batch(el, port))
+        else:
+            m.punctuations_in += 1
+            emitted(op.on_punctuation(el, port))
+    if end:
+        for port in range(len(op.inputs)):
+            emitted(op.on_end(port))
+    return out
+
+
+def check_stream_contract(elements: Sequence[Any], name: str = "output") -> None:
+    """Assert that a stream of emitted elements obeys its own punctuation (DESIGN §3).
+
+    * linear punctuation ``P(a, v)`` is non-decreasing per attribute ``a``;
+    * no row emitted after ``P(a, v)`` has ``a < v`` (the punctuation covered it);
+    * no row emitted after a joint punctuation has every ``a_i < v_i``;
+    * no row emitted after a group punctuation ``(keys, values)`` for its group
+      has ``a < value``.
+
+    ``elements`` is what an operator returned (batches and punctuations, in
+    order; see :func:`drive_operator`). Null attribute values are covered by
+    no punctuation. Raises ``AssertionError`` naming ``name``, the row and the
+    punctuation. Cost: O(rows x distinct punctuations), vectorized per batch.
+    """
+    from oop.stream.elements import GroupPunctuation, JointPunctuation
+
+    linear: dict[str, int] = {}
+    joints: list[tuple[tuple[str, int], ...]] = []
+    groups: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], int] = {}
+    for e in elements:
+        if isinstance(e, Punctuation):
+            prev = linear.get(e.attr, INT64_MIN)
+            assert e.value >= prev, (
+                f"{name}: punctuation on {e.attr!r} went backwards: {e.value} after {prev}")
+            linear[e.attr] = e.value
+        elif isinstance(e, JointPunctuation):
+            joints.append(e.bounds)
+        elif isinstance(e, GroupPunctuation):
+            cols = tuple(e.keys.schema.names)
+            for key, v in zip(e.keys.to_pylist(), np.asarray(e.values).tolist()):
+                k = (e.attr, cols, tuple(key[c] for c in cols))
+                groups[k] = max(groups.get(k, INT64_MIN), int(v))
+        elif isinstance(e, pa.RecordBatch) and e.num_rows:
+            _check_batch_covered(e, linear, joints, groups, name)
+
+
+def _int_column(batch: pa.RecordBatch, attr: str) -> np.ndarray:
+    """``attr`` as int64 with nulls at INT64_MAX (covered by nothing)."""
+    col = batch.column(attr)
+    if pa.types.is_timestamp(col.type) or pa.types.is_date(col.type) \
+            or pa.types.is_duration(col.type):
+        col = col.cast(pa.int64())
+    return np.asarray(col.fill_null(np.iinfo(np.int64).max).to_numpy(zero_copy_only=False),
+                      dtype=np.int64)
+
+
+def _check_batch_covered(batch: pa.RecordBatch, linear: dict[str, int],
+                         joints: list[tuple[tuple[str, int], ...]],
+                         groups: dict[tuple[str, tuple[str, ...], tuple[Any, ...]], int],
+                         name: str) -> None:
+    names = batch.schema.names
+    for attr, v in linear.items():
+        if attr in names:
+            t = _int_column(batch, attr)
+            assert int(t.min()) >= v, (
+                f"{name}: a row with {attr}={int(t.min())} was emitted after P({attr}, {v})")
+    for bounds in joints:
+        if all(a in names for a, _ in bounds):
+            hit = np.ones(batch.num_rows, bool)
+            for a, v in bounds:
+                hit &= _int_column(batch, a) < v
+            assert not hit.any(), (
+                f"{name}: row {batch.slice(int(np.argmax(hit)), 1).to_pylist()[0]} was "
+                f"emitted after the joint punctuation {bounds} that covers it")
+    for (attr, cols, key), v in groups.items():
+        if attr not in names or not all(c in names for c in cols):
+            continue
+        for r in batch.to_pylist():  # group punctuation is rare; a slow check is fine here
+            if tuple(r[c] for c in cols) == key and r[attr] is not None:
+                assert r[attr] >= v, (
+                    f"{name}: row {r} was emitted after the group punctuation "
+                    f"{attr}>={v} of its group {key}")

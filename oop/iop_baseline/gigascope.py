@@ -28,7 +28,8 @@ otherwise):
 
 Output punctuation (on ``window_end`` of the partials): IOP -- the start of
 the previous window's successor once the old window is flushed; OOP -- the
-end of window ``w - max_delay`` at the start of window ``w + 1``.
+end of window ``w - max_delay`` at the start of window ``w + 1``; in both
+never above the end of the oldest window still held in the table.
 
 Ring-buffer input model (:func:`simulate`): packet ``k`` arrives at
 ``k / rate`` (in work units); processing costs ``per_packet`` plus
@@ -538,6 +539,12 @@ class GigascopeLowLevel(DropsLate):
         oldest = cur - 1 if self.policy.kind == "iop-slow" else cur - self.policy.max_delay
         if self.policy.kind == "iop-slow" and self.table.st[2] == 0:
             oldest = cur
+        # never above an entry still held: a jump over empty windows (0 -> 2) leaves the
+        # entries of window 0 to the IOP cursor, so "cur - 1" alone would cover them
+        tags = self.table.tag
+        held = tags[tags != _EMPTY]
+        if len(held):
+            oldest = min(oldest, int(held.min()))
         v = (oldest + 1) * self.size
         if v > self.punct_out:
             self.punct_out = v
