@@ -63,12 +63,12 @@ def write_workload(folder: Path, n: int, seed: int = 0) -> None:
                        folder / f"part-{i:03d}.parquet")
 
 
-def run_oop(data: Path, query: list[str], out: Path) -> dict[str, Any]:
+def run_oop(data: Path, query: list[str], out: Path, threads: int | None = None) -> dict[str, Any]:
     metrics = out.parent / "m.json"
     cmd = [sys.executable, "-m", "oop.cli", "replay", "--input", str(data), "--time", "ts",
            "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
            "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
-           "--quiet"]
+           "--quiet", *([] if threads is None else ["--threads", str(threads)])]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--duckdb", action="store_true", help="also run DuckDB, 1 thread")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--threads", type=int, help="oop replay --threads (default: its own)")
     args = ap.parse_args(argv)
     sizes = args.rows or [10_000_000]
     results: list[dict[str, Any]] = []
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                 for r in range(args.repeat):
                     out = Path(tmp) / f"out-{n}-{r}-{name.split()[0]}"
                     res = {"rows": n, "query": name, "engine": "oop replay",
-                           **run_oop(data, q, out)}
+                           "threads": args.threads, **run_oop(data, q, out, args.threads)}
                     results.append(res)
                     print(json.dumps(res), flush=True)
                     if args.duckdb:

@@ -230,6 +230,12 @@ def run_replay(args: argparse.Namespace) -> int:
     from oop.io.pandas_probe import skip_pandas_probe
 
     skip_pandas_probe()  # pyarrow would import pandas (~75 MiB) for nothing
+    from oop.io.memory_pool import use_lean_pool
+
+    use_lean_pool()  # mimalloc's per-thread heaps hold ~60 MiB more in a threaded run
+    from oop.blas_probe import skip_blas_probe
+
+    skip_blas_probe()  # numba's first dispatch would import scipy.linalg (~0.13 s) for nothing
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)

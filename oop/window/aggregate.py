@@ -628,7 +628,11 @@ class WindowAggregate(Operator):
         codes = self.enc.encode(batch)
         if self.method is None:
             self._decide(times, codes)
-        if self.units is None:
+        tumble = self._fused_tumble(revise)
+        if tumble is not None:  # WIDs inside the update kernel (004 §6.1): only their range here
+            lo = hi = ulo = uhi = None
+            low, high = self._tumble_bounds(times, *tumble)
+        elif self.units is None:
             lo, hi = self.bucket.tag(batch, times)
             ulo, uhi = lo, hi
             low, high = time_bounds(ulo)
@@ -658,11 +662,15 @@ class WindowAggregate(Operator):
                 self._set_ring(HashCells.from_ring(self.ring, self.enc.n_codes))
             if low < self.ring.base:
                 self.ring.lower_base(low)
+        if tumble is not None and type(self.ring) is not Ring:  # went sparse: ids as arrays
+            lo, hi = ulo, uhi = self.bucket.tag(batch, times)
+            tumble = None
         cols = self._lane_columns(batch)
         # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
         self.ring.track_nf = self.units is not None
+        fused = {} if tumble is None else {"tumble": tumble}  # a dense Ring's option only
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
-                         top=high + 1 if single else None)
+                         top=high + 1 if single else None, **fused)
         if self.holistic:
             assert ulo is not None and uhi is not None
             self._add_holistic(batch, codes, ulo, uhi, cols)
@@ -674,6 +682,22 @@ class WindowAggregate(Operator):
         if self.kind.row_based:
             out.extend(self._advance(self.bucket.first_open(self.bucket.rows_seen), emit_punct=True))
         return out
+
+    def _fused_tumble(self, revise: np.ndarray | None) -> tuple[int, int] | None:
+        """``(origin, size)`` when this batch's tumbling WIDs can be left to the update kernel
+        (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
+        k = self.kind
+        if (self.units is not None or k.row_based or not isinstance(k, Sliding) or k.r != k.s
+                or type(self.ring) is not Ring or self.holistic or revise is not None):
+            return None
+        return k.o, k.s
+
+    def _tumble_bounds(self, times: np.ndarray, origin: int, size: int) -> tuple[int, int]:
+        """The least and greatest tumbling WID of ``times`` from their min and max (floor
+        division is monotone), refusing windows that would wrap around int64 as ``wids`` does."""
+        tmin, tmax = time_bounds(times)
+        self.kind.check_range(tmin, tmax)  # type: ignore[attr-defined]
+        return (tmin - origin) // size, (tmax - origin) // size
 
     def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
         """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by

@@ -100,6 +100,43 @@ def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
 
 
 @nb.njit(cache=True, nogil=True)
+def upd_rows_sums_tumble(rows, nacc, nn, facc, fvals, nf, codes, times, origin, size, C, mask):
+    """:func:`upd_rows_sums1` with each row's unit computed in the same pass: the tumbling
+    WID ``floor((t - origin) / size)`` of its time (004 §6.1), instead of a numpy window-id
+    pass and an id array before the fold. Reference: :func:`upd_rows_sums_tumble_reference`."""
+    new = 0
+    for i in range(codes.shape[0]):
+        u = (times[i] - origin) // size  # integer // is floor division in numba, as in Python
+        j = (u & mask) * C + codes[i]
+        new += rows[j] == 0
+        rows[j] += 1
+        for f in range(nn):
+            nacc[f][j] += 1
+        for f in range(nf):
+            facc[f][j] += fvals[f][i]
+    return new
+
+
+def upd_rows_sums_tumble_reference(rows, nacc, nn, facc, fvals, nf, codes, times, origin,
+                                   size, C, mask):  # type: ignore[no-untyped-def]
+    """Slow reference of :func:`upd_rows_sums_tumble`: the kind's own window ids
+    (``Sliding(size, size, origin).wids``), then one Python step per row."""
+    from oop.window.kinds import Sliding
+
+    units = Sliding(size, size, origin).wids(times)[0]
+    new = 0
+    for i in range(codes.shape[0]):
+        j = (int(units[i]) & mask) * C + int(codes[i])
+        new += int(rows[j] == 0)
+        rows[j] += 1
+        for f in range(nn):
+            nacc[f][j] += 1
+        for f in range(nf):
+            facc[f][j] += fvals[f][i]
+    return new
+
+
+@nb.njit(cache=True, nogil=True)
 def upd_nn(acc, codes, lo, hi, C, mask, valid):
     allv = valid.shape[0] == 0
     for i in range(codes.shape[0]):

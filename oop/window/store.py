@@ -442,6 +442,13 @@ def check_state_size(R: int, C: int, n_lanes: int, lo: int, hi: int) -> None:
             "the right unit, or use a shorter range / coarser slide")
 
 
+def tumble_units(times: np.ndarray, origin: int, size: int) -> np.ndarray:
+    """The tumbling WIDs ``floor((times - origin) / size)`` (004 §6.1), as
+    :meth:`oop.window.kinds.Sliding.wids` gives them for ``range == slide``."""
+    d = times - origin if origin else times
+    return np.floor_divide(d, size)
+
+
 class Ring:
     """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring."""
 
@@ -589,19 +596,26 @@ class Ring:
         return new.reshape(-1)
 
     # ---- updating -----------------------------------------------------------
-    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray | None,
+    def update(self, codes: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
-               single: bool = False, top: int | None = None) -> None:
+               single: bool = False, top: int | None = None,
+               tumble: tuple[int, int] | None = None) -> None:
         """Fold a batch into the lanes: row ``i`` updates units ``[lo[i], hi[i])`` of ``codes[i]``.
 
         ``single``: the caller guarantees ``hi == lo + 1`` (one unit per row: a
         cheaper kernel; ``hi`` may then be None); ``top``: ``max(hi)`` when the
-        caller knows it.
+        caller knows it. ``tumble=(origin, size)`` with ``lo`` None (and ``single``,
+        ``top``): the units are the tumbling WIDs ``floor((times - origin) / size)``,
+        computed inside the fused kernel when the lanes allow, else here.
         Requires ``base <= lo`` (late rows were removed).
         Cost: O(sum(hi-lo) x lanes).
         """
         if codes.shape[0] == 0:
             return
+        if lo is None:
+            assert tumble is not None and single and top is not None
+            if self.track_nf:
+                lo = tumble_units(times, *tumble)
         if self.track_nf:
             self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
         self.n_used = max(self.n_used, n_codes)
@@ -632,13 +646,22 @@ class Ring:
         facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
         fvals = tuple(lane_input(li, cols[li.lane.column], self.shift)[0]  # type: ignore[index]
                       for li in ff) or (dummy_f,)
+        done = {li.key for li in fn} | {li.key for li in ff} | skip
+        if lo is None and all(li.key[0] == "rows" or li.key in done for li in self.lanes):
+            assert tumble is not None
+            self.live += K.upd_rows_sums_tumble(self.arr[("rows", None)], nacc, len(fn), facc,
+                                                fvals, len(ff), codes, times, tumble[0],
+                                                tumble[1], C, mask)
+            return
+        if lo is None:
+            assert tumble is not None
+            lo = tumble_units(times, *tumble)
         if single:
             self.live += K.upd_rows_sums1(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                           len(ff), codes, lo, C, mask)
         else:
             self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                          len(ff), codes, lo, hi, C, mask)
-        done = {li.key for li in fn} | {li.key for li in ff} | skip
         if hi is None:
             assert single
             hi = lo + 1 if any(li.key[0] != "rows" and li.key not in done for li in self.lanes) else lo
