@@ -1,4 +1,4 @@
-"""numba's BLAS probe answered without scipy.linalg (oop.blas_probe), in a fresh process."""
+"""numba's BLAS probe answered without scipy.linalg (oop.command.blas_probe), in a fresh process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ _PROBE = """
 import sys
 import numpy as np
 import numba
-from oop.blas_probe import skip_blas_probe
+from oop.command.blas_probe import skip_blas_probe
 answered = skip_blas_probe()
 from oop.window import kernels as K
 rows = np.zeros(8, np.int64); f = np.zeros(8); codes = np.array([1, 2, 1], np.int64)

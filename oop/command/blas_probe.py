@@ -26,7 +26,7 @@ __all__ = ["skip_blas_probe"]
 class _BlockLinalg(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
         if name == "scipy.linalg" or name.startswith("scipy.linalg."):
-            raise ImportError("scipy.linalg is not used by this process (oop.blas_probe)")
+            raise ImportError("scipy.linalg is not used by this process (oop.command.blas_probe)")
         return None
 
 
