@@ -10,11 +10,14 @@ late), results to a Parquet part folder.
 Each run is a fresh process (``python -m oop.cli replay ...``), timed from
 start to exit; its peak RSS is the child's own high-water mark (``VmHWM``; a
 forked child's ``ru_maxrss`` would start at its parent's size, so the data is
-generated in another child). With ``--duckdb``
-the same query runs in DuckDB (batch ``GROUP BY`` from the same files to
-Parquet, one thread) in the same run, beside it.
+generated in another child). ``--threads N`` (repeatable) sets ``oop replay
+--threads``; without it, its default (all cores). With ``--duckdb`` the same
+query runs in DuckDB (batch ``GROUP BY`` from the same files to Parquet) in the
+same run, beside it, also as a whole command (a fresh Python process importing
+duckdb), with one thread and with all cores. Each row records the 1-minute
+load average when it started.
 
-    python experiments/bench_replay.py --rows 10000000 --rows 50000000
+    python experiments/bench_replay.py --rows 10000000 --threads 1 --threads 2 --duckdb
 """
 
 from __future__ import annotations
@@ -79,23 +82,30 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int | None = None)
             "late": m["late"], "engine_wall_s": m["wall_s"]}
 
 
-def run_duckdb(data: Path, query: str, out: Path) -> dict[str, Any] | None:
-    try:
-        import duckdb
-    except ImportError:
-        return None
+def duckdb_sql(data: Path, query: str) -> str:
+    """The batch query DuckDB runs for ``query`` over the same files."""
     src = f"read_parquet('{data}/*.parquet')"
     if query.startswith("tumbling"):
-        sql = (f"SELECT key, ts // 1000 * 1000 AS window_start, count(*) AS count, "
-               f"sum(v) AS sum_v FROM {src} GROUP BY ALL")
-    else:  # panes of 1 s, then the 10 windows each pane belongs to
-        sql = (f"WITH p AS (SELECT key, ts // 1000 AS pane, count(*) c, sum(v) s FROM {src} "
-               f"GROUP BY ALL) SELECT key, (pane - k) * 1000 AS window_start, sum(c) AS count, "
-               f"sum(s) AS sum_v FROM p, range(10) r(k) GROUP BY ALL")
+        return (f"SELECT key, ts // 1000 * 1000 AS window_start, count(*) AS count, "
+                f"sum(v) AS sum_v FROM {src} GROUP BY ALL")
+    # panes of 1 s, then the 10 windows each pane belongs to
+    return (f"WITH p AS (SELECT key, ts // 1000 AS pane, count(*) c, sum(v) s FROM {src} "
+            f"GROUP BY ALL) SELECT key, (pane - k) * 1000 AS window_start, sum(c) AS count, "
+            f"sum(s) AS sum_v FROM p, range(10) r(k) GROUP BY ALL")
+
+
+def run_duckdb(data: Path, query: str, out: Path, threads: int | None = 1) -> dict[str, Any] | None:
+    """DuckDB as a whole command, like ``oop replay``: a fresh Python process that imports
+    duckdb and copies the query's result to Parquet (``threads``: None = all cores)."""
+    try:
+        import duckdb  # noqa: F401  (only: is it installed)
+    except ImportError:
+        return None
+    setting = "" if threads is None else f"con.execute('SET threads TO {threads}'); "
+    code = (f"import duckdb; con = duckdb.connect(); {setting}"
+            f"con.execute({f'COPY ({duckdb_sql(data, query)}) TO {chr(39)}{out}.parquet{chr(39)} (FORMAT parquet)'!r})")
     t0 = time.perf_counter()
-    con = duckdb.connect()
-    con.execute("SET threads TO 1")
-    con.execute(f"COPY ({sql}) TO '{out}.parquet' (FORMAT parquet)")
+    subprocess.run([sys.executable, "-c", code], check=True)
     return {"wall_s": time.perf_counter() - t0}
 
 
@@ -109,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--duckdb", action="store_true", help="also run DuckDB, 1 thread")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--threads", type=int, help="oop replay --threads (default: its own)")
+    ap.add_argument("--threads", type=int, action="append",
+                    help="oop replay --threads, repeatable (default: its own, all cores)")
     args = ap.parse_args(argv)
     sizes = args.rows or [10_000_000]
     results: list[dict[str, Any]] = []
@@ -122,15 +133,20 @@ def main(argv: list[str] | None = None) -> int:
             for name, q in QUERIES.items():
                 for r in range(args.repeat):
                     out = Path(tmp) / f"out-{n}-{r}-{name.split()[0]}"
-                    res = {"rows": n, "query": name, "engine": "oop replay",
-                           "threads": args.threads, **run_oop(data, q, out, args.threads)}
-                    results.append(res)
-                    print(json.dumps(res), flush=True)
+                    for th in args.threads or [None]:
+                        res = {"rows": n, "query": name, "engine": "oop replay",
+                               "threads": th, "load": os.getloadavg()[0],
+                               **run_oop(data, q, out, th)}
+                        results.append(res)
+                        print(json.dumps(res), flush=True)
                     if args.duckdb:
-                        d = run_duckdb(data, name, out.with_name(out.name + "-duck"))
-                        if d is not None:
-                            print(json.dumps({"rows": n, "query": name, "engine": "duckdb 1t",
-                                              **d}), flush=True)
+                        for t, label in ((1, "duckdb 1t"), (None, "duckdb all cores")):
+                            d = run_duckdb(data, name, out.with_name(out.name + "-duck"), t)
+                            if d is not None:
+                                row = {"rows": n, "query": name, "engine": label,
+                                       "load": os.getloadavg()[0], **d}
+                                results.append(row)
+                                print(json.dumps(row), flush=True)
             for f in data.iterdir():
                 f.unlink()
     load = os.getloadavg()
