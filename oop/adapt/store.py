@@ -147,7 +147,8 @@ class EagerStore:
         return np.unique(np.concatenate(blks)) if blks else np.zeros(0, np.int32)
 
     def remap_gids(self, remap: np.ndarray, n_groups: int) -> None:
-        """Renumber every block's group codes (key compaction). O(partials)."""
+        """Renumber every block's group codes (key compaction; ``n_groups``, the codes
+        left, sizes the dense store's map -- blocks need no map). O(partials)."""
         for b in self.blocks.values():
             b.remap_gids(remap)
 
