@@ -51,11 +51,11 @@ def test_poison_pill_bounded_or_one_line_error(ahead, thresholds, kind, aggs):
 
 
 @pytest.mark.parametrize("thresholds", ["adaptive", "lazy"])
-def test_never_repeating_keys_are_charged_and_stopped_by_the_budget(thresholds):
-    """AdaptWID does not forget groups: the key dictionary and the per-group arrays grow
-    with every key seen. They are charged to the state budget, so 200k session ids under a
-    4 MiB --max-state stop with one line naming the operator (and the same run without a
-    limit reports the index in the budget, not only the windows' state)."""
+def test_never_repeating_keys_are_charged_forgotten_and_stopped_by_the_budget(thresholds):
+    """The key dictionary and the per-group arrays are charged to the state budget; keys
+    whose windows all closed are forgotten (key compaction), so 200k session ids pass a
+    4 MiB --max-state, while a budget under one batch's keys stops with one line naming
+    the operator."""
     from test_state_bounds import _session_feed
 
     t, items = _session_feed(200_000, False)
@@ -67,14 +67,12 @@ def test_never_repeating_keys_are_charged_and_stopped_by_the_budget(thresholds):
         return s.adaptive_window(Tumbling(1000), [agg.count(), agg.sum("val")], by=["key"],
                                  name="sessions", **kw).run()
 
-    with state_budget(4 << 20):
-        with pytest.raises(StateLimitError, match=r"^sessions: state would grow to [\d.]+ MiB "
+    with state_budget(16 << 10):
+        with pytest.raises(StateLimitError, match=r"^sessions: state would grow to [\d.]+ \w+ "
                                                   r"\(key dictionary and per-group entries of "
-                                                  r"\d+ groups: AdaptWID never forgets a group\),"
-                                                  r" over the --max-state limit of 4\.0 MiB; "
-                                                  r"[^\n]*$"):
+                                                  r"\d+ groups held\), over the --max-state "
+                                                  r"limit of 16\.0 KiB; [^\n]*$"):
             run()
-    with state_budget(None) as b:
-        res = run()
-        assert b.used > 200_000 * 8  # the index of 200k groups, though every window closed
+    with state_budget(4 << 20):
+        res = run()  # before key compaction: StateLimitError (the index of 200k groups)
     assert res.table.column("count").to_numpy().sum() == t.num_rows

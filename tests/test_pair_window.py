@@ -108,3 +108,99 @@ def test_bad_configuration_messages():
         PairWindow([agg.median("v")])
     with pytest.raises(oop.ConfigError, match="not a progressing attribute"):
         _op(times=("ts", "v"))
+
+
+def _keyed_op(**kw) -> PairWindow:
+    schema = pa.schema([("ts", pa.int64()), ("ts_right", pa.int64()), ("key", pa.int64()),
+                        ("v", pa.int64())])
+    op = PairWindow([agg.count(), agg.sum("v")], by="key", **kw)
+    op.open([StreamInfo("j", schema, {"ts": "ms", "ts_right": "ms"}, "ts")])
+    return op
+
+
+def _rotating(n: int, period: int, sets: int):
+    """Rows 1 ms apart; key set ``(ts // period) % sets``: keys are forgotten and come back."""
+    ts = list(range(n))
+    key = [t % 5 + 100 * ((t // period) % sets) for t in ts]
+    return [{"ts": t, "ts_right": t + (t % 3), "key": k, "v": t % 7} for t, k in zip(ts, key)]
+
+
+def _drive(op: PairWindow, rows, step: int, stop: int | None = None):
+    out = []
+    for i in range(0, len(rows), step):
+        if stop is not None and i >= stop:
+            return out
+        chunk = rows[i:i + step]
+        op.on_batch(pa.RecordBatch.from_pylist(chunk, schema=pa.schema(
+            [("ts", pa.int64()), ("ts_right", pa.int64()), ("key", pa.int64()),
+             ("v", pa.int64())])))
+        for e in op.on_punctuation(Punctuation("ts", chunk[-1]["ts"])):
+            if isinstance(e, pa.RecordBatch):
+                out += e.to_pylist()
+        op._check()
+    for e in op.flush():
+        out += e.to_pylist()
+    return out
+
+
+@given(n=st.integers(1, 300), period=st.integers(1, 20), sets=st.integers(2, 5),
+       step=st.integers(1, 30), s0=st.integers(1, 6))
+def test_pair_window_forgets_keys_and_equals_the_reference(n, period, sets, step, s0):
+    """Key compaction checked at every emission (KEYS_COMPACT_MIN patched to 1): rotating
+    key sets are forgotten and come back with new codes; the rows equal the reference."""
+    import pytest
+    import oop.join.pair_window as PW
+
+    rows = _rotating(n, period, sets)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(PW, "KEYS_COMPACT_MIN", 1)
+        op = _keyed_op(sizes=(s0, 4))
+        got = _drive(op, rows, step)
+    exp = pair_window_reference(rows, op.aggs, times=("ts", "ts_right"), sizes=(s0, 4),
+                                by=("key",))
+    assert _canon(got) == _canon(exp)
+    assert op.enc.n_codes <= 4 * 5 * ((step + s0) // period + 2)  # the open cells' keys
+    if n > 4 * period * sets and step < period:
+        assert op.key_compactions > 0
+
+
+def test_pair_window_snapshot_after_compaction_gives_identical_output():
+    import pytest
+    import oop.join.pair_window as PW
+
+    rows = _rotating(400, 10, 4)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(PW, "KEYS_COMPACT_MIN", 1)
+        full = _drive(_keyed_op(sizes=(3, 4)), rows, 7)
+        a = _keyed_op(sizes=(3, 4))
+        first = _drive(a, rows, 7, stop=210)
+        assert a.key_compactions > 0
+        b = _keyed_op(sizes=(3, 4))
+        b.restore(a.snapshot())
+        rest = _drive(b, rows[210:], 7)
+    assert first + rest == full
+
+
+def test_pair_window_never_repeating_keys_bounded():
+    """Session ids: one new key per row; the dictionary stays under twice the first
+    compaction threshold plus one batch, for 4x as many keys (default KEYS_COMPACT_MIN)."""
+    import oop.join.pair_window as PW
+
+    peaks = []
+    for n in (10_000, 40_000):
+        rows = [{"ts": t, "ts_right": t, "key": 7 * t + 3, "v": 1} for t in range(n)]
+        op = _keyed_op(sizes=(10, 10))
+        peak = 0
+        orig = op.on_batch
+
+        def on_batch(batch, port=0, op=op, orig=orig):
+            nonlocal peak
+            out = orig(batch, port)
+            peak = max(peak, op.enc.n_codes)
+            return out
+        op.on_batch = on_batch
+        got = _drive(op, rows, 500)
+        assert sum(r["count"] for r in got) == n and len(got) == n
+        peaks.append(peak)
+        assert op.key_compactions >= (n // (2 * PW.KEYS_COMPACT_MIN))
+    assert max(peaks) <= 2 * PW.KEYS_COMPACT_MIN + 500

@@ -246,6 +246,25 @@ class LazyBuffer:
                 out.append(self.filter_bin(b, ~hit))
         return _concat(out, self.names, self.dtypes)
 
+    def remap_gids(self, remap: np.ndarray) -> None:
+        """Renumber every row's group code through ``remap`` (old code -> new code; every
+        held code maps to one >= 0) -- key compaction. The rows are staged again as one
+        chunk: a group's bin is ``gid % n_bins``, so a new code may mean a new bin; each
+        group's rows keep their order. O(|B|), vectorized."""
+        if self.n_rows == 0:
+            return
+        whole = self.scan_rows()
+        whole = dict(whole)
+        whole["gid"] = remap[whole["gid"]].astype(self.dtypes["gid"])
+        self._bins = [[] for _ in range(self.n_bins)]
+        self._bin_rows = np.zeros(self.n_bins, np.int64)
+        self._packed = None
+        self.staged = [whole]
+
+    def held_gids(self) -> np.ndarray:
+        """Group codes with a buffered row (unsorted, repeated). O(|B|)."""
+        return self.scan_rows()["gid"]
+
     # ---- checkpointing ----------------------------------------------------
     def snapshot(self) -> Any:
         self._settle()

@@ -434,6 +434,14 @@ class DenseEagerStore:
         self.n_free = C - len(held)
         self.free[: self.n_free] = np.arange(C - 1, len(held) - 1, -1, dtype=np.int64)
 
+    def remap_gids(self, remap: np.ndarray, n_groups: int) -> None:
+        """Renumber the held slots' group codes through ``remap`` (key compaction) and
+        rebuild the group -> slot map over the ``n_groups`` codes left. O(C + n_groups)."""
+        held = np.flatnonzero(self.gid_of >= 0)
+        self.gid_of[held] = remap[self.gid_of[held]].astype(GID)
+        self.slot_of = np.full(n_groups, -1, np.int32)
+        self.slot_of[self.gid_of[held]] = held.astype(np.int32)
+
     def add(self, wid: int, block: Block) -> np.ndarray:  # pragma: no cover - block API only
         raise NotImplementedError("DenseEagerStore folds rows (fold), it does not merge blocks")
 

@@ -88,9 +88,11 @@ groups switch, O(rows of B in their bins + rows staged since B was last binned:
 each row is binned once); per punctuation O(|B| * closing windows + partials
 emitted) vectorized: only groups whose tuples expire are re-evaluated. No
 per-tuple Python. Per-group arrays are indexed by the engine's dense group
-code, so they span every group ever seen, like the key dictionary that every
+code, so they span every group code held, like the key dictionary that every
 window implementation shares (not counted for any); the entries of live
-groups -- what 004's hash table ``H`` holds -- are counted as state.
+groups -- what 004's hash table ``H`` holds -- are counted as state. Key
+compaction (the operator's ``_compact_keys``) renumbers the codes to the
+live groups (:meth:`AdaptLogic.live_codes`, :meth:`AdaptLogic.remap_groups`).
 """
 
 from __future__ import annotations
@@ -361,8 +363,9 @@ class AdaptLogic:
 
     def index_bytes(self) -> int:
         """Bytes of the per-group arrays indexed by group code -- ``winVol``, the kernels'
-        scratch, the dense store's group -> slot map -- which span every group ever seen
-        (not state of 004's ``H``; charged to the state budget by the operator). O(1)."""
+        scratch, the dense store's group -> slot map -- which span every group code held
+        (not state of 004's ``H``; charged to the state budget by the operator; key
+        compaction shrinks them). O(1)."""
         b = self._wv.nbytes + self._scratch.nbytes
         if self.dense:
             b += self.eager.slot_of.nbytes  # type: ignore[union-attr]
@@ -404,6 +407,37 @@ class AdaptLogic:
         wv[: self.cap] = self._wv
         self._wv, self.cap = wv, cap
         self.n_groups = n
+
+    def live_codes(self, n: int) -> np.ndarray:
+        """A bool per group code ``< n``: does any state still hold it -- a partial (eager
+        store), a buffered tuple (B) or, monitored, ``winVol > 0`` (which counts both,
+        :meth:`_check`) -- for key compaction. O(n + partial slots + |B|)."""
+        live = np.zeros(n, bool)
+        if self.monitor:
+            g = min(n, self.n_groups)
+            live[:g] = (self._wv[:g] != 0).any(axis=1)  # the flag alone: an entry too
+        live[self.eager.held_gids()] = True
+        live[self.buffer.held_gids()] = True
+        return live
+
+    def remap_groups(self, keep: np.ndarray, remap: np.ndarray) -> None:
+        """Key compaction: group codes ``keep`` (ascending, every code any state holds)
+        become ``0..len(keep)-1`` (``remap``: old code -> new code, -1 for a forgotten one).
+        Every held code is renumbered -- the eager store's slots or blocks, the lazy
+        buffer's rows (re-binned) -- and the per-group arrays (``winVol`` with its flag,
+        the kernels' scratch) shrink to the codes kept. O(n_groups + state), vectorized."""
+        k = len(keep)
+        self.eager.remap_gids(remap, k)
+        self.buffer.remap_gids(remap)
+        if self.monitor:
+            cap = max(k, 1024)
+            wv = np.zeros((cap, self.S), np.int32)
+            wv[:k] = self._wv[keep]
+            self._wv, self.cap = wv, cap
+        else:
+            self.cap = k
+        self.n_groups = k
+        self._scratch = np.full(k, -1, np.int64)
 
     def _theta(self, gs: np.ndarray) -> np.ndarray:
         th = self.cfg.thresholds

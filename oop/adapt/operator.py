@@ -31,11 +31,17 @@ nothing about ``window_end`` and is dropped.
 
 State reported: bytes of partials + buffered tuples + group entries (the
 group-key dictionary, shared by every window implementation, is not
-counted). Groups are never forgotten: the dictionary and the per-group
-arrays span every group ever seen, so the plan's state budget
-(:mod:`oop.limits`, ``--max-state``) is charged the state *plus* them, and
-a run over never-repeating keys stops with one ``StateLimitError`` line
-naming the operator. ``adapt_metrics()`` adds the split by kind, peaks, switches and the
+counted). The plan's state budget (:mod:`oop.limits`, ``--max-state``) is
+charged the state *plus* the dictionary and the per-group arrays, which
+span every group code held. Groups whose windows have all closed are
+forgotten (key compaction, :meth:`AdaptWID._compact_keys`, the rule of
+``WindowAggregate._compact_keys``): after a punctuation's close, once the
+dictionary holds ``KEYS_COMPACT_MIN`` keys and then each time it doubled,
+when more than half of its keys are held by no state the dictionary is
+rebuilt from the live keys and every held code renumbered; a key that
+comes back gets a new code. So a run over never-repeating keys (session
+ids) holds about the keys of the open windows, not every key seen.
+``adapt_metrics()`` adds the split by kind, peaks, switches and the
 eager/lazy/transitional group counts per punctuation.
 
 Cost: see :mod:`oop.adapt.logic`.
@@ -65,7 +71,11 @@ from oop.window.kinds import WindowKind
 from oop.window.kernels import minmax
 from oop.window.store import check_exact_sum, max_abs
 
-__all__ = ["AdaptWID"]
+__all__ = ["AdaptWID", "KEYS_COMPACT_MIN"]
+
+#: key compaction (:meth:`AdaptWID._compact_keys`) is first checked when the key
+#: dictionary holds this many keys, then each time it doubled since the last check
+KEYS_COMPACT_MIN = 4096
 
 
 def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray | None]:
@@ -125,6 +135,8 @@ class AdaptWID(Operator):
         self._time = ""
         self._unit = "ms"
         self._src_bufs: dict[int, np.ndarray] = {}  # per-port source column (not state)
+        self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
+        self.key_compactions = 0
 
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -200,7 +212,7 @@ class AdaptWID(Operator):
         if self.keys.n_codes > self.logic.n_groups:  # new groups: the index grew
             self.budget.grow(self, self.name, self._charged_bytes(),
                              f"key dictionary and per-group entries of {self.keys.n_codes} "
-                             "groups: AdaptWID never forgets a group", self.max_state_bytes)
+                             "groups held", self.max_state_bytes)
         ts = time_values(batch, self._time, self.inputs[port].name)
         check = getattr(self.window_kind, "check_range", None)
         if check is not None:  # windows that would wrap around int64: ValueRangeError
@@ -248,6 +260,8 @@ class AdaptWID(Operator):
         assert self.logic is not None and self.output is not None
         out: list[Element] = []
         batch = self._emit(self._closing(v))
+        if self.keys.n_codes >= self._keys_compact_at:  # after the emitted codes became keys
+            self._compact_keys()
         self.budget.report(self, self._charged_bytes())  # purged: frees budget for others
         if batch is not None:
             out.append(batch)
@@ -300,6 +314,44 @@ class AdaptWID(Operator):
             cols.append(pa.concat_arrays(parts))
         return pa.RecordBatch.from_arrays(cols, schema=schema)
 
+    # ---- key compaction ----------------------------------------------------------------
+    def _live_codes(self, n: int) -> np.ndarray:
+        """A bool per group code ``< n``: held by some state (a subclass adds its own)."""
+        assert self.logic is not None
+        return self.logic.live_codes(n)
+
+    def _remap_codes(self, keep: np.ndarray, remap: np.ndarray) -> None:
+        """Renumber every group code held (a subclass renumbers its own state too)."""
+        assert self.logic is not None
+        self.logic.remap_groups(keep, remap)
+
+    def _compact_keys(self) -> None:
+        """Forget the keys no state holds any more (all their windows closed: no partial,
+        no buffered tuple, no ``winVol`` entry, no kept pane).
+
+        The rule of ``WindowAggregate._compact_keys``: checked once the dictionary holds
+        ``KEYS_COMPACT_MIN`` keys and then each time it doubled since the last check;
+        compacts when more than half of its keys are dead: the dictionary is rebuilt
+        from the live keys (:meth:`KeyEncoder.compact`, first-appearance order kept) and
+        every held code renumbered through one remap array (the eager store's slots or
+        blocks, the lazy buffer's rows, ``winVol``). A key that comes back gets a new
+        code. Cost O(state + keys), amortized over the keys added since the last check.
+        """
+        n = self.keys.n_codes
+        if not self.by:  # one group: nothing to forget
+            self._keys_compact_at = 1 << 62
+            return
+        keep = np.flatnonzero(self._live_codes(n))
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.keys.compact(keep)
+        self._remap_codes(keep, remap)
+        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self.key_compactions += 1
+
     # ---- state -----------------------------------------------------------------------------
     def state_size(self) -> StateSize:
         if self.logic is None:
@@ -308,10 +360,9 @@ class AdaptWID(Operator):
 
     def _charged_bytes(self) -> int:
         """What the plan's state budget (:mod:`oop.limits`) is charged: the state plus the
-        per-group index that spans every group ever seen -- the key dictionary and the
-        logic's per-group arrays (:meth:`AdaptLogic.index_bytes`), which ``state_size``
-        leaves out to compare with 004's ``H`` but which grow with never-repeating keys
-        (AdaptWID does not forget groups). O(1)."""
+        per-group index over the group codes held -- the key dictionary and the logic's
+        per-group arrays (:meth:`AdaptLogic.index_bytes`), which ``state_size`` leaves
+        out to compare with 004's ``H`` (they shrink at a key compaction). O(1)."""
         assert self.logic is not None
         return self.state_size().bytes + self.keys.nbytes() + self.logic.index_bytes()
 
@@ -331,13 +382,15 @@ class AdaptWID(Operator):
             "stream_volume": lg.volume.value,
             "offsets": lg.offsets.offsets().tolist(),
             "timeline": lg.timeline.as_dict(),
+            "key_compactions": self.key_compactions,
         }
 
     def snapshot(self) -> Any:
         assert self.logic is not None
         return {**super().snapshot(), "logic": self.logic.snapshot(), "keys": self.keys.snapshot(),
                 "frontier": (list(self.frontier.values), self.frontier.emitted),
-                "sum_max": dict(self.sum_max)}
+                "sum_max": dict(self.sum_max),
+                "keys_compact": (self._keys_compact_at, self.key_compactions)}
 
     def restore(self, state: Any) -> None:
         assert self.logic is not None
@@ -345,6 +398,8 @@ class AdaptWID(Operator):
         self.logic.restore(state["logic"])
         self.keys.restore(state["keys"])
         self.sum_max = dict(state["sum_max"])
+        self._keys_compact_at, self.key_compactions = state.get(
+            "keys_compact", (KEYS_COMPACT_MIN, 0))
         self.frontier.values, self.frontier.emitted = list(state["frontier"][0]), state["frontier"][1]
 
     def _check(self) -> None:

@@ -19,7 +19,9 @@ with ``end <= v``, keep their partials, emit every window with
 ``end <= v`` from its panes, purge panes that no open window needs, forward
 ``P(window_end, v)``.
 
-State: the pane AdaptWID's state + the kept pane partials. Cost per
+State: the pane AdaptWID's state + the kept pane partials; key compaction
+(:meth:`AdaptWID._compact_keys`) keeps the keys of the kept panes too and
+renumbers their blocks. Cost per
 punctuation: O(panes per window x groups in them) merges.
 """
 
@@ -125,6 +127,18 @@ class PanedAdaptWID(AdaptWID):
             for q in [q for q in self.panes if q < keep_from]:
                 self.pane_bytes -= self.panes.pop(q).nbytes
         return out
+
+    # ---- key compaction: the kept pane partials hold group codes too ---------------
+    def _live_codes(self, n: int) -> np.ndarray:
+        live = super()._live_codes(n)
+        for b in self.panes.values():
+            live[b.gids] = True
+        return live
+
+    def _remap_codes(self, keep: np.ndarray, remap: np.ndarray) -> None:
+        super()._remap_codes(keep, remap)
+        for b in self.panes.values():  # increasing on held codes: blocks stay sorted
+            b.remap_gids(remap)
 
     # ---- state ---------------------------------------------------------------------
     def state_size(self) -> StateSize:

@@ -51,6 +51,11 @@ class Block:
     def nbytes(self) -> int:
         return int(self.gids.nbytes + self.tupcnt.nbytes + sum(state_nbytes(s) for s in self.states))
 
+    def remap_gids(self, remap: np.ndarray) -> None:
+        """Renumber the group codes through ``remap`` (key compaction: increasing on the
+        codes held, so ``gids`` stay sorted). A new array: an emitted view is not touched."""
+        self.gids = remap[self.gids].astype(self.gids.dtype)
+
     def copy(self) -> "Block":
         return Block(self.gids.copy(), self.tupcnt.copy(),
                      [[x.copy() for x in s] for s in self.states])
@@ -140,6 +145,12 @@ class EagerStore:
         """Group codes holding partials (sorted unique)."""
         blks = [b.gids for b in self.blocks.values()]
         return np.unique(np.concatenate(blks)) if blks else np.zeros(0, np.int32)
+
+    def remap_gids(self, remap: np.ndarray, n_groups: int) -> None:
+        """Renumber every block's group codes (key compaction; ``n_groups``, the codes
+        left, sizes the dense store's map -- blocks need no map). O(partials)."""
+        for b in self.blocks.values():
+            b.remap_gids(remap)
 
     def pop(self, wid: int) -> Block | None:
         b = self.blocks.pop(wid, None)

@@ -32,6 +32,15 @@ Punctuation out: ``P(t0_end, L0 + 1)`` and ``P(t1_end, L1 + 1)`` when they
 grow, and ``J(t0_end < u + 1, t1_end < v + 1)`` for each new box: every
 later output cell is one that was not complete, so its end lies outside.
 
+Keys whose cells have all been emitted are forgotten (key compaction,
+:meth:`PairWindow._compact_keys`, the rule of
+``WindowAggregate._compact_keys``): after an emission, once the key
+dictionary holds ``KEYS_COMPACT_MIN`` keys and then each time it doubled,
+when more than half of its keys are held by no open cell the dictionary is
+rebuilt from the live keys and the state's key codes renumbered (one remap
+array). A key that comes back gets a new code, so "then key" above is the
+order of first appearance among the keys held since the last compaction.
+
 Cost: O((state + batch) log) Arrow work per batch; O(state x boxes)
 vectorized work per punctuation. State: one row per open (cell, key).
 """
@@ -60,6 +69,9 @@ __all__ = ["PairWindow", "pair_window_reference"]
 _OPS = ("rows", "sum", "min", "max")
 _SUPPORTED = tuple(n for n, s in REGISTRY.items() if s.value_op in _OPS)
 _CELL = ("__c0", "__c1", "__code")
+#: key compaction (:meth:`PairWindow._compact_keys`) is first checked when the key
+#: dictionary holds this many keys, then each time it doubled since the last check
+KEYS_COMPACT_MIN = 4096
 
 
 class PairWindow(Operator):
@@ -97,6 +109,8 @@ class PairWindow(Operator):
         self.boxes: list[tuple[int, int]] = []
         self.state: pa.Table | None = None
         self._state_bytes = 0
+        self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
+        self.key_compactions = 0
 
     # ---- opening -----------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -232,7 +246,31 @@ class PairWindow(Operator):
         self._state_bytes = self.state.nbytes
         self.budget.report(self, self._state_bytes)
         done = done.sort_by([(c, "ascending") for c in _CELL])
-        return [self._finalize(done)]
+        out = [self._finalize(done)]  # decoded before the codes may be renumbered
+        if self.enc is not None and self.enc.n_codes >= self._keys_compact_at:
+            self._compact_keys()
+        return out
+
+    def _compact_keys(self) -> None:
+        """Forget the keys no open cell holds: when more than half of the dictionary is
+        dead, rebuild it from the live keys (:meth:`KeyEncoder.compact`, first-appearance
+        order kept) and renumber the state's ``__code`` column through one remap array.
+        Checked once the dictionary holds ``KEYS_COMPACT_MIN`` keys and then each time it
+        doubled since the last check. O(state + keys), amortized over the keys added."""
+        assert self.enc is not None and self.state is not None
+        n = self.enc.n_codes
+        codes = self.state.column("__code").to_numpy()
+        keep = np.unique(codes)
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.enc.compact(keep)
+        i = self.state.schema.get_field_index("__code")
+        self.state = self.state.set_column(i, "__code", pa.array(remap[codes], pa.int64()))
+        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self.key_compactions += 1
 
     def _finalize(self, done: pa.Table) -> pa.RecordBatch:
         assert self.output is not None
@@ -272,7 +310,8 @@ class PairWindow(Operator):
 
     def snapshot(self) -> Any:
         return {**super().snapshot(), "state": self.state, "L": list(self.L),
-                "boxes": list(self.boxes), "enc": None if self.enc is None else self.enc.snapshot()}
+                "boxes": list(self.boxes), "enc": None if self.enc is None else self.enc.snapshot(),
+                "keys_compact": (self._keys_compact_at, self.key_compactions)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -280,6 +319,8 @@ class PairWindow(Operator):
         self._state_bytes = self.state.nbytes
         self.L = list(state["L"])
         self.boxes = list(state["boxes"])
+        self._keys_compact_at, self.key_compactions = state.get(
+            "keys_compact", (KEYS_COMPACT_MIN, 0))
         if state["enc"] is not None:  # plain data (no pickle): durable checkpoints load it safely
             self.enc = KeyEncoder(self.by)
             self.enc.restore(state["enc"])
