@@ -32,7 +32,8 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.window import Sliding, agg, window_operator
 from oop.window.hashstore import HashCells
-from oop.window.store import Ring, lane_infos
+from oop.window.ring import Ring
+from oop.window.values import lane_infos
 
 RANGE, SLIDE = 4000, 1000
 SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("v", pa.float64())])
@@ -126,7 +127,7 @@ def test_ring_hash_roundtrip(seed, units, n):
     u = 5 + rng.integers(0, units, m)
     c = rng.integers(0, n, m)
     ring.reserve(5 + units, n)
-    from oop.window.store import ColumnValues
+    from oop.window.values import ColumnValues
 
     cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
     ring.update(c, u, u + 1, cols, u * 10, n, single=True, top=5 + units)
@@ -160,7 +161,7 @@ def test_large_ring_to_hash_and_back():
     m = 20_000
     u = rng.integers(0, units, m)
     c = rng.integers(0, n, m)
-    from oop.window.store import ColumnValues
+    from oop.window.values import ColumnValues
 
     cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
     ring.update(c, u, u + 1, cols, u * 10, n, single=True, top=units)

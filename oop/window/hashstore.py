@@ -1,6 +1,6 @@
 """Sparse layout of WID partial aggregates: an open-addressing hash table of (unit, code) cells.
 
-The dense ring (:class:`~oop.window.store.Ring`) spends ``R x C`` cells per
+The dense ring (:class:`~oop.window.ring.Ring`) spends ``R x C`` cells per
 lane whether or not a group is live in a window. When most groups are absent
 from most windows (many keys, each rare), :class:`HashCells` keeps only the
 live cells: a numba hash table (linear probing, power-of-two capacity, load
@@ -26,7 +26,8 @@ import numba as nb
 import numpy as np
 
 from oop.window import kernels as K
-from oop.window.store import ColumnValues, LaneInfo, Ring, note_nonfinite
+from oop.window.ring import Ring
+from oop.window.values import ColumnValues, LaneInfo, note_nonfinite
 
 __all__ = ["HashCells"]
 
