@@ -234,6 +234,14 @@ class HashCells(Ring):
             lanes[("t:" + key[0], key[1])] = a[sel]
         return cu[sel], cc[sel], lanes
 
+    def take_block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """:meth:`block` then :meth:`~oop.window.ring.Ring.reset_cells` of the returned cells
+        (the dense ring fuses the two in one compiled pass over its rows; its inherited
+        version would address the hash cells as ring rows). O(live cells)."""
+        u, codes, lanes = self.block(units, n)
+        self.reset_cells(u, codes)
+        return u, codes, lanes
+
     def slots(self, units: np.ndarray, codes: np.ndarray) -> np.ndarray:
         out = np.empty(units.shape[0], np.int64)
         _probe(np.asarray(units, np.int64), np.asarray(codes, np.int64), self.table, self.cell_u,
