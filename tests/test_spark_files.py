@@ -27,7 +27,7 @@ from conftest_spark import spark  # noqa: F401 - the shared session fixture
 from oop.errors import UnknownColumnError
 from oop.spark.files import parquet_fragments, read_fragment, shard_files
 from oop.spark.plans import sharded_window
-from oop.spark.sharded import DATA, K, SEQ, SRC
+from oop.spark.physical import DATA, SEQ, SRC, K
 from oop.spark.verify import compare_windows, spark_windows
 from oop.window import Sliding, Tumbling, agg
 from oop.window.reference import window_oracle

@@ -21,7 +21,8 @@ from conftest_spark import spark  # noqa: F401 - the shared session fixture
 from oop.spark.combine import CombinePartials, combine_reference
 from oop.spark.plans import (bot_filter, broadcast_band_join, keyed_window,
                              local_global_window, shuffle_band_join)
-from oop.spark.sharded import DATA, K, P, PUNCT, SEQ, SRC, shard
+from oop.spark.physical import DATA, PUNCT, SEQ, SRC, K, P
+from oop.spark.sharded import shard
 from oop.spark.verify import compare_windows, spark_windows
 from oop.window import Sliding, Tumbling, agg
 from oop.window.reference import window_oracle

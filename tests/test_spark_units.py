@@ -1,5 +1,5 @@
 """Pieces of oop.spark that need no JVM: re-chunking, IPC round trip, the in-task Meld of
-producers (_Side), the partition reader, the Spark-free parts of verify.
+producers (Side), the partition reader, the Spark-free parts of verify.
 
 Marked ``spark`` (they live with the Spark layer) but start no SparkSession.
 """
@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oop.spark import arrowio
-from oop.spark.sharded import DATA, PUNCT, STATS, _Emitter, _PartitionReader, _Side
+from oop.spark.meld import Side
+from oop.spark.physical import Emitter, PartitionReader
 from oop.spark.verify import compare_windows
 
 pytestmark = pytest.mark.spark
@@ -46,7 +47,7 @@ def test_side_melds_producers_with_min(d) -> None:  # type: ignore[no-untyped-de
     """Interleaved producers with valid punctuation: the melded feed keeps every row, its
     punctuation never decreases, and never exceeds any producer's latest bound (Meld rule)."""
     n_prod = d.draw(st.integers(1, 4))
-    ems = [_Emitter(PHYS, USER, src) for src in range(n_prod)]
+    ems = [Emitter(PHYS, USER, src) for src in range(n_prod)]
     stream: list[pa.RecordBatch] = []
     latest = [None] * n_prod
     expected_rows = 0
@@ -64,7 +65,7 @@ def test_side_melds_producers_with_min(d) -> None:  # type: ignore[no-untyped-de
             latest[j] = bound[j]
     if d.draw(st.booleans()):
         stream.append(ems[0].stats(7, 2, 0))
-    side = _Side(n_prod, USER)
+    side = Side(n_prod, USER)
     cut = d.draw(st.integers(1, 4))  # chunking of the physical rows
     rows = pa.Table.from_batches(stream).combine_chunks().to_batches()[0] if stream else None
     emitted: list[int] = []
@@ -87,12 +88,12 @@ def test_side_melds_producers_with_min(d) -> None:  # type: ignore[no-untyped-de
 
 
 def test_partition_reader_hands_out_shard_runs() -> None:
-    em = _Emitter(PHYS, USER, 0)
+    em = Emitter(PHYS, USER, 0)
     parts = [em.data(pa.record_batch({"ts": [1, 2], "v": [1, 2]}), 0),
              em.data(pa.record_batch({"ts": [3], "v": [3]}), 1),
              em.data(pa.record_batch({"ts": [4, 5], "v": [4, 5]}), 1)]
     t = pa.Table.from_batches(parts).combine_chunks().to_batches()[0]
-    r = _PartitionReader(iter([t.slice(0, 3), t.slice(3)]))
+    r = PartitionReader(iter([t.slice(0, 3), t.slice(3)]))
     assert r.peek_shard() == 0
     assert r.chunk(0).column("ts").to_pylist() == [1, 2]
     assert r.chunk(0) is None and r.peek_shard() == 1

@@ -61,7 +61,7 @@ def run(items, schema, kind, aggs, method="auto", by=("key",), **kw):
 def assert_paned_in_one_call_equals_wid_and_oracle(items, table, kind, aggs, what):
     """Paned-WID (with ``Multiset.select``, the per-window combine, made to fail: ``what`` must
     take its one-call path) == WID == the from-scratch oracle over ``table``."""
-    from oop.window.store import Multiset
+    from oop.window.multiset import Multiset
 
     def no_select(*a, **k):
         raise AssertionError(f"Paned-WID {what} went window by window through Multiset.select")

@@ -18,7 +18,7 @@ from oop.errors import ConfigError
 from oop.window import agg
 from oop.window import kernels as K
 from oop.window.keys import KeyEncoder
-from oop.window.store import Multiset, group_bounds, quantiles_from_counts
+from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
 
 AGGS = [agg.count(), agg.sum("v"), agg.mean("v"), agg.min("v"), agg.max("v"), agg.var("v"),
         agg.std("v"), agg.first("v"), agg.last("v"), agg.median("v"), agg.quantile("v", 0.25),

@@ -29,7 +29,7 @@ from oop.iop_baseline.buffering_window import BufferingWindow
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling, agg
 from oop.window.reference import window_oracle
-from oop.window.store import lane_infos
+from oop.window.values import lane_infos
 from test_window import assert_same_rows, methods_for, run
 
 KINDS = [Tumbling(7), Sliding(10, 3), Sliding(9, 6, origin=2), Landmark(8), RowSliding(5, 2),

@@ -32,7 +32,8 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.window import Sliding, agg, window_operator
 from oop.window.hashstore import HashCells
-from oop.window.store import Ring, lane_infos
+from oop.window.ring import Ring
+from oop.window.values import ColumnValues, lane_infos
 
 RANGE, SLIDE = 4000, 1000
 SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("v", pa.float64())])
@@ -126,8 +127,6 @@ def test_ring_hash_roundtrip(seed, units, n):
     u = 5 + rng.integers(0, units, m)
     c = rng.integers(0, n, m)
     ring.reserve(5 + units, n)
-    from oop.window.store import ColumnValues
-
     cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
     ring.update(c, u, u + 1, cols, u * 10, n, single=True, top=5 + units)
     ring._check()
@@ -151,6 +150,43 @@ def test_ring_hash_roundtrip(seed, units, n):
 
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 70))
+def test_take_block_ring_and_hash(seed, units, n):
+    """take_block on hash cells returns the cells the dense ring returns, in the same order,
+    and leaves the same live cells behind (the taken ones reset)."""
+    rng = np.random.default_rng(seed)
+    lanes = lane_infos([agg.count(), agg.sum("v"), agg.first("v")], SCHEMA)
+    ring = Ring(lanes, base=5, rows=units, codes=n)
+    m = int(rng.integers(0, 4 * units * n + 1))
+    u = 5 + rng.integers(0, units, m)
+    c = rng.integers(0, n, m)
+    ring.reserve(5 + units, n)
+    cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
+    ring.update(c, u, u + 1, cols, u * 10 + rng.integers(0, 10, m), n, single=True,
+                top=5 + units)
+    h = HashCells.from_ring(ring, n)
+    take = sorted(5 + int(x) for x in rng.choice(units, int(rng.integers(0, units + 1)),
+                                                 replace=False))
+    ru, rc, rl = ring.take_block(take, n)
+    hu, hc, hl = h.take_block(take, n)
+    np.testing.assert_array_equal(ru, hu)
+    np.testing.assert_array_equal(rc, hc)
+    assert rl.keys() == hl.keys()
+    for k in rl:
+        np.testing.assert_array_equal(rl[k], hl[k])
+    ring._check()
+    h._check()
+    left = ~np.isin(u, take)
+    assert ring.live == h.live == len(set(zip(u[left].tolist(), c[left].tolist())))
+    assert hu.shape[0] == len(set(zip(u[~left].tolist(), c[~left].tolist())))
+    back = h.to_ring(n)
+    uu, cc = np.divmod(np.arange(units * n), n)
+    a, b = ring.gather(uu + 5, cc), back.gather(uu + 5, cc)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+
+
 def test_large_ring_to_hash_and_back():
     """> 512 live cells: the table sizing that used to hang."""
     rng = np.random.default_rng(7)
@@ -160,8 +196,6 @@ def test_large_ring_to_hash_and_back():
     m = 20_000
     u = rng.integers(0, units, m)
     c = rng.integers(0, n, m)
-    from oop.window.store import ColumnValues
-
     cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
     ring.update(c, u, u + 1, cols, u * 10, n, single=True, top=units)
     h = HashCells.from_ring(ring, n)

@@ -28,7 +28,8 @@ from oop.window.paned import PaneCombiner
 from oop.window.paned_kernels import (paned_distinct, paned_distinct_ref, paned_heavy,
                                       paned_heavy_ref)
 from oop.window.reference import window_oracle
-from oop.window.store import LaneInfo, Multiset
+from oop.window.multiset import Multiset
+from oop.window.values import LaneInfo
 
 from test_window import assert_paned_in_one_call_equals_wid_and_oracle, assert_same_rows, run
 

@@ -3,7 +3,7 @@
 :meth:`PaneCombiner.emit_block` with min/max/first/last lanes goes through
 :func:`~oop.window.paned_kernels.paned_emit_sel`, whose prefix/suffix block
 state persists from punctuation to punctuation. The test drives a
-:class:`~oop.window.store.Ring` and the combiner directly, like the operator
+:class:`~oop.window.ring.Ring` and the combiner directly, like the operator
 does: batches of non-late tuples (int or float values, ties, nulls, codes
 appearing late), a punctuation after each batch emitting every covered
 window, then the purge. Every emitted block must equal
@@ -32,7 +32,8 @@ from hypothesis import given, settings, strategies as st
 from oop.window import Sliding, agg
 from oop.window.paned import PaneCombiner
 from oop.window.paned_kernels import paned_emit_sel_ref
-from oop.window.store import Ring, column_values, lane_infos
+from oop.window.ring import Ring
+from oop.window.values import column_values, lane_infos
 
 I64MAX = np.iinfo(np.int64).max
 I64MIN = np.iinfo(np.int64).min

@@ -254,7 +254,7 @@ def test_multiset_select_merges_pane_runs_like_a_group_by(rows, split, lo, width
     """Multiset (incremental compaction by merging, select by pairwise run merges) == Counter."""
     from collections import Counter
 
-    from oop.window.store import Multiset
+    from oop.window.multiset import Multiset
 
     ms = Multiset(np.int64)
     for q in range(0, len(rows), split):  # several appends and compactions

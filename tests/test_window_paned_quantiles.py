@@ -18,7 +18,7 @@ from hypothesis import given, settings, strategies as st
 from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.paned_kernels import paned_quantiles, paned_quantiles_ref
-from oop.window.store import Multiset
+from oop.window.multiset import Multiset
 
 from test_window import assert_paned_in_one_call_equals_wid_and_oracle
 

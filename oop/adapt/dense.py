@@ -8,7 +8,7 @@ aggregate (the columns of :mod:`oop.adapt.algebra`'s states: ``nn``,
 one) and, when ``winVol`` is monitored and cannot be derived, ``tupcnt``
 ``(R, C, sources)`` int32. Row ``w & (R - 1)`` holds window id ``w`` (``R`` a
 power of two, grown when the held windows span more); column ``slot`` holds
-one group. This is the WID operator's ring (:mod:`oop.window.store`) with the
+one group. This is the WID operator's ring (:mod:`oop.window.ring`) with the
 group axis restricted to groups that hold partials.
 
 Slots: a group gets a slot the first time it is folded eagerly (it turned
@@ -60,7 +60,7 @@ from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense
 from oop.adapt.store import Block
 from oop.errors import StateLimitError
 from oop.limits import ADVICE, fmt_bytes
-from oop.window.store import check_state_size
+from oop.window.ring import check_state_size
 
 __all__ = ["DenseEagerStore", "lane_dtypes", "fold_aggs"]
 

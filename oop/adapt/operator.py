@@ -69,7 +69,7 @@ from oop.window.aggregates import Agg, as_aggs
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import WindowKind
 from oop.window.kernels import minmax
-from oop.window.store import check_exact_sum, max_abs
+from oop.window.values import check_exact_sum, max_abs
 
 __all__ = ["AdaptWID", "KEYS_COMPACT_MIN"]
 

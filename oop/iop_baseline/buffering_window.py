@@ -62,9 +62,9 @@ from oop.aggregates.moments import variance_from_sums
 from oop.iop_baseline._late import DropsLate
 from oop.metrics import StateSize
 from oop.window.aggregates import Lane
-from oop.window.store import (ColumnValues, LaneInfo, check_agg_types, check_exact_sum,
-                              column_values, exact_sum_columns, is_numeric_type, lane_array,
-                              lane_infos, lane_input, max_abs, shifted_sum)
+from oop.window.values import (ColumnValues, LaneInfo, check_agg_types, check_exact_sum,
+                               column_values, exact_sum_columns, is_numeric_type, lane_array,
+                               lane_infos, lane_input, max_abs, shifted_sum)
 from oop.operators.base import StreamInfo, require_columns
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy

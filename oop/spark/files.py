@@ -191,7 +191,7 @@ class FileSource:
     def fused(self, plan: Callable[[Stream], Stream] | None, out_schema: pa.Schema,
               out_time: str | None, phys_out: Any) -> "DataFrame":
         """Physical rows of ``plan`` (None: the source itself) run over every fragment."""
-        from oop.spark.sharded import fused_rows
+        from oop.spark.tasks import fused_rows
 
         schema, time, unit, punct, late = (self.schema, self.time, self.unit, self.punctuation,
                                            self.late)
@@ -260,7 +260,8 @@ def shard_files(
     bare sources there.
     """
     from oop.spark.common import check_time
-    from oop.spark.sharded import HELPERS, SIDE, ShardedStream, _phys_spark_schema
+    from oop.spark.physical import HELPERS, SIDE, phys_spark_schema
+    from oop.spark.sharded import ShardedStream
 
     files = parquet_paths(paths)
     if batch_size < 1:
@@ -293,7 +294,7 @@ def shard_files(
     per_task = shard_per == "task"
     fs = FileSource(spark, tuple(frags), n_tasks, schema, time, unit, punct, late, batch_size,
                     arrival, per_task)
-    phys_out = _phys_spark_schema(schema)
+    phys_out = phys_spark_schema(schema)
     df = fs.fused(None, schema, time, phys_out)
     n = n_tasks if per_task else len(frags)
     return ShardedStream(df, schema, time, unit, producers=n, shards=n, name=name, aligned=True,

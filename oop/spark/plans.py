@@ -67,7 +67,7 @@ def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequ
     from oop.plan.executor import Node
     from oop.plan.source import Source
     from oop.punctuation.external import External
-    from oop.spark.sharded import _Side
+    from oop.spark.meld import Side
     from oop.stream.elements import INT64_MAX, Punctuation
 
     t0 = _time.perf_counter()
@@ -76,7 +76,7 @@ def _global_on_driver(s: ShardedStream, kind: Any, aggs: Sequence[Any], by: Sequ
                                          threads=threads),
                     name="local")
     assert local.time is not None
-    side = _Side(local.producers, local.schema)
+    side = Side(local.producers, local.schema)
 
     def feed() -> Any:
         for batch, v in local._melded_feed(side, bounded=False):

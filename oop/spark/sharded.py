@@ -2,17 +2,17 @@
 
 A :class:`ShardedStream` is a set of *shards*, each a progressing stream in
 arrival order, held as one Spark DataFrame in a *physical* layout: the user's
-columns plus
+columns plus helper columns (``__k`` row kind, ``__src`` producer, ``__seq``
+arrival position, ``__p`` punctuation value, ``__shard`` next shard; see
+:mod:`oop.spark.physical`). Punctuation travels *in band* as rows, so Spark's
+shuffles carry it.
 
-====================  =====================================================
-``__k``               0 data row, 1 punctuation row, 2 stats row
-``__src``             the producer (upstream shard / input partition) of the row
-``__seq``             the row's arrival position within its producer
-``__p``               punctuation value (``__k = 1``) / late count (``__k = 2``)
-``__shard``           the shard the row goes to next
-====================  =====================================================
-
-Punctuation travels *in band* as rows, so Spark's shuffles carry it.
+This module is the API: the stream and its movements, :func:`shard` and the
+result. The rest lives beside it -- :mod:`oop.spark.physical` (the row layout,
+emitting and reading physical rows), :mod:`oop.spark.meld` (the Meld rule over a
+shard's producers), :mod:`oop.spark.tasks` (the plans shipped to Spark tasks)
+and :mod:`oop.spark.ideal` (``punctuation="ideal"``); the names they export that
+this module used to define stay importable from here.
 
 Data movement (004 ch. 8 / 001 Quill), each a Spark projection plus the
 shuffle done by the next :meth:`~ShardedStream.query`:
@@ -64,243 +64,33 @@ a few vectorized filters plus O(#punctuation rows) Python.
 from __future__ import annotations
 
 import time as _time
-from collections import deque
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from oop.api import DEFAULT_BATCH_SIZE, Stream
 from oop.errors import ConfigError, UnknownColumnError
-from oop.operators.base import Operator
-from oop.plan.executor import Executor, Node
+from oop.plan.executor import Node
 from oop.plan.source import Source
-from oop.progress.frontier import MinFrontier
-from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
+from oop.punctuation.base import GeneratorConfig
 from oop.spark import arrowio
-from oop.spark.common import check_time, parse_punctuation_arg, partition_tags, suffix_min
+from oop.spark.common import check_time, parse_punctuation_arg, partition_tags
+from oop.spark.ideal import IdealPerShard, ideal_per_shard
+from oop.spark.meld import Carried, Side
+from oop.spark.physical import (DATA, HELPERS, PUNCT, SEQ, SHARD, SIDE, SRC, STATS, K, P,
+                                pack_phys, phys_spark_schema)
 from oop.spark.session import spark_errors
-from oop.stream.elements import INT64_MAX, Element, Punctuation
+from oop.spark.tasks import (InputSpec, SourceParams, fused_rows, fused_task, probe_plan,
+                             shard_task, source_task)
+from oop.stream.elements import INT64_MAX, Punctuation
 from oop.stream.late import LatePolicy
-from oop.stream.timecol import TimeSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["ShardedStream", "shard", "files_as_partitions", "ShardedResult", "IdealPerShard",
            "fused_rows", "K", "SRC", "SEQ", "P", "SHARD"]
-
-K, SRC, SEQ, P, SHARD, SIDE = "__k", "__src", "__seq", "__p", "__shard", "__side"
-HELPERS = (K, SRC, SEQ, P, SHARD)
-DATA, PUNCT, STATS = 0, 1, 2
-_HELPER_DDL = f"{K} int, {SRC} int, {SEQ} long, {P} long, {SHARD} int"
-
-
-# ---- physical rows ------------------------------------------------------
-def _phys_spark_schema(user: pa.Schema) -> Any:
-    from pyspark.sql import types as T
-
-    st = arrowio.arrow_to_spark(user)
-    fields = [T.StructField(f.name, f.dataType, True) for f in st.fields]
-    fields += [T.StructField(K, T.IntegerType(), False), T.StructField(SRC, T.IntegerType(), False),
-               T.StructField(SEQ, T.LongType(), False), T.StructField(P, T.LongType(), True),
-               T.StructField(SHARD, T.IntegerType(), False)]
-    return T.StructType(fields)
-
-
-class _Emitter:
-    """Builds physical batches for one producer (``src``): data, punctuation, stats rows."""
-
-    def __init__(self, phys: pa.Schema, user: pa.Schema, src: int) -> None:
-        self.phys = phys
-        self.user = user
-        self.src = src
-        self.seq = 0  # next data row position
-
-    def _helpers(self, n: int, k: int, seq: pa.Array, p: pa.Array, shard: int) -> list[pa.Array]:
-        return [pa.array(np.full(n, k, np.int32)), pa.array(np.full(n, self.src, np.int32)),
-                seq, p, pa.array(np.full(n, shard, np.int32))]
-
-    def data(self, batch: pa.RecordBatch, shard: int) -> pa.RecordBatch:
-        n = batch.num_rows
-        seq = pa.array(np.arange(self.seq, self.seq + n, dtype=np.int64))
-        self.seq += n
-        cols = [batch.column(f.name) for f in self.user]
-        cols += self._helpers(n, DATA, seq, pa.nulls(n, pa.int64()), shard)
-        return arrowio.conform(pa.RecordBatch.from_arrays(cols, names=self.phys.names), self.phys)
-
-    def _meta(self, k: int, seq: int, v: int, shard: int) -> pa.RecordBatch:
-        cols = [pa.nulls(1, f.type) for f in self.user]
-        cols += self._helpers(1, k, pa.array([seq], pa.int64()), pa.array([v], pa.int64()), shard)
-        return arrowio.conform(pa.RecordBatch.from_arrays(cols, names=self.phys.names), self.phys)
-
-    def punct(self, v: int, shard: int) -> pa.RecordBatch:
-        return self._meta(PUNCT, self.seq - 1, v, shard)
-
-    def stats(self, tuples_in: int, late: int, shard: int) -> pa.RecordBatch:
-        # stats rows: __seq carries tuples_in, __p the late count (summed at collection)
-        return self._meta(STATS, tuples_in, late, shard)
-
-
-class _CarriedLogic(PunctuationGenerator):
-    """Punctuation handed over by the feed with each batch (the melded value)."""
-
-    def __init__(self) -> None:
-        self.pending: int | None = None
-
-    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
-        v, self.pending = self.pending, None
-        return v
-
-
-@dataclass(frozen=True)
-class _Carried(GeneratorConfig):
-    def build(self, time: TimeSpec) -> PunctuationGenerator:
-        return _CarriedLogic()
-
-
-class _Outbox(Operator):
-    """Sink keeping batches and linear punctuations on ``attr`` in emission order."""
-
-    def __init__(self) -> None:
-        super().__init__("outbox")
-        self.items: list[Element] = []
-
-    def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
-        self.items.append(batch)
-        return []
-
-    def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
-        assert self.output is not None
-        if isinstance(punctuation, Punctuation) and punctuation.attr == self.output.time:
-            self.items.append(punctuation)
-        return []
-
-
-# ---- the melded input of one shard ---------------------------------------
-class _Side:
-    """One input of a shard's plan: its producers melded into one feed (Meld rule).
-
-    Each chunk of physical rows becomes ONE feed item: the chunk's data rows
-    (arrival order) carrying, as pending punctuation, the min over producers
-    if it grew. ``stats`` accumulates the (tuples_in, late) rows seen.
-    """
-
-    def __init__(self, producers: int, user: pa.Schema) -> None:
-        self.frontier = MinFrontier(max(1, producers))
-        self.producers = producers
-        self.ports: dict[int, int] = {}
-        self.user = user
-        self.queue: deque[tuple[pa.RecordBatch, int | None]] = deque()
-        self.tuples_in = 0
-        self.late = 0
-        self.gen: _CarriedLogic | None = None
-        self._empty = (pa.RecordBatch.from_arrays([pa.array([], f.type) for f in user], schema=user))
-
-    def _port(self, src: int) -> int:
-        # producer ids are labels (a Spark task's partition id depends on the plan around
-        # it, e.g. a union offsets them): ports are assigned in order of first appearance
-        port = self.ports.get(src)
-        if port is None:
-            port = len(self.ports)
-            if port >= len(self.frontier.values):
-                raise ConfigError(
-                    f"sharded input expected {self.producers} producer(s) but saw more "
-                    f"(ids {sorted(self.ports)} and {src}); the Spark partitioning changed "
-                    "between planning and running (disable adaptive query execution)"
-                )
-            self.ports[src] = port
-        return port
-
-    def absorb(self, rows: pa.RecordBatch) -> None:
-        """Split one chunk of this side's physical rows into data + melded punctuation."""
-        k = rows.column(K).to_numpy(zero_copy_only=False)
-        data_mask = k == DATA
-        if data_mask.all():
-            data = rows
-        else:
-            data = rows.filter(pa.array(data_mask))
-        grown: int | None = None
-        meta = np.flatnonzero(~data_mask)
-        if len(meta):
-            srcs = rows.column(SRC).to_numpy(zero_copy_only=False)
-            ps = pc.fill_null(rows.column(P), 0).to_numpy(zero_copy_only=False)
-            seqs = rows.column(SEQ).to_numpy(zero_copy_only=False)
-            for i in meta:
-                if k[i] == PUNCT:
-                    v = self.frontier.update(self._port(int(srcs[i])), int(ps[i]))
-                    if v is not None:
-                        grown = v
-                else:
-                    self.tuples_in += int(seqs[i])
-                    self.late += int(ps[i])
-        batch = arrowio.conform(data, self.user) if data.num_rows else self._empty
-        if data.num_rows or grown is not None:
-            self.queue.append((batch, grown))
-
-    def feed(self, pump: Callable[["_Side"], bool]) -> Iterator[pa.RecordBatch]:
-        """The Source feed: queued chunks; when empty ask ``pump`` for one more chunk."""
-        while True:
-            if not self.queue and not pump(self):
-                return
-            if not self.queue:  # the chunk read had nothing for this side: idle this round
-                yield self._empty
-                continue
-            batch, v = self.queue.popleft()
-            assert self.gen is not None
-            self.gen.pending = v
-            yield batch
-
-
-class _PartitionReader:
-    """Rows of one sorted partition, handed out as chunks of one shard at a time."""
-
-    def __init__(self, it: Iterator[pa.RecordBatch]) -> None:
-        self.it = it
-        self.buf: pa.RecordBatch | None = None
-        self.shards: np.ndarray | None = None
-        self.off = 0
-
-    def _fill(self) -> bool:
-        while self.buf is None or self.off >= self.buf.num_rows:
-            nxt = next(self.it, None)
-            if nxt is None:
-                self.buf = None
-                return False
-            self.buf, self.off = nxt, 0
-            self.shards = nxt.column(SHARD).to_numpy(zero_copy_only=False)
-        return True
-
-    def peek_shard(self) -> int | None:
-        if not self._fill():
-            return None
-        assert self.shards is not None
-        return int(self.shards[self.off])
-
-    def chunk(self, shard: int) -> pa.RecordBatch | None:
-        """The next run of rows of ``shard`` (within one Spark batch), or None when it ended."""
-        if self.peek_shard() != shard:
-            return None
-        assert self.buf is not None and self.shards is not None
-        rest = self.shards[self.off:]
-        stop = np.flatnonzero(rest != shard)
-        end = self.off + (int(stop[0]) if len(stop) else len(rest))
-        out = self.buf.slice(self.off, end - self.off)
-        self.off = end
-        return out
-
-
-# ---- the stream --------------------------------------------------------
-@dataclass(frozen=True)
-class InputSpec:
-    """What a shard task needs to know about one input: schema, time, producers."""
-
-    schema: pa.Schema
-    time: str
-    unit: str
-    producers: int
 
 
 @dataclass
@@ -332,7 +122,7 @@ class ShardedStream:
     shards: int
     name: str = "sharded"
     aligned: bool = False  # rows already sit in their shard's partition, in arrival order
-    source: Any = None  # _SourceParams while no query ran yet: the first query fuses with it
+    source: Any = None  # SourceParams while no query ran yet: the first query fuses with it
 
     # ---- movement -------------------------------------------------------
     def _move(self, m: int, data_target: "Column", many: bool = False) -> "ShardedStream":
@@ -430,14 +220,14 @@ class ShardedStream:
                 f"{name}: the two inputs go to {m} and {other.shards} shards; move both to the "
                 "same number of shards (redistribute/broadcast) before a two-input query"
             )
-        out_schema, out_time, out_unit = _probe(plan, specs)
-        phys_out = _phys_spark_schema(out_schema)
+        out_schema, out_time, out_unit = probe_plan(plan, specs)
+        phys_out = phys_spark_schema(out_schema)
         spark = self.df.sparkSession
         if other is None and self.source is not None and self.aligned:
             sp = self.source
-            if isinstance(sp, _SourceParams):
+            if isinstance(sp, SourceParams):
                 task_sp = replace(sp, df=None)  # the DataFrame stays on the driver
-                out = sp.df.mapInArrow(_fused_task(task_sp, plan, out_schema, out_time,
+                out = sp.df.mapInArrow(fused_task(task_sp, plan, out_schema, out_time,
                                                    phys_out), phys_out)
             else:  # oop.spark.files.FileSource: the tasks read their Parquet fragments
                 out = sp.fused(plan, out_schema, out_time, phys_out)
@@ -446,7 +236,7 @@ class ShardedStream:
         if other is None and self.aligned:
             # each partition holds one shard fed by one producer (itself)
             specs = [replace(specs[0], producers=1)]
-        task = _shard_task(plan, specs, out_schema, out_time, phys_out)
+        task = shard_task(plan, specs, out_schema, out_time, phys_out)
         if other is None and self.aligned:
             # no movement since the rows were laid out: run in the same partitions, no shuffle
             return ShardedStream(self.df.mapInArrow(task, phys_out), out_schema, out_time,
@@ -464,7 +254,7 @@ class ShardedStream:
                              name=name, aligned=True)
 
     # ---- leaving Spark ------------------------------------------------------
-    def _melded_feed(self, side: _Side, bounded: bool = True) -> Iterator[tuple[pa.RecordBatch, int | None]]:
+    def _melded_feed(self, side: Side, bounded: bool = True) -> Iterator[tuple[pa.RecordBatch, int | None]]:
         """Shard outputs in arrival order per producer, melded into ``side``'s feed.
 
         ``bounded``: fetch partition by partition (``toLocalIterator``; memory
@@ -473,7 +263,7 @@ class ShardedStream:
         """
         with spark_errors(f"sharded stream {self.name!r}"):
             if bounded:
-                packed = self.df.mapInArrow(_pack_phys, "__payload binary")
+                packed = self.df.mapInArrow(pack_phys, "__payload binary")
                 chunks: Iterator[pa.RecordBatch] = (
                     arrowio.loads(row["__payload"]) for row in packed.toLocalIterator())
             else:  # Arrow collection keeps partition order and row order within partitions
@@ -486,13 +276,13 @@ class ShardedStream:
     def to_stream(self, name: str | None = None) -> Stream:
         """The shard outputs re-combined on the driver (Meld: union, min of punctuations)."""
         spec = self._spec()
-        side = _Side(self.producers, self.schema)
-        gen = _Carried()
+        side = Side(self.producers, self.schema)
+        gen = Carried()
         src = Source(lambda: self._feed_items(side), time=spec.time, unit=spec.unit,
                      punctuation=gen, schema=self.schema, name=name or self.name)
         return Stream(Node(src))
 
-    def _feed_items(self, side: _Side) -> Iterator[Any]:
+    def _feed_items(self, side: Side) -> Iterator[Any]:
         for batch, v in self._melded_feed(side):
             if batch.num_rows:
                 yield batch
@@ -502,7 +292,7 @@ class ShardedStream:
     def collect(self) -> ShardedResult:
         """Bring the shards' rows to the driver, melded; punctuations = running min."""
         t0 = _time.perf_counter()
-        side = _Side(self.producers, self.schema)
+        side = Side(self.producers, self.schema)
         batches: list[pa.RecordBatch] = []
         puncts: list[tuple[int, Punctuation]] = []
         rows = 0
@@ -516,240 +306,6 @@ class ShardedStream:
             else self.schema.empty_table()
         return ShardedResult(table, puncts, side.tuples_in, side.late,
                              _time.perf_counter() - t0, self.producers)
-
-
-def _pack_phys(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for b in it:
-        if b.num_rows:
-            yield pa.record_batch({"__payload": pa.array([arrowio.dumps(b)], pa.binary())})
-
-
-# ---- plans inside tasks ---------------------------------------------------
-def _build(plan: Callable[..., Stream], specs: Sequence[InputSpec],
-           feeds: Sequence[Callable[[], Any]]) -> tuple[Executor, _Outbox, list[Source]]:
-    sources = [Source(f, time=s.time, unit=s.unit, punctuation=_Carried(), schema=s.schema,
-                      name=f"shard_in{i}") for i, (s, f) in enumerate(zip(specs, feeds))]
-    streams = [Stream(Node(src)) for src in sources]
-    out = plan(*streams)
-    if not isinstance(out, Stream):
-        raise ConfigError(f"a sharded plan must return an oop Stream, got {type(out).__name__}")
-    box = _Outbox()
-    ex = Executor([Node(box, [out.node])])
-    return ex, box, sources
-
-
-def _probe(plan: Callable[..., Stream], specs: Sequence[InputSpec]) -> tuple[pa.Schema, str | None, str]:
-    """Open the plan on empty inputs to learn its output schema and time attribute."""
-    ex, box, _ = _build(plan, specs, [lambda: iter(()) for _ in specs])
-    ex.open()
-    info = box.inputs[0]
-    unit = info.times.get(info.time, specs[0].unit) if info.time else specs[0].unit
-    return info.schema, info.time, unit
-
-
-def _shard_task(plan: Callable[..., Stream], specs: Sequence[InputSpec], out_schema: pa.Schema,
-                out_time: str | None, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    n_sides = len(specs)
-
-    def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        phys = arrowio.spark_to_arrow(phys_out)
-        reader = _PartitionReader(it)
-        while True:
-            shard = reader.peek_shard()
-            if shard is None:
-                return
-            sides = [_Side(s.producers, s.schema) for s in specs]
-
-            def pump(_who: _Side, shard: int = shard, sides: list[_Side] = sides) -> bool:
-                rows = reader.chunk(shard)
-                if rows is None:
-                    return False
-                if n_sides == 1:
-                    sides[0].absorb(rows)
-                else:
-                    side_col = rows.column(SIDE).to_numpy(zero_copy_only=False)
-                    for j, sd in enumerate(sides):
-                        mask = side_col == j
-                        if mask.any():
-                            sd.absorb(rows.filter(pa.array(mask)))
-                return True
-
-            ex, box, sources = _build(plan, specs, [
-                (lambda sd=sd: sd.feed(pump)) for sd in sides])
-            ex.open()
-            for sd, src in zip(sides, sources):
-                assert isinstance(src.generator, _CarriedLogic)
-                sd.gen = src.generator
-            em = _Emitter(phys, out_schema, shard)
-            yield from _drain(ex, box, em, out_time, shard)
-            late = sum(s.late for s in sides) + sum(
-                n.op.metrics.late_total for n in ex.nodes)
-            yield em.stats(sum(s.tuples_in for s in sides), late, shard)
-
-    return task
-
-
-def _drain(ex: Executor, box: _Outbox, em: _Emitter, out_time: str | None,
-           pid: int) -> Iterator[pa.RecordBatch]:
-    """Run ``ex`` to its end, turning what reaches ``box`` into physical rows of producer
-    ``pid``: non-empty batches as data rows; with an output time, its punctuations and a
-    final ``P(+inf)`` as punctuation rows (without one, punctuations are not forwarded)."""
-    for _ in ex.steps():
-        items, box.items = box.items, []
-        for el in items:
-            if isinstance(el, pa.RecordBatch):
-                if el.num_rows:
-                    yield em.data(el, pid)
-            elif out_time is not None:
-                yield em.punct(el.value, pid)
-    if out_time is not None:
-        yield em.punct(INT64_MAX, pid)
-
-
-def _source_task(schema: pa.Schema, time: str, unit: str, punctuation: GeneratorConfig,
-                 late: LatePolicy | str, batch_size: int, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        pid = ctx.partitionId() if ctx is not None else 0
-        phys = arrowio.spark_to_arrow(phys_out)
-        src = Source(lambda: iter(()), time=time, unit=unit, punctuation=punctuation, late=late,
-                     schema=schema, name=f"input{pid}")
-        src.open()
-        em = _Emitter(phys, schema, pid)
-        for b in arrowio.rechunk(it, batch_size):
-            for el in src.on_batch(arrowio.conform(b, schema)):
-                if isinstance(el, pa.RecordBatch):
-                    if el.num_rows:
-                        yield em.data(el, pid)
-                elif isinstance(el, Punctuation):
-                    yield em.punct(el.value, pid)
-        yield em.punct(INT64_MAX, pid)
-        yield em.stats(src.metrics.tuples_in, src.metrics.late_total, pid)
-
-    return task
-
-
-@dataclass(frozen=True)
-class _SourceParams:
-    """How a source shard reads its partition (kept so a first query can fuse with it)."""
-
-    df: Any
-    schema: pa.Schema
-    time: str
-    unit: str
-    punctuation: GeneratorConfig
-    late: Any
-    batch_size: int
-
-
-def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, schema: pa.Schema, time: str, unit: str,
-               punctuation: GeneratorConfig, late: Any, plan: Callable[..., Stream] | None,
-               out_schema: pa.Schema, out_time: str | None,
-               phys: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """Source shard ``pid`` over ``feed`` and ``plan`` (None: the bare source), as physical rows.
-
-    Runs inside a Spark task; yields the plan's batches and punctuations as
-    data / punctuation rows of producer ``pid``, then ``P(+inf)`` and one
-    stats row (tuples in, late).
-    """
-    src = Source(lambda: feed, time=time, unit=unit, punctuation=punctuation, late=late,
-                 schema=schema, name=f"input{pid}")
-    out = plan(Stream(Node(src))) if plan is not None else Stream(Node(src))
-    box = _Outbox()
-    ex = Executor([Node(box, [out.node])])
-    em = _Emitter(phys, out_schema, pid)
-    yield from _drain(ex, box, em, out_time, pid)
-    yield em.stats(src.metrics.tuples_in, sum(n.op.metrics.late_total for n in ex.nodes), pid)
-
-
-def _fused_task(sp: _SourceParams, plan: Callable[..., Stream], out_schema: pa.Schema,
-                out_time: str | None, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Source shard and its first query in ONE task: the raw rows cross into Python once."""
-
-    def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        pid = ctx.partitionId() if ctx is not None else 0
-        phys = arrowio.spark_to_arrow(phys_out)
-        feed = (arrowio.conform(b, sp.schema) for b in arrowio.rechunk(it, sp.batch_size))
-        yield from fused_rows(feed, pid, sp.schema, sp.time, sp.unit, sp.punctuation, sp.late,
-                              plan, out_schema, out_time, phys)
-
-    return task
-
-
-_POS = "__oop_pos"
-_POS_BITS = 33  # monotonically_increasing_id = partition id << 33 | row position in partition
-
-
-class _IdealLogic(PunctuationGenerator):
-    """After batch ``i`` of this shard: ``after[i]`` (the min time of its later batches)."""
-
-    def __init__(self, after: np.ndarray) -> None:
-        self.after = after
-        self.i = 0
-
-    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
-        i, self.i = self.i, self.i + 1
-        if i >= len(self.after) or self.after[i] == INT64_MAX:
-            return None
-        return int(self.after[i])
-
-
-@dataclass(frozen=True)
-class IdealPerShard(GeneratorConfig):
-    """The true low-watermark of each source shard after each of its batches (004 Eq. 4.1).
-
-    ``after[pid][i] = min{t | t in batches > i of partition pid}`` computed in
-    Spark (:func:`_ideal_per_shard`); :meth:`build` runs inside the shard's
-    task and picks the row of that task's partition. Under it no tuple is late.
-    """
-
-    after: dict[int, tuple[int, ...]]
-
-    def build(self, time: TimeSpec) -> PunctuationGenerator:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        pid = ctx.partitionId() if ctx is not None else 0
-        return _IdealLogic(np.array(self.after.get(pid, ()), dtype=np.int64))
-
-
-def _ideal_per_shard(df: "DataFrame", time: str, is_ts: bool,
-                     batch_size: int) -> tuple["DataFrame", IdealPerShard]:
-    """``df`` pinned (persisted, so every later read sees the same partition order) and the
-    per-partition suffix minima of the per-batch minimum event time.
-
-    Spark computes ``min(time)`` per (partition, batch of ``batch_size`` rows in
-    partition order) -- one small row per batch comes to the driver, which
-    folds the suffix minima. Cost: one pass over ``df`` plus the cache.
-    """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
-    from oop.spark.disorder import time_as_long
-
-    pinned = df.withColumn(_POS, F.monotonically_increasing_id()) \
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    pos = F.col(_POS)
-    rows = pinned.groupBy(
-        F.shiftright(pos, _POS_BITS).alias("pid"),
-        F.floor(pos.bitwiseAND(F.lit((1 << _POS_BITS) - 1)) / F.lit(batch_size)).alias("b"),
-    ).agg(F.min(time_as_long(F.col(time), is_ts)).alias("m")).collect()
-    per: dict[int, dict[int, int]] = {}
-    for r in rows:
-        per.setdefault(int(r["pid"]), {})[int(r["b"])] = (
-            int(r["m"]) if r["m"] is not None else INT64_MAX)
-    after: dict[int, tuple[int, ...]] = {}
-    for pid, mins in per.items():
-        dense = np.full(max(mins) + 1, INT64_MAX, dtype=np.int64)
-        for b, m in mins.items():
-            dense[b] = m
-        after[pid] = tuple(int(x) for x in suffix_min(dense))
-    return pinned, IdealPerShard(after)
 
 
 def files_as_partitions(spark: "SparkSession", paths: Sequence[str]) -> "DataFrame":
@@ -811,13 +367,13 @@ def shard(
     user = arrowio.spark_to_arrow(df.schema)
     if not isinstance(punct, GeneratorConfig):  # "ideal": computed exactly in Spark
         with spark_errors(f"{name}: ideal punctuation"):
-            df, punct = _ideal_per_shard(df, time, is_ts, batch_size)
+            df, punct = ideal_per_shard(df, time, is_ts, batch_size)
     if is_ts:
         unit = "us"
     producers = df.rdd.getNumPartitions()
-    phys_out = _phys_spark_schema(user)
-    phys = df.mapInArrow(_source_task(user, time, unit, punct, late, batch_size, phys_out),
+    phys_out = phys_spark_schema(user)
+    phys = df.mapInArrow(source_task(user, time, unit, punct, late, batch_size, phys_out),
                          phys_out)
-    sp = _SourceParams(df, user, time, unit, punct, late, batch_size)
+    sp = SourceParams(df, user, time, unit, punct, late, batch_size)
     return ShardedStream(phys, user, time, unit, producers=producers, shards=producers,
                          name=name, aligned=True, source=sp)

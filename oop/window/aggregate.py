@@ -89,10 +89,11 @@ from oop.window.bucket import BucketLogic
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
-from oop.window.store import (NO_NULLS, ColumnValues, Multiset, Ring, check_agg_types,
-                              check_exact_sum, column_values, exact_sum_columns, group_bounds,
-                              int_valued, is_numeric_type, lane_array, lane_infos, max_abs,
-                              quantiles_from_counts, shifted_sum)
+from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
+from oop.window.ring import Ring
+from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
+                               column_values, exact_sum_columns, int_valued, is_numeric_type,
+                               lane_array, lane_infos, max_abs, shifted_sum)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]

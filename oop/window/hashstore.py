@@ -1,6 +1,6 @@
 """Sparse layout of WID partial aggregates: an open-addressing hash table of (unit, code) cells.
 
-The dense ring (:class:`~oop.window.store.Ring`) spends ``R x C`` cells per
+The dense ring (:class:`~oop.window.ring.Ring`) spends ``R x C`` cells per
 lane whether or not a group is live in a window. When most groups are absent
 from most windows (many keys, each rare), :class:`HashCells` keeps only the
 live cells: a numba hash table (linear probing, power-of-two capacity, load
@@ -26,7 +26,8 @@ import numba as nb
 import numpy as np
 
 from oop.window import kernels as K
-from oop.window.store import ColumnValues, LaneInfo, Ring, note_nonfinite
+from oop.window.ring import Ring
+from oop.window.values import ColumnValues, LaneInfo, note_nonfinite
 
 __all__ = ["HashCells"]
 
@@ -232,6 +233,14 @@ class HashCells(Ring):
         for key, a in self.tarr.items():
             lanes[("t:" + key[0], key[1])] = a[sel]
         return cu[sel], cc[sel], lanes
+
+    def take_block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
+        """:meth:`block` then :meth:`~oop.window.ring.Ring.reset_cells` of the returned cells
+        (the dense ring fuses the two in one compiled pass over its rows; its inherited
+        version would address the hash cells as ring rows). O(live cells)."""
+        u, codes, lanes = self.block(units, n)
+        self.reset_cells(u, codes)
+        return u, codes, lanes
 
     def slots(self, units: np.ndarray, codes: np.ndarray) -> np.ndarray:
         out = np.empty(units.shape[0], np.int64)

@@ -28,7 +28,7 @@ panes ``[((w+1)*slide - range)/g, (w+1)*slide/g)``. Landmark windows use
   panes); holistic
   aggregates (median, quantiles, distinct, heavy hitters, UDAFs) keep one
   (pane, code, value, count) table sorted by pane, so a window is the merge
-  of its ``P`` sorted pane runs (:meth:`~oop.window.store.Multiset.select`:
+  of its ``P`` sorted pane runs (:meth:`~oop.window.multiset.Multiset.select`:
   pairwise, ``ceil(log2 P)`` compiled O(values) rounds, no re-sort; one
   Python step per window, not per tuple). Median and quantiles skip the
   merge: all windows of a punctuation go through one compiled call
@@ -83,7 +83,8 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
 from oop.window.hashstore import HashCells
-from oop.window.store import LaneInfo, Ring, held_ranks, remap_ranks
+from oop.window.ring import Ring
+from oop.window.values import LaneInfo, held_ranks, remap_ranks
 
 __all__ = ["PaneCombiner"]
 
@@ -510,7 +511,7 @@ class PaneCombiner:
                   ) -> tuple[np.ndarray, np.ndarray] | None:
         """q-quantile (median: 0.5) of every cell of ``parts`` ``[(wid, codes, _), ...]`` in one
         compiled call (:func:`~oop.window.paned_kernels.paned_quantiles`) over the
-        :class:`~oop.window.store.Multiset` ``ms`` of pane tables. Returns (values, present), or
+        :class:`~oop.window.multiset.Multiset` ``ms`` of pane tables. Returns (values, present), or
         None when some window's codes do not ascend (the caller then goes window by window)."""
         lay = self.flatten(parts, ms, ascending=True)
         if lay is None:  # the cursors need ascending codes per window
@@ -529,7 +530,7 @@ class PaneCombiner:
         punctuations, so each pane's rows are added once (when it enters a
         window) and removed once (when it leaves): O(rows) per pane instead
         of merging the ``P`` pane tables of every window. It continues only
-        while the :class:`~oop.window.store.Multiset` still holds the panes
+        while the :class:`~oop.window.multiset.Multiset` still holds the panes
         that leave (``ms.floor``) and windows move forward; otherwise it is
         rebuilt from the first window's panes.
         """

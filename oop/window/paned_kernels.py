@@ -128,7 +128,7 @@ def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, 
     in the same pass instead of decoded afterwards.
 
     ``nf_hi``: the last pane that may hold a NaN / infinite float sum (the
-    ring's :attr:`~oop.window.store.Ring.nf_hi`). Subtracting such a pane
+    ring's :attr:`~oop.window.ring.Ring.nf_hi`). Subtracting such a pane
     cannot remove it (``inf - inf`` is NaN), so a window whose predecessor
     starts at or before ``nf_hi`` is recomputed from its panes instead of
     stepped: the NaN stays in the windows that hold it and no other
@@ -857,7 +857,7 @@ def smallest_run(value, pos, na):
 def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
     """q-quantile of every cell ``(window k, cells[cb[k]:cb[k+1]])`` from the pane tables.
 
-    ``code``/``value``/``count``: a :class:`~oop.window.store.Multiset` table
+    ``code``/``value``/``count``: a :class:`~oop.window.multiset.Multiset` table
     sorted by (unit, code, value); the rows of pane ``p`` are
     ``offs[p - pa0]:offs[p - pa0 + 1]`` (panes outside the span are empty).
     Window ``k`` is panes ``[plo[k], phi[k])``; its cells' codes ascend.
@@ -865,7 +865,7 @@ def paned_quantiles(code, value, count, pa0, offs, plo, phi, cb, cells, q):
     ascend -- O(rows of the window) to find every cell's P value runs -- and
     the ranks ``floor(q (n-1))`` and the next one are found by a P-way merge
     walk over the runs that stops there (no merged table is built). Same
-    formula as :func:`~oop.window.store.quantiles_from_counts` (linear
+    formula as :func:`~oop.window.multiset.quantiles_from_counts` (linear
     interpolation; NaN sorts last). Returns (values, present) per cell;
     ``present`` is 0 where the cell has no value (all null).
     Cost: O(window rows + cells x P x merge steps) per window, one call per
@@ -1026,7 +1026,7 @@ def paned_distinct(code, value, count, pa0, offs, plo, phi, prev_lo, prev_hi, co
                    tc, tv, tm, used, dcount, cb, cells):
     """Exact count-distinct of every cell ``(window k, cells[cb[k]:cb[k+1]])``, differentially.
 
-    ``code``/``value``/``count``: a :class:`~oop.window.store.Multiset` table
+    ``code``/``value``/``count``: a :class:`~oop.window.multiset.Multiset` table
     of value codes sorted by (unit, code, value); pane ``p``'s rows are
     ``offs[p - pa0]:offs[p - pa0 + 1]`` (panes outside the span are empty).
     The running state (see above) is that of the window whose panes were

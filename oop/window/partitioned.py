@@ -69,7 +69,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows
-from oop.window.store import Ring, check_state_size
+from oop.window.ring import Ring, check_state_size
 
 __all__ = ["PartitionedRowsAggregate"]
 

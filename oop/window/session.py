@@ -82,7 +82,7 @@ from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, parse_duration, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
-from oop.window.store import check_exact_sum, max_abs
+from oop.window.values import check_exact_sum, max_abs
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
            "SUPPORTED"]

@@ -49,7 +49,7 @@ from oop.window import aggregate as _aggregate
 from oop.window.aggregate import SELECT, WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
-from oop.window.store import held_ranks, lane_input, remap_ranks
+from oop.window.values import held_ranks, lane_input, remap_ranks
 from oop.window.kernels import _lt, nan_max as _nan_max, nan_min as _nan_min
 
 __all__ = ["SlideByTupleAggregate", "sbt_plan", "sbt_replay"]

@@ -82,7 +82,7 @@ from oop.window.aggregates import Agg, as_aggs
 from oop.window.build import one_window_operator
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
-from oop.window.store import column_values, pick_shift
+from oop.window.values import column_values, pick_shift
 
 __all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "KEY"]
 
@@ -357,7 +357,7 @@ class ThreadedWindow(Operator):
     def _pick_shifts(self, batch: pa.RecordBatch) -> None:
         """The variance shift of every shifted column, as one thread picks it: the first
         valid finite value of the first batch that reaches the state with one
-        (:func:`~oop.window.store.lane_input`); the partitions start their rings with it."""
+        (:func:`~oop.window.values.lane_input`); the partitions start their rings with it."""
         for c in self.shift_cols:
             if c not in self.shifts:
                 cv = column_values(batch, c)

@@ -34,7 +34,7 @@ from numba.core.registry import CPUDispatcher as Dispatcher
 
 from oop.window.aggregates import Agg
 from oop.window.paned_kernels import cell_runs, merge_buffers, pane_cursors, smallest_run
-from oop.window.store import Multiset
+from oop.window.multiset import Multiset
 
 __all__ = ["udaf_window", "udaf_windows", "is_compiled"]
 
