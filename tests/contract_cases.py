@@ -82,7 +82,7 @@ EXCLUDED: dict[str, str] = {
     # is a partial-aggregate schema made by the sharded planner; tests/test_spark_sharded.py)
     # and _Outbox is a private queue between shards
     "oop.spark.combine.CombinePartials": "Spark shard plumbing (tests/test_spark_sharded.py)",
-    "oop.spark.tasks._Outbox": "private Spark shard plumbing",
+    "oop.spark.tasks.Outbox": "Spark shard plumbing (a queue between shards)",
     # local sharding plumbing: the entry and exit of one shard's private plan, driven by
     # ShardedQuery (which has its case)
     "oop.sharded._Inlet": "private local shard plumbing (ShardedQuery has a case)",
