@@ -28,7 +28,8 @@ from hypothesis import given, settings, strategies as st
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.window import Sliding, WindowAggregate, agg
-from oop.window.paned_kernels import pane_ids, pane_ids_ref, paned_emit, paned_emit_ref
+from oop.window.paned_kernels import (pane_ids, pane_ids_ref, paned_emit, paned_emit_fused,
+                                      paned_emit_ref)
 from oop.window.reference import window_oracle
 
 from test_window import assert_same_rows
@@ -64,8 +65,10 @@ def emit_scripts(draw):
 
 
 @settings(max_examples=60)
-@given(script=emit_scripts(), zero=st.booleans(), with_lut=st.booleans())
-def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut):
+@given(script=emit_scripts(), zero=st.booleans(), with_lut=st.booleans(),
+       fused=st.booleans())
+def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, fused):
+    """Both emission kernels (general; fused one-pass step for one int lane) == reference."""
     g, s, r, o, n, runs, P, seed = script
     rng = np.random.default_rng(seed)
     w0 = int(rng.integers(-3, 3))
@@ -93,7 +96,7 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut):
     prev, since, w = (0, 0), 0, w0
     lut = (rng.permutation(n) * 7 - 3).astype(np.int64) if with_lut else np.zeros(0, np.int64)
     for k, nw in enumerate(runs):
-        codes, start, end, iv, fv, since, dead = paned_emit(
+        codes, start, end, iv, fv, since, dead = (paned_emit_fused if fused else paned_emit)(
             (rows,), 1, (sums,), 1, (irun,), (frun,), C, mask, base, top, n, w, nw, s, r, g, o,
             prev[0], prev[1], k > 0, since, P, zero, lut)
         exp = paned_emit_ref(panes, w, nw, s, r, g, o)

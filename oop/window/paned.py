@@ -298,7 +298,7 @@ class PaneCombiner:
         if sel:
             assert n <= ring.C, (n, ring.C)
             return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, key_lut)
-        codes, start, end, iv, fv, self.since, dead = PK.paned_emit(
+        codes, start, end, iv, fv, self.since, dead = PK.emit_kernel(len(ik), len(fk))(
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,

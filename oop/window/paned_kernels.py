@@ -104,110 +104,132 @@ def pane_ids_ref(times: Sequence[int], o: int, g: int) -> list[int]:
     return [(int(t) - o) // g for t in times]
 
 
-@nb.njit(cache=True, nogil=True)
-def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g, o,
-               prev_plo, prev_phi, inc0, since, P, zero, lut, nf_hi=-(1 << 62)):
-    """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
+def _make_paned_emit(fuse: bool) -> Any:
+    """:func:`paned_emit` (``fuse`` false) or :func:`paned_emit_fused` (true): one source, two
+    kernels. ``fuse`` is a closure constant, so numba prunes the fused step's branch (and does
+    not compile it) in the general kernel: a query with two or more int lanes (count + an int
+    sum: the README's) compiles ~1 s less; the caller picks by the lane counts."""
 
-    Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
-    ``[o + (w+1)s - r, o + (w+1)s)``. Lane 0 of ``ilanes``/``irun`` is the
-    row count; every lane's identity is 0. ``irun``/``frun`` hold the
-    running sums of the window whose panes were ``[prev_plo, prev_phi)``;
-    window ``k`` moves them by the entering panes ``[phi(w-1), phi(w))`` and
-    the leaving ones ``[plo(w-1), plo(w))`` (Eq. 6.2), or recomputes them
-    from its panes (``inc0`` false for the first window; every ``P``
-    windows). With ``zero`` every pane in ``[base, plo(last window))`` is
-    reset to 0 in the same pass (the leaving panes: below every later window;
-    the caller then moves the ring's base there) and its live cells counted.
+    def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g,
+                   o, prev_plo, prev_phi, inc0, since, P, zero, lut, nf_hi=-(1 << 62)):
+        """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
 
-    Returns (codes, window_start, window_end, int lane values (n_i x m),
-    float lane values (n_f x m), since, live cells reset); the m output cells
-    are ordered by (window, code), only those with a row count > 0. With a
-    non-empty ``lut`` (the key value of every code: one int64 key column) the
-    first array holds ``lut[code]`` instead -- the key column itself, written
-    in the same pass instead of decoded afterwards.
+        Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
+        ``[o + (w+1)s - r, o + (w+1)s)``. Lane 0 of ``ilanes``/``irun`` is the
+        row count; every lane's identity is 0. ``irun``/``frun`` hold the
+        running sums of the window whose panes were ``[prev_plo, prev_phi)``;
+        window ``k`` moves them by the entering panes ``[phi(w-1), phi(w))`` and
+        the leaving ones ``[plo(w-1), plo(w))`` (Eq. 6.2), or recomputes them
+        from its panes (``inc0`` false for the first window; every ``P``
+        windows). With ``zero`` every pane in ``[base, plo(last window))`` is
+        reset to 0 in the same pass (the leaving panes: below every later window;
+        the caller then moves the ring's base there) and its live cells counted.
 
-    ``nf_hi``: the last pane that may hold a NaN / infinite float sum (the
-    ring's :attr:`~oop.window.ring.Ring.nf_hi`). Subtracting such a pane
-    cannot remove it (``inf - inf`` is NaN), so a window whose predecessor
-    starts at or before ``nf_hi`` is recomputed from its panes instead of
-    stepped: the NaN stays in the windows that hold it and no other
-    (docs/semantics.md). All-finite streams never take that branch.
-    """
-    cap = nw * n
-    codes = np.empty(cap, np.int64)
-    start = np.empty(cap, np.int64)
-    end = np.empty(cap, np.int64)
-    iv = np.empty((n_i, cap), np.int64)
-    fv = np.empty((max(n_f, 1), cap), np.float64)
-    m = 0
-    dead = 0
-    p_lo, p_hi = prev_plo, prev_phi
-    for k in range(nw):
-        w = w0 + k
-        e = (w + 1) * s
-        plo = (e - r) // g
-        phi = e // g
-        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
-            a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
-            d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
-            if (zero and n_i == 1 and n_f <= 2 and a_hi - a_lo == 1 and d_hi - d_lo == 1
-                    and (k > 0 or base >= p_lo)):
-                # slide = pane, count + up to two float lanes (count, sum, mean, var):
-                # step, reset of the leaving pane and output in one pass over the codes
-                ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
-                f0 = flanes[0]
-                f1 = flanes[1 if n_f == 2 else 0]
-                r0 = frun[0]
-                r1 = frun[1 if n_f == 2 else 0]
-                o1 = fv[1 if n_f == 2 else 0]
-                we = o + e
-                m, dd = _fused_step(ilanes[0], irun[0], f0, f1, r0, r1, n_f, ra, rd, n, lut, codes,
-                                    start, end, iv[0], fv[0], o1, m, we - r, we)
-                dead += dd
+        Returns (codes, window_start, window_end, int lane values (n_i x m),
+        float lane values (n_f x m), since, live cells reset); the m output cells
+        are ordered by (window, code), only those with a row count > 0. With a
+        non-empty ``lut`` (the key value of every code: one int64 key column) the
+        first array holds ``lut[code]`` instead -- the key column itself, written
+        in the same pass instead of decoded afterwards.
+
+        ``nf_hi``: the last pane that may hold a NaN / infinite float sum (the
+        ring's :attr:`~oop.window.ring.Ring.nf_hi`). Subtracting such a pane
+        cannot remove it (``inf - inf`` is NaN), so a window whose predecessor
+        starts at or before ``nf_hi`` is recomputed from its panes instead of
+        stepped: the NaN stays in the windows that hold it and no other
+        (docs/semantics.md). All-finite streams never take that branch.
+        """
+        cap = nw * n
+        codes = np.empty(cap, np.int64)
+        start = np.empty(cap, np.int64)
+        end = np.empty(cap, np.int64)
+        iv = np.empty((n_i, cap), np.int64)
+        fv = np.empty((max(n_f, 1), cap), np.float64)
+        m = 0
+        dead = 0
+        p_lo, p_hi = prev_plo, prev_phi
+        for k in range(nw):
+            w = w0 + k
+            e = (w + 1) * s
+            plo = (e - r) // g
+            phi = e // g
+            if (inc0 or k > 0) and since < P and p_lo > nf_hi:
+                a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
+                d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
+                if (fuse and zero and n_i == 1 and n_f <= 2 and a_hi - a_lo == 1
+                        and d_hi - d_lo == 1
+                        and (k > 0 or base >= p_lo)):
+                    # slide = pane, count + up to two float lanes (count, sum, mean, var):
+                    # step, reset of the leaving pane and output in one pass over the codes
+                    ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+                    f0 = flanes[0]
+                    f1 = flanes[1 if n_f == 2 else 0]
+                    r0 = frun[0]
+                    r1 = frun[1 if n_f == 2 else 0]
+                    o1 = fv[1 if n_f == 2 else 0]
+                    we = o + e
+                    m, dd = _fused_step(ilanes[0], irun[0], f0, f1, r0, r1, n_f, ra, rd, n, lut,
+                                        codes, start, end, iv[0], fv[0], o1, m, we - r, we)
+                    dead += dd
+                    since += 1
+                    p_lo, p_hi = plo, phi
+                    continue
+                if a_hi - a_lo == 1 and d_hi - d_lo == 1:  # slide = pane: one pass per lane
+                    ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+                    for q in range(n_i):
+                        _step(irun[q], ilanes[q], ra, rd, n)
+                    for q in range(n_f):
+                        _step(frun[q], flanes[q], ra, rd, n)
+                else:
+                    _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
+                                   mask, C, n)
                 since += 1
-                p_lo, p_hi = plo, phi
-                continue
-            if a_hi - a_lo == 1 and d_hi - d_lo == 1:  # slide = pane: one pass per lane
-                ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
-                for q in range(n_i):
-                    _step(irun[q], ilanes[q], ra, rd, n)
-                for q in range(n_f):
-                    _step(frun[q], flanes[q], ra, rd, n)
             else:
-                _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
-                               mask, C, n)
-            since += 1
-        else:
-            _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),
-                       mask, C, n)
-            since = 0
-        if zero:  # panes below plo: the first window resets everything below it
-            for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
-                rr = (p & mask) * C
-                dead += _nonzero(ilanes[0], rr, n)
-                for q in range(n_i):
-                    ilanes[q][rr:rr + n] = 0
-                for q in range(n_f):
-                    flanes[q][rr:rr + n] = 0.0
-        p_lo, p_hi = plo, phi
-        # branch-free compaction of the live codes, then one gather per lane
-        m0 = m
-        cnt = irun[0]
-        for c in range(n):
-            codes[m] = c
-            m += cnt[c] > 0
-        we = o + e
-        start[m0:m] = we - r
-        end[m0:m] = we
-        for q in range(n_i):
-            _gather(iv[q], irun[q], codes, m0, m)
-        for q in range(n_f):
-            _gather(fv[q], frun[q], codes, m0, m)
-        if lut.shape[0]:
-            for t in range(m0, m):
-                codes[t] = lut[codes[t]]
-    return codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], since, dead
+                _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),
+                           mask, C, n)
+                since = 0
+            if zero:  # panes below plo: the first window resets everything below it
+                for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
+                    rr = (p & mask) * C
+                    dead += _nonzero(ilanes[0], rr, n)
+                    for q in range(n_i):
+                        _fill(ilanes[q], rr, rr + n, 0)
+                    for q in range(n_f):
+                        _fill(flanes[q], rr, rr + n, 0.0)
+            p_lo, p_hi = plo, phi
+            # branch-free compaction of the live codes, then one gather per lane
+            m0 = m
+            cnt = irun[0]
+            for c in range(n):
+                codes[m] = c
+                m += cnt[c] > 0
+            we = o + e
+            _fill(start, m0, m, we - r)
+            _fill(end, m0, m, we)
+            for q in range(n_i):
+                _gather(iv[q], irun[q], codes, m0, m)
+            for q in range(n_f):
+                _gather(fv[q], frun[q], codes, m0, m)
+            if lut.shape[0]:
+                for t in range(m0, m):
+                    codes[t] = lut[codes[t]]
+        return codes[:m], start[:m], end[:m], iv[:, :m], fv[:, :m], since, dead
+
+    paned_emit.__name__ = paned_emit.__qualname__ = "paned_emit_fused" if fuse else "paned_emit"
+    return nb.njit(cache=True, nogil=True)(paned_emit)
+
+
+#: the general emission kernel (every lane count)
+paned_emit = _make_paned_emit(False)
+#: the same with the fused one-pass step for one int lane (the row count) and <= 2 float lanes
+#: (count, sum, mean, var over floats); pick with :func:`emit_kernel`
+paned_emit_fused = _make_paned_emit(True)
+
+
+def emit_kernel(n_i: int, n_f: int) -> Any:
+    """The emission kernel for ``n_i`` int and ``n_f`` float lanes: the fused one where its
+    step can apply, else the general one (which does not compile the fused step)."""
+    return paned_emit_fused if n_i == 1 and n_f <= 2 else paned_emit
 
 
 @nb.njit(cache=True, inline="always")
@@ -238,8 +260,8 @@ def _fused_step(rows, rrun, f0, f1, r0, r1, nf, ra, rd, n, lut, codes, start, en
             f1[rd + c] = 0.0
             o1[m] = v1
         m += cr > 0
-    start[m0:m] = ws  # constant per window: vectorized fills after the loop
-    end[m0:m] = we
+    _fill(start, m0, m, ws)
+    _fill(end, m0, m, we)
     return m, dead
 
 
@@ -266,13 +288,13 @@ def _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
             _sub(frun[q], flanes[q], rr, n)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _recompute(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, mask, C, n):
     """Running sums from scratch: the panes ``[lo, hi)`` summed (the periodic drift reset)."""
     for q in range(n_i):
-        irun[q][:n] = 0
+        _fill(irun[q], 0, n, 0)
     for q in range(n_f):
-        frun[q][:n] = 0.0
+        _fill(frun[q], 0, n, 0.0)
     # no leaving panes: the empty range [hi, hi) (not literal zeros, which numba would
     # compile as a second specialization of _add_sub_panes)
     _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, hi, hi, mask, C, n)
@@ -302,6 +324,12 @@ def _nonzero(lane, rr, n):
     for c in range(n):
         k += lane[rr + c] != 0
     return k
+
+
+@nb.njit(cache=True, inline="always")
+def _fill(a, lo, hi, v):
+    for t in range(lo, hi):
+        a[t] = v
 
 
 @nb.njit(cache=True, inline="always")
@@ -952,7 +980,7 @@ def _d_slot(tc, tv, c, v, mask):
     return h
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _d_rehash(tc, tv, tm, need):
     """A table of power-of-two size >= 4 x (live entries + ``need``) holding only the live
     (multiplicity > 0) entries."""
@@ -975,7 +1003,7 @@ def _d_rehash(tc, tv, tm, need):
     return nc, nv, nm, live
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, inline="always")
 def _d_fold(code, value, count, a, b, sign, tc, tv, tm, used, dcount):
     """Add (``sign`` 1) or remove (-1) the pane-table rows ``[a, b)`` to the running state.
     Returns the (maybe regrown) table and its used slots."""
@@ -1008,16 +1036,14 @@ def _d_move(code, value, count, pa0, offs, a0, a1, b0, b1, tc, tv, tm, used, dco
     ``b1 >= a1``): remove the leaving panes ``[a0, min(b0, a1))``, add the entering ones
     ``[max(a1, b0), b1)``; pane ``p``'s rows are ``offs[p - pa0]:offs[p - pa0 + 1]``."""
     npane = offs.shape[0] - 1
-    # the signs as int64 values: literal -1 and 1 would compile _d_fold twice
-    minus, plus = np.int64(-1), np.int64(1)
-    for p in range(a0, min(b0, a1)):
-        if 0 <= p - pa0 < npane:
-            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                       minus, tc, tv, tm, used, dcount)
-    for p in range(max(a1, b0), b1):
-        if 0 <= p - pa0 < npane:
-            tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0], offs[p - pa0 + 1],
-                                       plus, tc, tv, tm, used, dcount)
+    # one call site of the inlined _d_fold (two would compile its body twice): pass 0 removes
+    # the leaving panes, pass 1 adds the entering ones
+    for j in range(2):
+        lo, hi, sign = (a0, min(b0, a1), np.int64(-1)) if j == 0 else (max(a1, b0), b1, np.int64(1))
+        for p in range(lo, hi):
+            if 0 <= p - pa0 < npane:
+                tc, tv, tm, used = _d_fold(code, value, count, offs[p - pa0],
+                                           offs[p - pa0 + 1], sign, tc, tv, tm, used, dcount)
     return tc, tv, tm, used
 
 
