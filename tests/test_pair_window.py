@@ -160,7 +160,9 @@ def test_pair_window_forgets_keys_and_equals_the_reference(n, period, sets, step
                                 by=("key",))
     assert _canon(got) == _canon(exp)
     assert op.enc.n_codes <= 4 * 5 * ((step + s0) // period + 2)  # the open cells' keys
-    if n > 4 * period * sets and step < period:
+    # with two key sets at most half the dictionary is dead at once, and compaction needs
+    # more than half: only three or more sets must compact
+    if sets >= 3 and n > 4 * period * sets and step < period:
         assert op.key_compactions > 0
 
 

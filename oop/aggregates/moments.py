@@ -22,12 +22,24 @@ from oop.aggregates.base import AggregateFunction, isnan
 __all__ = ["Moment", "VAR", "STD", "variance_from_sums"]
 
 
+#: rounding error of ``SS - S*S/n`` in ulps of ``SS`` per summed value (see variance_from_sums)
+_CANCEL_ULPS = 4.0
+
+
 def variance_from_sums(n: np.ndarray, s: np.ndarray, ss: np.ndarray) -> np.ndarray:
     """Sample variance per window from the count ``n``, the shifted sum ``s`` and the shifted
-    sum of squares ``ss`` (float64; NaN/inf where ``n < 2`` -- the caller masks those)."""
+    sum of squares ``ss`` (float64; NaN/inf where ``n < 2`` -- the caller masks those).
+
+    ``SS - S*S/n`` cancels when the shift lies far from the window's values: both terms
+    carry rounding errors up to about ``n`` ulps of ``SS``. A difference inside that error
+    is not a variance the sums can resolve, so it is 0 (a window of equal values gives
+    exactly 0, not the square root of the rounding residue), and never negative.
+    """
     nf = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.maximum((ss - s * s / nf) / (nf - 1), 0.0)
+        d = ss - s * s / nf
+        d = np.where(d <= _CANCEL_ULPS * nf * np.finfo(np.float64).eps * np.abs(ss), 0.0, d)
+        return d / (nf - 1)
 
 
 def _exact(value: Any) -> int | Fraction:
