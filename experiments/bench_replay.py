@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     print(f"load average: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"results": results, "loadavg": load}, indent=2))
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"results": results, "loadavg": load}, indent=2))
     return 0
 
 
