@@ -310,7 +310,7 @@ def test_hash_layout_and_update_mode_follow_the_rule(method, late, feed, kind):
     _check(table.select([c for c in table.column_names if c != "is_revision"]), t, kind, aggs)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(hostile_feeds(), st.sampled_from([1, 2, 3]),
        st.sampled_from(["RowSliding", "PartitionedRows", "SlideByTuple"]))
 def test_row_and_slide_by_tuple_windows_follow_the_rule(feed, n, kind_name):

@@ -67,7 +67,7 @@ def _eq(a, b) -> bool:
     return bool(a == b) or (a != a and b != b)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=15, deadline=None)
 @given(scripts())
 def test_emit_sel_equals_reference_over_punctuations(script):
     g, s, r, o, floats, sel, with_sum, n_steps, seed, nulls, use_lut = script
