@@ -350,3 +350,23 @@ def test_read_ahead_gives_the_same_batches_then_end():
         got.append(item.column(0).to_pylist())
     r.close()
     assert got == expect and inner.closed
+
+
+def test_threaded_global_key_dictionary_is_charged_to_the_state_budget() -> None:
+    """Keys that never repeat grow the threaded window's global key dictionary (it does not
+    forget keys yet): --max-state stops it with the one-line StateLimitError, naming it."""
+    import numpy as np
+    import pyarrow as pa
+
+    import oop
+    from oop.errors import StateLimitError
+    from oop.limits import state_budget
+    from oop.window import Tumbling, agg
+
+    n = 1_000_000  # one new key per ms: each 100 ms window holds 100 keys, the dictionary all
+    t = pa.table({"ts": np.arange(n, dtype=np.int64), "key": np.arange(n, dtype=np.int64) * 7})
+    with state_budget(4 << 20):
+        s = oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(10),
+                           batch_size=4096)
+        with pytest.raises(StateLimitError, match="global key dictionary"):
+            s.window(Tumbling(100), [agg.count()], by="key", threads=2).run()

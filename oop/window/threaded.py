@@ -73,6 +73,7 @@ import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError
+from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import INT64_MIN, Element, Punctuation
@@ -295,6 +296,9 @@ class ThreadedWindow(Operator):
         pinfo = StreamInfo(info.name, self.part_schema,
                            {a: u for a, u in info.times.items() if a in cols}, self.time)
         self.enc = KeyEncoder(self.by)
+        # the global key dictionary is this operator's own state (the partitions charge theirs)
+        self.budget = current_budget()
+        self._charged_codes = 0
         self.parts: list[_Partition] = []
         for i in range(self.n):
             op = one_window_operator(by=[KEY], name=f"{self.name}[{i}]", **kw)
@@ -338,6 +342,12 @@ class ThreadedWindow(Operator):
         if batch.num_rows == 0:
             return []
         codes = self.enc.encode(batch)
+        if self.enc.n_codes > self._charged_codes:  # the dictionary grew: within --max-state?
+            self._charged_codes = self.enc.n_codes
+            self.budget.grow(self, self.name, self.enc.nbytes(),
+                             f"global key dictionary of {self.enc.n_codes} keys; it does not "
+                             "forget keys on several threads: use --threads 1 for keys that "
+                             "never repeat")
         if self.template.method is None:  # the one-thread cost model, on the same first batch
             self.template._decide(times, codes)
             for p in self.parts:
