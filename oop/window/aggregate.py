@@ -506,21 +506,35 @@ class WindowAggregate(Operator):
         later windows (the running state, not the ring, holds it).
         """
         n = self.enc.n_codes
+        keep = self._live_keys()
+        if keep is None:
+            self._keys_compact_at = 1 << 62
+            return
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+            return
+        self._forget_keys(keep)
+
+    def _live_keys(self) -> np.ndarray | None:
+        """The codes some state still holds (ascending), or None when this operator does not
+        forget keys (see :meth:`_compact_keys`). Cost O(state)."""
         ring = self.ring
         ok = (ring is not None and not ring.fixed and bool(self.by)
               and (self.units is None or not self.units.landmark))
         if not ok:
-            self._keys_compact_at = 1 << 62
-            return
+            return None
         assert ring is not None
-        live = ring.live_codes(n)
+        live = ring.live_codes(self.enc.n_codes)
         for ms in self.holistic.values():
             ms.compact()
             live[ms.code] = True
-        keep = np.flatnonzero(live)
-        if 2 * keep.shape[0] >= n:
-            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
-            return
+        return np.flatnonzero(live)
+
+    def _forget_keys(self, keep: np.ndarray) -> None:
+        """Keep only the codes ``keep`` (ascending; renumbered ``0..len(keep)-1``)."""
+        ring = self.ring
+        assert ring is not None
+        n = self.enc.n_codes
         remap = np.full(n, -1, np.int64)
         remap[keep] = np.arange(keep.shape[0])
         self.enc.compact(keep)
@@ -532,6 +546,32 @@ class WindowAggregate(Operator):
         self._lut_n = None  # the key-value cache of Paned-WID's emission
         self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
+
+    def held_key_values(self) -> np.ndarray | None:
+        """The values of the one int64 key column that some state still holds, or None when
+        this operator does not forget keys. Used by a threaded window
+        (:class:`~oop.window.threaded.ThreadedWindow`) to compact its global dictionary;
+        call only between elements. Cost O(state)."""
+        if not self.enc.n_codes:  # no row yet (no ring either)
+            return np.empty(0, np.int64)
+        keep = self._live_keys()
+        if keep is None or not keep.shape[0]:
+            return keep if keep is None else np.empty(0, np.int64)
+        return np.asarray(self.enc.keys(keep)[0].to_numpy(zero_copy_only=False), np.int64)
+
+    def rekey(self, old_to_new: np.ndarray) -> None:
+        """Replace every value ``v`` of the one int64 key column by ``old_to_new[v]`` (-1:
+        no state holds that key any more, :meth:`held_key_values`): the dead keys are
+        forgotten first, then the dictionary's values are replaced, the codes unchanged
+        (the threaded window's global dictionary was compacted). Cost O(state)."""
+        if not self.enc.n_codes:
+            return
+        keep = self._live_keys()
+        assert keep is not None, "rekey: this operator does not forget keys"
+        if keep.shape[0] < self.enc.n_codes:
+            self._forget_keys(keep)
+        self.enc.remap_values(old_to_new)
+        self._lut_n = None  # the key-value cache of Paned-WID's emission
 
     def _compact_values(self, col: str) -> None:
         """Forget the values of count-distinct / heavy-hitters column ``col`` that no holistic

@@ -420,6 +420,26 @@ class KeyEncoder:
             fresh._key_chunks = self._key_chunks[:1]
         self.__dict__.update(fresh.__dict__)
 
+    def remap_values(self, old_to_new: np.ndarray) -> None:
+        """Replace the value ``v`` of the one integer key column by ``old_to_new[v]``,
+        every code unchanged (the new values must be distinct and >= 0). The dictionary is
+        rebuilt from the new values in code order, so its hash table / lookup array map the
+        new values to the same codes. Cost O(keys) compiled."""
+        if len(self.columns) != 1 or not self.n_codes:
+            if self.n_codes:
+                raise ValueError("KeyEncoder.remap_values: one integer key column only")
+            return
+        kt = self.key_table()
+        old = np.asarray(_single_chunk(kt.column(0)).to_numpy(zero_copy_only=False), np.int64)
+        new = np.asarray(old_to_new, np.int64)[old]
+        if (new < 0).any():
+            raise ValueError("KeyEncoder.remap_values: a held value has no new value")
+        fresh = KeyEncoder(self.columns)
+        fresh.encode(pa.record_batch([pa.array(new).cast(kt.schema.field(0).type)],
+                                     names=self.columns))
+        assert fresh.n_codes == self.n_codes, (fresh.n_codes, self.n_codes)
+        self.__dict__.update(fresh.__dict__)
+
     # ---- state ---------------------------------------------------------------
     def nbytes(self) -> int:
         """Approximate bytes held (O(1))."""

@@ -24,6 +24,9 @@ How:
   pass (:func:`partition_rows`) gives each partition its row numbers in
   arrival order, and each partition gathers its rows on its own thread;
   the first-appearance order spreads the frequent keys round-robin.
+  The dictionary forgets the keys no partition holds any more, by the rule
+  of the one-thread operator (:meth:`ThreadedWindow._compact_keys`): the
+  kept codes keep their order, and the partitions replace their key values.
   Partitions group by the code (an int64 column ``__oop_key``), so no
   partition hashes strings, and only the columns the aggregates need cross.
 * **N copies of the operator**, one per partition, each fed by its own
@@ -80,6 +83,7 @@ from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import time_values
 from oop.window.aggregates import Agg, as_aggs
+from oop.window import aggregate as _aggregate
 from oop.window.build import one_window_operator
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
@@ -299,6 +303,7 @@ class ThreadedWindow(Operator):
         # the global key dictionary is this operator's own state (the partitions charge theirs)
         self.budget = current_budget()
         self._charged_codes = 0
+        self._keys_compact_at = _aggregate.KEYS_COMPACT_MIN  # see _compact_keys
         self.parts: list[_Partition] = []
         for i in range(self.n):
             op = one_window_operator(by=[KEY], name=f"{self.name}[{i}]", **kw)
@@ -341,13 +346,12 @@ class ThreadedWindow(Operator):
             batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
         if batch.num_rows == 0:
             return []
+        early = self._compact_keys() if self.enc.n_codes >= self._keys_compact_at else []
         codes = self.enc.encode(batch)
         if self.enc.n_codes > self._charged_codes:  # the dictionary grew: within --max-state?
             self._charged_codes = self.enc.n_codes
             self.budget.grow(self, self.name, self.enc.nbytes(),
-                             f"global key dictionary of {self.enc.n_codes} keys; it does not "
-                             "forget keys on several threads: use --threads 1 for keys that "
-                             "never repeat")
+                             f"global key dictionary of {self.enc.n_codes} live keys")
         if self.template.method is None:  # the one-thread cost model, on the same first batch
             self.template._decide(times, codes)
             for p in self.parts:
@@ -362,7 +366,48 @@ class ThreadedWindow(Operator):
                 futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi],
                                              dict(self.shifts))))
         self.pending.append((False, futs))
-        return self._collect(keep_punctuations=self.lag) if self.late is LatePolicy.UPDATE else []
+        if self.late is LatePolicy.UPDATE:
+            early.extend(self._collect(keep_punctuations=self.lag))
+        return early
+
+    def _compact_keys(self) -> list[Element]:
+        """Forget the global keys no partition holds any more, by the rule of
+        :meth:`WindowAggregate._compact_keys <oop.window.aggregate.WindowAggregate._compact_keys>`:
+        checked once the dictionary holds ``KEYS_COMPACT_MIN`` keys and then each time it
+        doubled; compacts when more than half of its keys are dead.
+
+        First every pending element is finished and its results merged (returned: with
+        ``lag=1`` they leave one element early -- the same rows, in the same order), so no
+        partition works and no result holds an old code. The live codes are the union of
+        the key values the partitions' state holds (:meth:`WindowAggregate.held_key_values`);
+        the global dictionary keeps them (:meth:`KeyEncoder.compact`, same relative order,
+        so the merge order by code is kept) and every partition replaces its key values by
+        the new codes (:meth:`WindowAggregate.rekey`, on its own thread). Cost O(state + live
+        keys), amortized over the keys added since the last check."""
+        out = self._collect(keep_punctuations=0)
+        n = self.enc.n_codes
+        held = [q.submit(lambda op=q.op: op.held_key_values()) for q in self.parts]
+        values = [f.result() for f in held]
+        if any(v is None for v in values):
+            self._keys_compact_at = 1 << 62
+            return out
+        live = np.zeros(n, bool)
+        for v in values:
+            live[v] = True
+        keep = np.flatnonzero(live)
+        if 2 * keep.shape[0] >= n:
+            self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * n)
+            return out
+        remap = np.full(n, -1, np.int64)
+        remap[keep] = np.arange(keep.shape[0])
+        self.enc.compact(keep)
+        for f in [q.submit(lambda op=q.op: op.rekey(remap) or []) for q in self.parts]:
+            f.result()
+        self._charged_codes = self.enc.n_codes
+        self.budget.report(self, self.enc.nbytes())
+        self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self._plan["global_key_compactions"] = self._plan.get("global_key_compactions", 0) + 1
+        return out
 
     def _pick_shifts(self, batch: pa.RecordBatch) -> None:
         """The variance shift of every shifted column, as one thread picks it: the first
