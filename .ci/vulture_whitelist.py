@@ -41,5 +41,5 @@ _.rekey  # oop/spark/sharded.py: ShardedStream.rekey (module docstring, oop.spar
 _.covers  # oop/stream/elements.py: Punctuation.covers(t), the tuple-side reading of 004 Eq. 4.1
 
 # protocols called by Python or by a library, never by name in oop/
-__dir__  # oop/__init__.py, oop/punctuation/__init__.py, oop/window/__init__.py: PEP 562 module attributes (dir(oop))
+__dir__  # oop/lazy.py: the PEP 562 module __dir__ of oop, oop.punctuation, oop.window (dir(oop))
 _.on_start  # oop/cli.py compile_notice: numba.core.event.Listener hook

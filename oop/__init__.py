@@ -11,9 +11,9 @@ or ``from oop import Tumbling`` imports the module that defines it.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import TYPE_CHECKING
+
+from oop.lazy import lazy_names
 
 if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
     import oop.sql as sql
@@ -127,22 +127,4 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    """Import the module defining public ``name`` on first use and cache the value here.
-
-    Subpackages load the same way (``oop.window`` after a bare ``import oop``).
-    """
-    if name not in _LAZY:
-        if not name.startswith("_") and importlib.util.find_spec(f"oop.{name}") is not None:
-            return importlib.import_module(f"oop.{name}")
-        raise AttributeError(f"module 'oop' has no attribute {name!r}")
-    module, attr = _LAZY[name]
-    value = importlib.import_module(module)
-    if attr is not None:
-        value = getattr(value, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names("oop", _LAZY, globals())

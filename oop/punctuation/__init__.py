@@ -20,9 +20,9 @@ without importing numpy and pyarrow.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import TYPE_CHECKING
+
+from oop.lazy import lazy_names
 
 if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
     from oop.punctuation.adaptive import Adaptive, AdaptiveLogic, arrival_delays
@@ -70,16 +70,5 @@ _LAZY: dict[str, str] = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    """Import the module defining public ``name`` on first use and cache the value here."""
-    if name not in _LAZY:  # a submodule (``oop.punctuation.cadence``) loads the same way
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-            return importlib.import_module(f"{__name__}.{name}")
-        raise AttributeError(f"module 'oop.punctuation' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names("oop.punctuation", {n: (m, n) for n, m in _LAZY.items()},
+                                  globals())

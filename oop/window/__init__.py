@@ -52,9 +52,9 @@ parser) does not import the kernels.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from typing import TYPE_CHECKING
+
+from oop.lazy import lazy_names
 
 if TYPE_CHECKING:  # the eager imports, for type checkers and IDEs
     from oop.window import aggregates as agg
@@ -95,19 +95,4 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str) -> object:
-    """Import the module defining public ``name`` on first use and cache the value here."""
-    if name not in _LAZY:  # a submodule (``oop.window.kernels``) loads the same way
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-            return importlib.import_module(f"{__name__}.{name}")
-        raise AttributeError(f"module 'oop.window' has no attribute {name!r}")
-    module, attr = _LAZY[name]
-    value: object = importlib.import_module(module)
-    if attr is not None:
-        value = getattr(value, attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names("oop.window", _LAZY, globals())
