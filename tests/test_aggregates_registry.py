@@ -228,16 +228,13 @@ def test_unknown_kind() -> None:
 _NAME_TEST = re.compile(
     r"""\bfn\s*(==|!=)\s*["'](%s)["']|\bfn\s+(not\s+)?in\s+\(\s*["'](%s)["']"""
     % ("|".join(REGISTRY), "|".join(REGISTRY)))
-#: files whose ``fn`` is not an aggregate: derive_time's fn is the row-wise max/min of time
-#: columns (a bound rule, 004 §4 derived attributes), not a window aggregate
-_NOT_AGGREGATES = {"oop/operators/derive_time.py"}
 
 
 def test_no_aggregate_name_tests_outside_oop_aggregates() -> None:
     hits = []
     for p in sorted((ROOT / "oop").rglob("*.py")):
         rel = p.relative_to(ROOT).as_posix()
-        if rel.startswith("oop/aggregates/") or rel in _NOT_AGGREGATES:
+        if rel.startswith("oop/aggregates/"):
             continue
         for i, line in enumerate(p.read_text().splitlines(), 1):
             if _NAME_TEST.search(line):

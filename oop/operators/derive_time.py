@@ -61,7 +61,7 @@ batch, O(k) per punctuation.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -72,10 +72,47 @@ from oop.operators.base import Operator, StreamInfo, require_columns
 from oop.stream.elements import INT64_MIN, Element, JointPunctuation, Punctuation
 from oop.stream.timecol import check_time_column, time_arrow_type
 
-__all__ = ["DeriveTimeConfig", "DerivedBound", "DeriveTime", "derive_reference",
-           "bound_reference"]
+__all__ = ["TimeReduction", "REDUCTIONS", "time_reduction", "DeriveTimeConfig", "DerivedBound",
+           "DeriveTime", "derive_reference", "bound_reference"]
 
-_FNS = ("max", "min")
+
+@dataclass(frozen=True)
+class TimeReduction:
+    """How a derived time combines its sources, row-wise and in its punctuation bound.
+
+    ``of`` reduces values (tuple-at-a-time), ``ufunc`` reduces columns (a batch);
+    ``joint_bounds``: whether a joint punctuation over sources bounds the result
+    (``max``: a box covers ``{max < c}``; ``min``: it never covers a slab; see the
+    module docstring).
+    """
+
+    name: str
+    of: Callable[[Iterable[int]], int]
+    ufunc: np.ufunc
+    joint_bounds: bool
+
+
+#: the reductions a derived time may use: the only ones non-decreasing in every source
+REDUCTIONS: Mapping[str, TimeReduction] = {
+    "max": TimeReduction("max", max, np.maximum, joint_bounds=True),
+    "min": TimeReduction("min", min, np.minimum, joint_bounds=False),
+}
+
+
+def time_reduction(fn: str | TimeReduction, column: str = "?") -> TimeReduction:
+    """``fn`` as a :class:`TimeReduction` (a name of :data:`REDUCTIONS`, or one already).
+
+    >>> time_reduction("min").joint_bounds
+    False
+    """
+    if isinstance(fn, TimeReduction):
+        return fn
+    if fn not in REDUCTIONS:
+        raise ConfigError(
+            f"derive_time {column!r}: fn={fn!r}; use {' or '.join(map(repr, REDUCTIONS))} (only "
+            "these are non-decreasing in every source, so punctuation carries over)"
+        )
+    return REDUCTIONS[fn]
 
 
 @dataclass(frozen=True)
@@ -88,11 +125,7 @@ class DeriveTimeConfig:
     primary: bool = False
 
     def __post_init__(self) -> None:
-        if self.fn not in _FNS:
-            raise ConfigError(
-                f"derive_time {self.column!r}: fn={self.fn!r}; use 'max' or 'min' (only these "
-                "are non-decreasing in every source, so punctuation carries over)"
-            )
+        time_reduction(self.fn, self.column)
         if isinstance(self.sources, str) or len(self.sources) < 2:
             raise ConfigError(
                 f"derive_time {self.column!r}: give at least two source attributes, got "
@@ -106,8 +139,12 @@ class DeriveTimeConfig:
                 "give it a new name"
             )
 
+    @property
+    def reduction(self) -> TimeReduction:
+        return time_reduction(self.fn, self.column)
+
     def logic(self) -> "DerivedBound":
-        return DerivedBound(self.fn, self.sources)
+        return DerivedBound(self.reduction, self.sources)
 
 
 class DerivedBound:
@@ -117,8 +154,8 @@ class DerivedBound:
     advanced (else None). O(k) per call, O(k) state.
     """
 
-    def __init__(self, fn: str, sources: Sequence[str]) -> None:
-        self.fn = fn
+    def __init__(self, fn: str | TimeReduction, sources: Sequence[str]) -> None:
+        self.fn = time_reduction(fn)
         self.sources = tuple(sources)
         self.b: dict[str, int] = {a: INT64_MIN for a in self.sources}
         self.joint = INT64_MIN  # max over joints (all attrs sources) of min_j v_j
@@ -126,9 +163,8 @@ class DerivedBound:
 
     def current(self) -> int:
         """The bound implied by everything observed (INT64_MIN: none yet)."""
-        if self.fn == "max":
-            return max(max(self.b.values()), self.joint)
-        return min(self.b.values())
+        c = self.fn.of(self.b.values())
+        return max(c, self.joint) if self.fn.joint_bounds else c
 
     def observe(self, p: Element) -> int | None:
         """Fold one punctuation in; the new bound if it advanced, else None."""
@@ -215,7 +251,7 @@ class DeriveTime(Operator):
 
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
         assert self.output is not None
-        reduce = np.maximum if self.config.fn == "max" else np.minimum
+        reduce = self.config.reduction.ufunc
         vals, valid = _int64_view(batch.column(self.config.sources[0]))
         for a in self.config.sources[1:]:
             v, ok = _int64_view(batch.column(a))
@@ -245,10 +281,10 @@ class DeriveTime(Operator):
         self.logic._check()
 
 
-def derive_reference(rows: Iterable[Mapping[str, Any]], fn: str,
+def derive_reference(rows: Iterable[Mapping[str, Any]], fn: str | TimeReduction,
                      sources: Sequence[str]) -> list[Any]:
     """Tuple-at-a-time reference of the column: ``fn`` of the sources, None if any is None."""
-    f = max if fn == "max" else min
+    f = time_reduction(fn).of
     out = []
     for r in rows:
         vals = [r[a] for a in sources]
@@ -256,8 +292,8 @@ def derive_reference(rows: Iterable[Mapping[str, Any]], fn: str,
     return out
 
 
-def bound_reference(punctuations: Sequence[Element], fn: str, sources: Sequence[str],
-                    lo: int, hi: int) -> int | None:
+def bound_reference(punctuations: Sequence[Element], fn: str | TimeReduction,
+                    sources: Sequence[str], lo: int, hi: int) -> int | None:
     """The tightest bound on ``fn(sources)`` by brute force over the grid ``[lo, hi]^k``.
 
     A point is *open* when no punctuation covers it (a later tuple may still
@@ -267,7 +303,7 @@ def bound_reference(punctuations: Sequence[Element], fn: str, sources: Sequence[
     """
     import itertools
 
-    f = max if fn == "max" else min
+    f = time_reduction(fn).of
 
     def covered(pt: dict[str, int]) -> bool:
         for p in punctuations:
