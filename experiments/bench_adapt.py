@@ -1,4 +1,4 @@
-"""AdaptWID benchmark (issue 4): eager (WID) vs lazy (buffering) vs AdaptWID, same data, same run.
+"""AdaptWID benchmark (004 §6.3): eager (WID) vs lazy (buffering) vs AdaptWID, same data, same run.
 
 Workload: the DS mixes of 004 Table 6-2 (:class:`oop.datasets.DSMix`: 1..9 % of
 the data in single-record groups, 20 % in ~15-record groups, the rest in
@@ -17,7 +17,7 @@ warm-up; the modes take turns within each repeat), peak state bytes (partials + 
 the arrays' layout; the WID operator's own accounting differs -- dense ring),
 switches, p50 result latency (punctuation in -> results out) and the time
 relative to the WID operator on the same data; then per query the times
-summed over the data sets relative to the WID operator (issue 4: AdaptWID
+summed over the data sets relative to the WID operator (the target: AdaptWID
 within 1.3x).
 
 Usage::

@@ -1,4 +1,4 @@
-"""Core throughput benchmark (issue 2): pass-through, select 50%, 4-input Meld vs a bare numpy pass.
+"""Core throughput benchmark: pass-through, select 50%, 4-input Meld vs a bare numpy pass.
 
 Every engine run replays N tuples (int64 ``ts``, ``key``, ``val``), pre-cut
 into 64K-row RecordBatches (``oop.from_batches``; the Meld gets four sources of

@@ -1,4 +1,4 @@
-"""IOP baselines beside their OOP counterparts, same workloads, same run (issue 6).
+"""IOP baselines beside their OOP counterparts, same workloads, same run (004 §6.1, ch. 7).
 
 Workloads (int64 ``ts``, ``key`` in 0..99, ``val``; band disorder: every
 tuple at most ``--delay`` behind the newest, punctuation ``BoundedDelay``):

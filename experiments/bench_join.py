@@ -1,6 +1,6 @@
 """Benchmark: OA-Join (streaming band join) vs DuckDB's batch band join, and SplitJoin speed-up.
 
-Workload (issue 5): two streams of ``--rows`` tuples each (default 5M), keys
+Workload: two streams of ``--rows`` tuples each (default 5M), keys
 uniform over ``--keys`` (100k), ~``--rate`` tuples per second of event time
 (10k/s, in ms), band ``S0.ts - 1s <= S1.ts <= S0.ts + 1s``, band disorder:
 each tuple arrives ``U(0, 2 s)`` after its event time; punctuation

@@ -1,4 +1,4 @@
-"""The engine on Spark vs Spark Structured Streaming vs Spark SQL batch (issue 8).
+"""The engine on Spark vs Spark Structured Streaming vs Spark SQL batch.
 
 Workload: a NetFlow-like packet feed (``oop.datasets``: ``--groups`` srcIP
 groups, band disorder ``--delay-ms``) written as ``--files`` Parquet files in
@@ -25,7 +25,7 @@ Every system's result is compared with the ground truth (accuracy column).
 
 Usage::
 
-    python experiments/bench_spark.py                  # 10M rows (the issue's size)
+    python experiments/bench_spark.py                  # 10M rows (the size the targets are set at)
     python experiments/bench_spark.py --rows 500000 --repeat 1
 """
 

@@ -1,4 +1,4 @@
-"""Window aggregation benchmark (issue 3): WID / Paned-WID vs a numpy batch group-by, same run.
+"""Window aggregation benchmark: WID / Paned-WID vs a numpy batch group-by, same run.
 
 Workload (generated with numpy inside this script): N tuples (default 10M),
 10k keys with Zipf(1.0) frequencies (key ids shuffled), ~10k tuples per

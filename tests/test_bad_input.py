@@ -1,6 +1,6 @@
-"""Bad input: every bullet of issue 2 raises a clear error (stream, value, fix) or follows the policy.
+"""Bad input: every case below raises a clear error (stream, value, fix) or follows the policy.
 
-Bullets: late tuple under each policy; punctuation going backwards; null/NaN
+Cases: late tuple under each policy; punctuation going backwards; null/NaN
 event time; a batch whose schema does not match; an unknown column name; an
 unsupported time type; an empty input. Plus the accounting property: tuples in
 = tuples out + held in state + late (counted or routed).

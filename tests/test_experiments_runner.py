@@ -20,7 +20,7 @@ CHECK_KEYS = {"claim", "holds", "measured", "expected"}
 
 
 def assert_well_formed(out: Path, name: str) -> dict:
-    """results.json follows issue 7's format; csv and the listed PNGs exist."""
+    """results.json has the runner's format (oop.experiments.runner); csv and the listed PNGs exist."""
     d = json.loads((out / name / "results.json").read_text())
     assert RESULT_KEYS <= set(d), set(d)
     assert d["experiment"] == name and isinstance(d["reproduces"], str) and d["reproduces"]

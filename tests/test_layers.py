@@ -33,7 +33,7 @@ def test_the_import_contracts_are_kept():
     assert "0 broken" in report and "layers" in report, report
 
 
-def test_the_layers_contract_names_every_layer_of_the_issue():
+def test_the_layers_contract_orders_every_layer():
     """The contract orders the foundation below the runtime below the facade below the tools."""
     import tomllib
 

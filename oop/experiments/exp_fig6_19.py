@@ -27,7 +27,7 @@ reaching the engine to the results leaving the operator) and execution time
 (min over repeats of ``.run()``; the modes take turns within each repeat so
 load on the shared machine hits them alike).
 
-Expected shape (issue 4, after 004: "AdaptWID outperforms eager aggregation
+Expected shape (after 004 §6.3: "AdaptWID outperforms eager aggregation
 in all three categories ... benefits increase as the percentage of small
 groups increases"):
 

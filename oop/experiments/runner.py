@@ -4,8 +4,8 @@ For each experiment the runner makes ``OUT/NAME/``, calls ``run(ctx)`` with
 ``ctx.out_dir`` pointing there, and writes:
 
 * ``results.json`` -- ``{"experiment", "reproduces", "params", "rows",
-  "checks": [{"claim", "holds", "measured", "expected"}], "holds"}`` (the
-  format of issue 7; ``holds`` is the AND of the checks) plus a ``"run"``
+  "checks": [{"claim", "holds", "measured", "expected"}], "holds"}`` (``holds``
+  is the AND of the checks) plus a ``"run"``
   object (``size``, ``seed``, ``wall_s``, ``plots``, ``summary``);
 * ``results.csv`` -- the rows (union of their keys);
 * the PNG plots the experiment wrote (listed in ``Outcome.plots``).
