@@ -36,21 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_split_join.json"
 CONFIGS = ("oajoin", "split1", "split2")
-
-
-def make_stream(n: int, keys: int, rate: int, disorder_ms: int, seed: int) -> pa.Table:
-    """``n`` tuples, ``rate`` per second of event time (ms), arrival = ts + U(0, disorder)."""
-    rng = np.random.default_rng(seed)
-    ts = np.sort(rng.integers(0, int(n * 1000 / rate), n)).astype(np.int64)
-    arrival = ts + rng.integers(0, disorder_ms + 1, n)
-    order = np.argsort(arrival, kind="stable")
-    return pa.table({"ts": ts[order], "k": rng.integers(0, keys, n)[order],
-                     "v": rng.integers(0, 1000, n)[order]})
 
 
 def load() -> list[float]:
@@ -65,6 +54,8 @@ def one_run(config: str, rows: int, keys: int, band: int, disorder: int, batch: 
     from oop.join import SplitJoin
     from oop.metrics import peak_rss_bytes
     from oop.plan.executor import Node
+
+    from bench_join import make_stream  # this folder: the same workload as bench_join
 
     L = make_stream(rows, keys, 10_000, disorder, seed)
     R = make_stream(rows, keys, 10_000, disorder, seed + 1)

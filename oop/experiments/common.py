@@ -39,7 +39,8 @@ from oop.experiments.base import RunContext
 __all__ = ["pick", "timed", "time_runs", "rank_trend", "growth", "wins_everywhere", "line_plot",
            "plt", "state_peak", "panel_plot", "col", "lookup", "sorted_rows", "mean_latency_ms",
            "OopIop", "oop_iop_window", "memory_row", "meld_vs_merge", "union_memory_checks",
-           "memory_plot", "band_packets", "count_by_srcip", "latency_memory_row", "union_sweep"]
+           "memory_plot", "band_packets", "count_by_srcip", "latency_memory_row", "union_sweep",
+           "UnionFigure", "union_memory_outcome"]
 
 T = TypeVar("T")
 
@@ -235,6 +236,45 @@ def union_memory_checks(x: Sequence[float], rows: Sequence[dict[str, Any]], *, w
               (max(oi) - min(oi)) < (max(ii) - min(ii)) and growth(oi) < growth(ii),
               {"oop_items": oi, "iop_items": ii}, "OOP items increase and growth < IOP's"),
     ]
+
+
+@dataclass(frozen=True)
+class UnionFigure:
+    """The words of one union-memory figure (004 Fig. 8-8, 8-11): its swept x, plot and claims.
+
+    ``x_key`` is the row field swept (ms, plotted in s); ``filename``, ``labels``,
+    ``unit``, ``xlabel``, ``title`` go to :func:`memory_plot`; ``what``, ``grows``,
+    ``flat``, ``less`` to :func:`union_memory_checks`; ``same`` / ``same_expected``
+    state that both plans computed the same results.
+    """
+
+    x_key: str
+    filename: str
+    labels: dict[str, str]
+    unit: str
+    xlabel: str
+    title: str
+    what: str
+    grows: str
+    flat: str
+    less: str
+    same: str
+    same_expected: str
+
+
+def union_memory_outcome(ctx: RunContext, fig: UnionFigure, rows: list[dict[str, Any]],
+                         agree: bool, params: dict[str, Any]) -> Any:
+    """The ``Outcome`` of a :func:`union_sweep`: ``fig``'s memory plot, its shape checks and
+    the check that OOP and IOP agreed (``agree``)."""
+    from oop.experiments.base import Check, Outcome
+
+    x = [r[fig.x_key] / 1000 for r in rows]
+    plot = memory_plot(ctx, fig.filename, x, rows, fig.labels, unit=fig.unit,
+                       xlabel=fig.xlabel, title=fig.title)
+    checks = union_memory_checks(x, rows, what=fig.what, grows=fig.grows, flat=fig.flat,
+                                 less=fig.less)
+    checks.append(Check(fig.same, agree, agree, fig.same_expected))
+    return Outcome(params, rows, checks, [plot])
 
 
 def _ranks(a: np.ndarray) -> np.ndarray:

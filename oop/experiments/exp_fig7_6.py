@@ -23,7 +23,7 @@ band size; OPOB's memory and latency grow with the band.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,11 @@ from oop.experiments.base import Check, Experiment, Outcome, RunContext
 from oop.experiments.common import col as common_col, panel_plot, pick, rank_trend, wins_everywhere
 from oop.experiments.harness import run_traced
 
-__all__ = ["EXPERIMENT", "make_streams", "measure_join", "sizes", "join_params"]
+__all__ = ["EXPERIMENT", "make_streams", "measure_join", "sizes", "join_params", "band_sweep",
+           "join_panels"]
+
+#: legend of each join plan measured by :func:`measure_join`
+JOIN_LABELS = {"oa": "OA-Join", "opib": "OPIB-Join", "opob": "OPOB-Join"}
 
 
 def make_streams(rate: int, duration_ms: int, groups: int, seed: int) -> tuple[pa.Table, pa.Table]:
@@ -93,28 +97,46 @@ def join_params(ctx: RunContext, batch: int) -> dict[str, Any]:
             "batch_rows": batch}
 
 
-def run(ctx: RunContext) -> Outcome:
+def band_sweep(ctx: RunContext, kinds: Sequence[str], seed: int,
+               desc: str) -> tuple[list[dict[str, Any]], int, int]:
+    """:func:`measure_join` of each plan of ``kinds`` at every band of :func:`sizes`, over
+    :func:`make_streams` (after one small warm-up run that loads the compiled kernels):
+    rows ``{"band_s", f"{kind}_{measure}": ...}``, the tuples per stream and the batch rows
+    (250 ms of data per batch, a punctuation after each)."""
     rate, duration, groups, bands = sizes(ctx)
-    m1, m2 = make_streams(rate, duration, groups, ctx.seed)
-    batch = max(1, rate // 4)  # 250 ms of data per batch, punctuation after each
-    measure_join("oa", m1.slice(0, 500), m2.slice(0, 500), 1000, 100)  # warm-up (numba cache)
+    m1, m2 = make_streams(rate, duration, groups, seed)
+    batch = max(1, rate // 4)
+    measure_join(kinds[0], m1.slice(0, 500), m2.slice(0, 500), 1000, 100)
     rows = []
-    for band in ctx.progress(bands, desc="fig7-6 band"):
-        oa = measure_join("oa", m1, m2, band, batch)
-        ob = measure_join("opob", m1, m2, band, batch)
-        rows.append({"band_s": band / 1000, "results": oa["results"],
-                     "oa_peak_items": oa["peak_items"], "opob_peak_items": ob["peak_items"],
-                     "oa_peak_bytes": oa["peak_bytes"], "opob_peak_bytes": ob["peak_bytes"],
-                     "oa_latency_ms": oa["latency_ms"], "opob_latency_ms": ob["latency_ms"],
-                     "oa_wall_s": round(oa["wall_s"], 4), "opob_wall_s": round(ob["wall_s"], 4),
-                     "same_results": oa["results"] == ob["results"],
-                     "opob_ordered": ob["ordered"]})
+    for band in ctx.progress(bands, desc=desc):
+        r: dict[str, Any] = {"band_s": band / 1000}
+        for kind in kinds:
+            m = measure_join(kind, m1, m2, band, batch)
+            m["wall_s"] = round(m["wall_s"], 4)
+            r.update({f"{kind}_{k}": v for k, v in m.items()})
+        rows.append(r)
+    return rows, m1.num_rows, batch
+
+
+def join_panels(ctx: RunContext, filename: str, rows: Sequence[dict[str, Any]],
+                kinds: Sequence[str], panels: Sequence[tuple[str, str, float]],
+                title: str) -> str:
+    """Plot panels against the band: each ``(ylabel, measure, divisor)`` shows
+    ``{kind}_{measure} / divisor`` of every plan of ``kinds``."""
+    return panel_plot(ctx, filename, common_col(rows, "band_s"), [
+        (ylabel, {JOIN_LABELS[k]: [v / div for v in common_col(rows, f"{k}_{measure}")]
+                  for k in kinds}) for ylabel, measure, div in panels],
+        xlabel="band size n (s)", title=title)
+
+
+def run(ctx: RunContext) -> Outcome:
+    rows, _, batch = band_sweep(ctx, ("oa", "opob"), ctx.seed, "fig7-6 band")
     x = [r["band_s"] for r in rows]
     col = partial(common_col, rows)
     checks = [
         Check("OA-Join and OPOB produce the same number of results; OPOB's are in M1.ts order",
-              all(r["same_results"] and r["opob_ordered"] for r in rows),
-              {"results": col("results")}, "equal counts, ordered OPOB output"),
+              all(r["oa_results"] == r["opob_results"] and r["opob_ordered"] for r in rows),
+              {"results": col("oa_results")}, "equal counts, ordered OPOB output"),
         Check("OA-Join uses less memory than OPOB at every band size",
               wins_everywhere(col("oa_peak_bytes"), col("opob_peak_bytes")),
               {"oa": col("oa_peak_bytes"), "opob": col("opob_peak_bytes")}, "oa < opob everywhere"),
@@ -131,13 +153,11 @@ def run(ctx: RunContext) -> Outcome:
               {"oa": round(sum(col("oa_wall_s")), 3), "opob": round(sum(col("opob_wall_s")), 3)},
               "sum(oa) <= sum(opob) (wall time on a shared machine)"),
     ]
-    plot = panel_plot(ctx, "fig7-6.png", x, [
-        ("peak state (MiB)", {"OA-Join": [b / 2**20 for b in col("oa_peak_bytes")],
-                              "OPOB-Join": [b / 2**20 for b in col("opob_peak_bytes")]}),
-        ("median latency (event-time ms)", {"OA-Join": col("oa_latency_ms"),
-                                            "OPOB-Join": col("opob_latency_ms")}),
-        ("execution time (s)", {"OA-Join": col("oa_wall_s"), "OPOB-Join": col("opob_wall_s")}),
-    ], xlabel="band size n (s)", title="fig7-6: OA-Join vs OPOB-Join (Q7-2 band join)")
+    plot = join_panels(ctx, "fig7-6.png", rows, ("oa", "opob"), [
+        ("peak state (MiB)", "peak_bytes", 2**20),
+        ("median latency (event-time ms)", "latency_ms", 1),
+        ("execution time (s)", "wall_s", 1)],
+        title="fig7-6: OA-Join vs OPOB-Join (Q7-2 band join)")
     return Outcome(params=join_params(ctx, batch), rows=rows, checks=checks, plots=[plot])
 
 

@@ -19,27 +19,16 @@ from __future__ import annotations
 from functools import partial
 
 from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import col as common_col, panel_plot, rank_trend, wins_everywhere
-from oop.experiments.exp_fig7_6 import join_params, make_streams, measure_join, sizes
+from oop.experiments.common import col as common_col, rank_trend, wins_everywhere
+from oop.experiments.exp_fig7_6 import band_sweep, join_panels, join_params
 
 __all__ = ["EXPERIMENT"]
 
 
 def run(ctx: RunContext) -> Outcome:
-    rate, duration, groups, bands = sizes(ctx)
-    m1, m2 = make_streams(rate, duration, groups, ctx.seed + 1)
-    batch = max(1, rate // 4)
-    measure_join("opib", m1.slice(0, 500), m2.slice(0, 500), 1000, 100)  # warm-up
-    rows = []
-    for band in ctx.progress(bands, desc="fig7-7 band"):
-        r = {"band_s": band / 1000}
-        for kind in ("oa", "opib", "opob"):
-            m = measure_join(kind, m1, m2, band, batch)
-            r.update({f"{kind}_peak_items": m["peak_items"], f"{kind}_peak_bytes": m["peak_bytes"],
-                      f"{kind}_latency_ms": m["latency_ms"], f"{kind}_wall_s": round(m["wall_s"], 4),
-                      f"{kind}_results": m["results"]})
-        r["results_per_input"] = round(r["oa_results"] / max(1, 2 * m1.num_rows), 3)
-        rows.append(r)
+    rows, n, batch = band_sweep(ctx, ("oa", "opib", "opob"), ctx.seed + 1, "fig7-7 band")
+    for r in rows:
+        r["results_per_input"] = round(r["oa_results"] / max(1, 2 * n), 3)
     x = [r["band_s"] for r in rows]
     col = partial(common_col, rows)
     checks = [
@@ -58,13 +47,10 @@ def run(ctx: RunContext) -> Outcome:
         Check("OPIB's memory grows with the band", rank_trend(x, col("opib_peak_items")) > 0.8,
               rank_trend(x, col("opib_peak_items")), "rank trend > 0.8"),
     ]
-    plot = panel_plot(ctx, "fig7-7.png", x, [
-        ("peak state (items)", {"OA-Join": col("oa_peak_items"), "OPIB-Join": col("opib_peak_items"),
-                                "OPOB-Join": col("opob_peak_items")}),
-        ("median latency (event-time ms)", {"OA-Join": col("oa_latency_ms"),
-                                            "OPIB-Join": col("opib_latency_ms"),
-                                            "OPOB-Join": col("opob_latency_ms")}),
-    ], xlabel="band size n (s)", title="fig7-7: OA-Join vs OPIB-Join (memory) on Q7-2")
+    plot = join_panels(ctx, "fig7-7.png", rows, ("oa", "opib", "opob"), [
+        ("peak state (items)", "peak_items", 1),
+        ("median latency (event-time ms)", "latency_ms", 1)],
+        title="fig7-7: OA-Join vs OPIB-Join (memory) on Q7-2")
     return Outcome(params=join_params(ctx, batch), rows=rows, checks=checks, plots=[plot])
 
 

@@ -26,8 +26,19 @@ window counts.
 from __future__ import annotations
 
 from oop.datasets import Link, MultiSource
-from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import memory_plot, pick, union_memory_checks, union_sweep
+from oop.experiments.base import Experiment, Outcome, RunContext
+from oop.experiments.common import UnionFigure, pick, union_memory_outcome, union_sweep
+
+FIGURE = UnionFigure(
+    x_key="delay_ms", filename="memory_vs_delay.png",
+    labels={"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID)"},
+    unit="KiB", xlabel="arrival delay of control link C (s)",
+    title="fig8-11: sliding count over M1 ∪ M2 ∪ C (004 Fig. 8-11)",
+    what="delay", grows="IOP memory grows as the control link's delay grows",
+    flat="OOP memory stays relatively stable: it grows far less than IOP's",
+    less="OOP uses less memory than IOP when the control link is delayed",
+    same="OOP and IOP compute the same window counts",
+    same_expected="identical (window_end, count) for every delay")
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -47,23 +58,12 @@ def run(ctx: RunContext) -> Outcome:
             duration=duration, tick=tick, seed=ctx.seed),
         Sliding(range=range_, slide=slide), agg.count(), compare=("window_end", "count"),
         size_key="windows", desc="fig8-11 delay")
-    x = [r["delay_ms"] / 1000 for r in rows]
-    plot = memory_plot(ctx, "memory_vs_delay.png", x, rows,
-                       {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID)"},
-                       unit="KiB", xlabel="arrival delay of control link C (s)",
-                       title="fig8-11: sliding count over M1 ∪ M2 ∪ C (004 Fig. 8-11)")
-    checks = union_memory_checks(
-        x, rows, what="delay", grows="IOP memory grows as the control link's delay grows",
-        flat="OOP memory stays relatively stable: it grows far less than IOP's",
-        less="OOP uses less memory than IOP when the control link is delayed")
-    checks.append(Check("OOP and IOP compute the same window counts", agree, agree,
-                        "identical (window_end, count) for every delay"))
     params = {"rate_per_main_link": rate, "control_rate": 0.2, "duration_ms": duration,
               "range_ms": range_, "slide_ms": slide, "tick_ms": tick, "delays_ms": delays,
               "memory": "largest simultaneous state bytes over the plan's operators",
               "iop_plan": "Merge -> window count (same operator, ordered input)",
               "oop_plan": "Meld -> WID window count"}
-    return Outcome(params, rows, checks, [plot])
+    return union_memory_outcome(ctx, FIGURE, rows, agree, params)
 
 
 EXPERIMENT = Experiment(

@@ -22,8 +22,18 @@ items (tuples held + live partial aggregates).
 from __future__ import annotations
 
 from oop.datasets import Link, MultiSource
-from oop.experiments.base import Check, Experiment, Outcome, RunContext
-from oop.experiments.common import memory_plot, pick, union_memory_checks, union_sweep
+from oop.experiments.base import Experiment, Outcome, RunContext
+from oop.experiments.common import UnionFigure, pick, union_memory_outcome, union_sweep
+
+FIGURE = UnionFigure(
+    x_key="skew_ms", filename="memory_vs_skew.png",
+    labels={"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID count)"},
+    unit="MiB", xlabel="arrival-time skew between M1 and M2 (s)",
+    title="fig8-8: grouped window count over M1 ∪ M2 (004 Fig. 8-8)",
+    what="skew", grows="IOP memory increases with arrival skew",
+    flat="OOP memory stays relatively flat: grows less than IOP's",
+    less="OOP uses less memory than IOP under skew",
+    same="OOP and IOP compute the same grouped counts", same_expected="identical result sets")
 
 
 def run(ctx: RunContext) -> Outcome:
@@ -44,22 +54,11 @@ def run(ctx: RunContext) -> Outcome:
         Tumbling(window), agg.count(), by=["srcIP", "destIP"],
         compare=("window_end", "srcIP", "destIP", "count"), size_key="result_rows",
         desc="fig8-8 skew")
-    x = [r["skew_ms"] / 1000 for r in rows]
-    plot = memory_plot(ctx, "memory_vs_skew.png", x, rows,
-                       {"iop": "IOP (Merge + in-order count)", "oop": "OOP (Meld + WID count)"},
-                       unit="MiB", xlabel="arrival-time skew between M1 and M2 (s)",
-                       title="fig8-8: grouped window count over M1 ∪ M2 (004 Fig. 8-8)")
-    checks = union_memory_checks(
-        x, rows, what="skew", grows="IOP memory increases with arrival skew",
-        flat="OOP memory stays relatively flat: grows less than IOP's",
-        less="OOP uses less memory than IOP under skew")
-    checks.append(Check("OOP and IOP compute the same grouped counts", agree, agree,
-                        "identical result sets"))
     params = {"rate_per_link": rate, "duration_ms": duration, "window_ms": window,
               "src_groups": src_groups, "dest_ips": dests, "skews_ms": skews,
               "iop_plan": "Merge -> grouped window count (same operator, ordered input)",
               "oop_plan": "Meld -> WID grouped window count"}
-    return Outcome(params, rows, checks, [plot])
+    return union_memory_outcome(ctx, FIGURE, rows, agree, params)
 
 
 EXPERIMENT = Experiment(
