@@ -19,6 +19,11 @@ and accounting (nothing lost).
   ``oop.from_batches(items, time="ts", punctuation=oop.External())`` (a
   generator that adds nothing to the feed's own punctuation).
 * :func:`disordered_feeds` -- the three above in one draw: ``(table, items)``.
+* :func:`reordered_feeds` -- two feeds of one table, the second in a drawn
+  permutation (independence from arrival order and batch boundaries).
+* :func:`trailing_punctuation_feed`, :func:`late_scripts` -- feeds whose
+  punctuation ignores the disorder, so later tuples may be late (for the
+  late-tuple policies: every tuple is emitted or counted late).
 * :func:`reference_replay` -- the slow, tuple-at-a-time replay of a feed:
   which tuples pass, which are late, which punctuations are emitted.
 * :func:`rows`, :func:`same_bag`, :func:`check_punctuation_respected` --
@@ -54,7 +59,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -67,6 +72,10 @@ __all__ = [
     "batch_splits",
     "exact_punctuation_feed",
     "disordered_feeds",
+    "trailing_punctuation_feed",
+    "reordered_feeds",
+    "late_scripts",
+    "stop_and_resume",
     "reference_replay",
     "ReferenceRun",
     "rows",
@@ -210,6 +219,59 @@ def disordered_feeds(draw: st.DrawFn, **table_kw: Any) -> tuple[pa.Table, list[A
     return t, draw(exact_punctuation_feed(draw(batch_splits(t))))
 
 
+@st.composite
+def reordered_feeds(draw: st.DrawFn, t: pa.Table) -> list[list[Any]]:
+    """Two feeds of ``t``'s rows, in ``t``'s order and in a drawn permutation of it, each cut
+    by :func:`batch_splits` and punctuated by :func:`exact_punctuation_feed`."""
+    perm = draw(st.permutations(range(t.num_rows)))
+    t2 = t.take(pa.array(perm, pa.int64()))
+    return [draw(exact_punctuation_feed(draw(batch_splits(table)))) for table in (t, t2)]
+
+
+@st.composite
+def trailing_punctuation_feed(draw: st.DrawFn, batches: Sequence[pa.RecordBatch],
+                              max_lag: int) -> list[Any]:
+    """``batches`` with, after some, ``Punctuation("ts", hi - lag)`` (``hi`` the largest
+    ``ts`` so far, ``0 <= lag <= max_lag``), strictly increasing (one not above the last is
+    left out). It trails the newest tuple, not the disorder: later tuples may be late."""
+    items: list[Any] = []
+    hi: int | None = None
+    last: int | None = None
+    for b in batches:
+        items.append(b)
+        if b.num_rows:
+            m = int(max(b.column("ts").to_pylist()))
+            hi = m if hi is None else max(hi, m)
+        if hi is not None and draw(st.booleans()):
+            v = hi - draw(st.integers(0, max_lag))
+            if last is None or v > last:
+                items.append(Punctuation("ts", v))
+                last = v
+    return items
+
+
+@st.composite
+def late_scripts(draw: st.DrawFn, *, max_steps: int = 12, max_rows: int = 6,
+                 n_keys: int = 4) -> list[Any]:
+    """Up to ``max_steps`` batches (:data:`TABLE_SCHEMA`, up to ``max_rows`` rows, keys in
+    ``[0, n_keys)``) and punctuations in any order: punctuation rises by 0..10 from -5,
+    tuples land 8 below to 25 above it, so punctuation may make later tuples late."""
+    steps: list[Any] = []
+    p = -5
+    for _ in range(draw(st.integers(1, max_steps))):
+        if draw(st.booleans()):
+            n = draw(st.integers(0, max_rows))
+            ts = draw(st.lists(st.integers(p - 8, p + 25), min_size=n, max_size=n))
+            keys = draw(st.lists(st.integers(0, n_keys - 1), min_size=n, max_size=n))
+            vals = draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
+            steps.append(pa.record_batch({"ts": ts, "key": keys, "val": vals},
+                                         schema=TABLE_SCHEMA))
+        else:
+            p += draw(st.integers(0, 10))
+            steps.append(Punctuation("ts", p))
+    return steps
+
+
 def feed_batches(items: Iterable[Any]) -> list[pa.RecordBatch]:
     """The RecordBatches of a feed (punctuation records removed)."""
     return [x for x in items if isinstance(x, pa.RecordBatch)]
@@ -319,6 +381,18 @@ def resumed_output(*parts: Any) -> Any:
                   late={k: pa.concat_tables(v) for k, v in late.items()},
                   wall_s=sum(r.wall_s for r in parts), checkpoint=last.checkpoint,
                   sources=last.sources)
+
+
+def stop_and_resume(plan: Callable[[], Any], stop_after_rounds: int) -> tuple[Any, Any]:
+    """Run ``plan()`` (a fresh ``oop.Stream`` each call) to the end, and again stopped after
+    ``stop_after_rounds`` rounds and resumed from its checkpoint: ``(uninterrupted Result,
+    stopped-and-resumed Result joined by :func:`resumed_output`)``; the second is None when
+    the run ended before the stop (no checkpoint). Three runs of the plan."""
+    full = plan().run()
+    first = plan().run(stop_after_rounds=stop_after_rounds)
+    if first.checkpoint is None:
+        return full, None
+    return full, resumed_output(first, plan().run(resume_from=first.checkpoint))
 
 
 # ---- the operator contract ----------------------------------------------------------

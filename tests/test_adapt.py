@@ -35,7 +35,7 @@ from oop.window import aggregates as agg
 from oop.window.kinds import Landmark, Sliding, Tumbling
 
 from test_adapt_oracle import assert_same_cells, oracle, result_cells
-from oop.testing import resumed_output
+from oop.testing import resumed_output, stop_and_resume
 
 ALL_AGGS = [
     agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
@@ -151,9 +151,10 @@ def test_multi_source_offsets_enter_the_threshold():
     assert th[0] == pytest.approx(base + lg.wv[0, 0] / kind.r * off[0])
 
 
-@settings(max_examples=20)
-@given(feeds(max_rows=70, n_keys=4), kinds, st.integers(1, 12))
-def test_snapshot_restore_mid_run_identical(feed, kind, stop):
+def snapshot_plan(cls, feed, kind):
+    """``plan()`` making a fresh stream of ``feed`` through ``cls`` (AdaptWID or
+    PanedAdaptWID; count, sum, median by key) whose groups switch at every chance (thresholds
+    1/1, 2 bins): the plan of the stop-and-resume tests."""
     t, items = feed
     aggs = [agg.count(), agg.sum("val"), agg.median("val")]
     th = Thresholds(up=1, down=1, absolute=True)
@@ -161,14 +162,17 @@ def test_snapshot_restore_mid_run_identical(feed, kind, stop):
     def plan():
         s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
                              schema=t.schema)
-        return s.via(AdaptWID(kind, aggs, by="key", thresholds=th, n_bins=2, name="ad"))
+        return s.via(cls(kind, aggs, by="key", thresholds=th, n_bins=2, name="ad"))
 
-    full = plan().run()
-    first = plan().run(stop_after_rounds=stop)
-    if first.checkpoint is None:
-        return
-    resumed = resumed_output(first, plan().run(resume_from=first.checkpoint))
-    assert resumed.table.to_pylist() == full.table.to_pylist()
+    return plan
+
+
+@settings(max_examples=20)
+@given(feeds(max_rows=70, n_keys=4), kinds, st.integers(1, 12))
+def test_snapshot_restore_mid_run_identical(feed, kind, stop):
+    full, resumed = stop_and_resume(snapshot_plan(AdaptWID, feed, kind), stop)
+    if resumed is not None:
+        assert resumed.table.to_pylist() == full.table.to_pylist()
 
 
 def test_snapshot_restore_with_transitional_groups():

@@ -35,7 +35,7 @@ from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed,
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 
-from test_adapt import ALL_AGGS, kinds, thresholds
+from test_adapt import ALL_AGGS, kinds, snapshot_plan, thresholds
 from test_adapt_oracle import assert_same_cells, oracle, result_cells
 
 
@@ -119,15 +119,7 @@ def test_rotating_keys_come_back_with_new_codes():
 @given(rotating_feeds(max_rows=70), kinds, st.integers(1, 60),
        st.sampled_from([AdaptWID, PanedAdaptWID]))
 def test_snapshot_restore_after_compaction_identical(feed, kind, stop, cls):
-    t, items = feed
-    aggs = [agg.count(), agg.sum("val"), agg.median("val")]
-    th = Thresholds(up=1, down=1, absolute=True)
-
-    def plan():
-        s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
-                             schema=t.schema)
-        return s.via(cls(kind, aggs, by="key", thresholds=th, n_bins=2, name="ad"))
-
+    plan = snapshot_plan(cls, feed, kind)
     with pytest.MonkeyPatch.context() as m:
         done = _checked(m)
         full = plan().run()

@@ -120,6 +120,16 @@ ERRORS = [
 ]
 
 
+def test_backticks_quote_identifiers_outside_literals_and_comments() -> None:
+    """Flink's backtick identifiers: the same query as unquoted names; a backtick inside a
+    string literal or a comment is left alone, and a quote never closed is pointed at."""
+    quoted = D + "SELECT `k`, v FROM `t` WHERE k <> 'x`y' -- `c`\n"
+    plain = D + "SELECT k, v FROM t WHERE k <> 'x`y'"
+    assert oop.sql(quoted, {"t": T}).collect().equals(oop.sql(plain, {"t": T}).collect())
+    with pytest.raises(SqlError, match="2:8: this quote is never closed"):
+        oop.sql(D + "SELECT `k FROM t", {"t": T})
+
+
 @pytest.mark.parametrize("script,message", ERRORS)
 def test_unsupported_and_bad_sql_give_one_line_with_position(script: str, message: str) -> None:
     with pytest.raises(SqlError) as e:

@@ -26,7 +26,8 @@ import oop
 from oop.errors import ConfigError
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
-from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+from oop.testing import (TABLE_SCHEMA, batch_splits, disordered_tables, exact_punctuation_feed,
+                         late_scripts)
 from oop.window import Landmark, Sliding, Tumbling, agg
 from oop.window.aggregate import WindowAggregate
 from oop.window.threaded import (ThreadedWindow, merge_order, merge_order_reference,
@@ -126,24 +127,12 @@ def test_two_key_columns_and_timestamp_time(data):
 
 
 # ---- operator level: late tuples under every policy -----------------------------------
-SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+SCHEMA = TABLE_SCHEMA
 
 
-@st.composite
-def scripts(draw):
+def scripts():
     """Batches and punctuations in any order: punctuation may make later tuples late."""
-    steps, p = [], -5
-    for _ in range(draw(st.integers(1, 14))):
-        if draw(st.booleans()):
-            n = draw(st.integers(0, 8))
-            ts = draw(st.lists(st.integers(p - 8, p + 25), min_size=n, max_size=n))
-            keys = draw(st.lists(st.integers(0, 5), min_size=n, max_size=n))
-            vals = draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
-            steps.append(pa.record_batch({"ts": ts, "key": keys, "val": vals}, schema=SCHEMA))
-        else:
-            p += draw(st.integers(0, 10))
-            steps.append(Punctuation("ts", p))
-    return steps
+    return late_scripts(max_steps=14, max_rows=8, n_keys=6)
 
 
 def drive(op, steps):

@@ -22,12 +22,12 @@ from hypothesis import given, settings, strategies as st
 import oop
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
-from oop.testing import batch_splits, check_punctuation_respected, disordered_tables, \
-    exact_punctuation_feed
+from oop.testing import (TABLE_SCHEMA, batch_splits, check_punctuation_respected,
+                         disordered_tables, exact_punctuation_feed, late_scripts,
+                         reordered_feeds, stop_and_resume)
 from oop.window import (Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling,
                         WindowAggregate, agg, window_operator)
 from oop.window.reference import TupleAtATimeWindow, window_oracle
-from oop.testing import resumed_output
 
 BOUNDED = [agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
            agg.var("val"), agg.std("val"), agg.first("val"), agg.last("val")]
@@ -159,12 +159,8 @@ def test_kernel_equals_tuple_at_a_time_reference(kind, data):
 @given(data=st.data())
 def test_independent_of_arrival_order_and_batch_boundaries(kind, data):
     t = data.draw(disordered_tables(max_rows=40, max_delay=None))
-    perm = data.draw(st.permutations(range(t.num_rows)))
-    t2 = t.take(pa.array(np.asarray(perm, np.int64)))
-    outs = []
-    for table in (t, t2):
-        items = data.draw(exact_punctuation_feed(data.draw(batch_splits(table))))
-        outs.append(run(items, t.schema, kind, BOUNDED + HOLISTIC).table)
+    outs = [run(items, t.schema, kind, BOUNDED + HOLISTIC).table
+            for items in data.draw(reordered_feeds(t))]
     assert_same_rows(outs[0], outs[1])
 
 
@@ -194,7 +190,7 @@ def test_several_key_columns_and_no_keys():
 
 
 # ---- operator-level driving: late policies, accounting, invariants ------------------------
-SCHEMA = pa.schema([("ts", pa.int64()), ("key", pa.int64()), ("val", pa.int64())])
+SCHEMA = TABLE_SCHEMA
 
 
 def open_op(op):
@@ -202,22 +198,9 @@ def open_op(op):
     return op
 
 
-@st.composite
-def scripts(draw):
+def scripts():
     """Batches and punctuations in any order -- punctuation may make later tuples late."""
-    steps = []
-    p = -5
-    for _ in range(draw(st.integers(1, 12))):
-        if draw(st.booleans()):
-            n = draw(st.integers(0, 6))
-            ts = draw(st.lists(st.integers(p - 8, p + 25), min_size=n, max_size=n))
-            keys = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-            vals = draw(st.lists(st.integers(-9, 9), min_size=n, max_size=n))
-            steps.append(pa.record_batch({"ts": ts, "key": keys, "val": vals}, schema=SCHEMA))
-        else:
-            p += draw(st.integers(0, 10))
-            steps.append(Punctuation("ts", p))
-    return steps
+    return late_scripts(max_steps=12, max_rows=6, n_keys=4)
 
 
 @pytest.mark.parametrize("method", ["wid", "paned"])
@@ -372,9 +355,8 @@ def test_snapshot_resume_gives_the_same_output():
             return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),
                                   batch_size=37).window(kind, aggs, by="key", method=method)
 
-        full = plan().run()
-        part = plan().run(stop_after_rounds=4)
-        resumed = resumed_output(part, plan().run(resume_from=part.checkpoint))
+        full, resumed = stop_and_resume(plan, 4)
+        assert resumed is not None, f"{kind}: the run ended before the stop"
         assert_same_rows(resumed.table, full.table)
 
 
@@ -517,10 +499,9 @@ def test_snapshot_resume_with_the_hash_layout():
         return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),
                               batch_size=200).via(op)
 
-    full = plan().run()
-    part = plan().run(stop_after_rounds=3)
-    assert_same_rows(resumed_output(part, plan().run(resume_from=part.checkpoint)).table,
-                     full.table)
+    full, resumed = stop_and_resume(plan, 3)
+    assert resumed is not None, "the run ended before the stop"
+    assert_same_rows(resumed.table, full.table)
 
 
 @pytest.mark.parametrize("kind", [Sliding(10, 3), Sliding(12, 8, origin=-5), Sliding(20, 2)], ids=repr)

@@ -117,18 +117,26 @@ def assert_equal(got: pa.Table, exp: pd.DataFrame) -> None:
 
 
 # ---- conversions ------------------------------------------------------------------
-@settings(max_examples=30, deadline=None)
-@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 70))
-def test_ring_hash_roundtrip(seed, units, n):
+def random_ring(seed: int, units: int, n: int, aggs: list, *, jitter: bool = False):
+    """A dense ring over units ``5 .. 4 + units`` and ``n`` codes holding up to
+    ``4 * units * n`` random single-unit tuples (``v`` in -9..8, stamp ``unit * 10``, plus
+    0..9 with ``jitter``): ``(ring, their units, their codes, the generator for more)``."""
     rng = np.random.default_rng(seed)
-    lanes = lane_infos([agg.count(), agg.sum("v"), agg.var("v")], SCHEMA)
-    ring = Ring(lanes, base=5, rows=units, codes=n)
+    ring = Ring(lane_infos(aggs, SCHEMA), base=5, rows=units, codes=n)
     m = int(rng.integers(0, 4 * units * n + 1))
     u = 5 + rng.integers(0, units, m)
     c = rng.integers(0, n, m)
     ring.reserve(5 + units, n)
     cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
-    ring.update(c, u, u + 1, cols, u * 10, n, single=True, top=5 + units)
+    stamps = u * 10 + (rng.integers(0, 10, m) if jitter else 0)
+    ring.update(c, u, u + 1, cols, stamps, n, single=True, top=5 + units)
+    return ring, u, c, rng
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 12), st.integers(1, 70))
+def test_ring_hash_roundtrip(seed, units, n):
+    ring, _, _, _ = random_ring(seed, units, n, [agg.count(), agg.sum("v"), agg.var("v")])
     ring._check()
     h = HashCells.from_ring(ring, n)
     h._check()
@@ -155,16 +163,8 @@ def test_ring_hash_roundtrip(seed, units, n):
 def test_take_block_ring_and_hash(seed, units, n):
     """take_block on hash cells returns the cells the dense ring returns, in the same order,
     and leaves the same live cells behind (the taken ones reset)."""
-    rng = np.random.default_rng(seed)
-    lanes = lane_infos([agg.count(), agg.sum("v"), agg.first("v")], SCHEMA)
-    ring = Ring(lanes, base=5, rows=units, codes=n)
-    m = int(rng.integers(0, 4 * units * n + 1))
-    u = 5 + rng.integers(0, units, m)
-    c = rng.integers(0, n, m)
-    ring.reserve(5 + units, n)
-    cols = {"v": ColumnValues(rng.integers(-9, 9, m).astype(np.float64), np.zeros(0, bool))}
-    ring.update(c, u, u + 1, cols, u * 10 + rng.integers(0, 10, m), n, single=True,
-                top=5 + units)
+    ring, u, c, rng = random_ring(seed, units, n, [agg.count(), agg.sum("v"), agg.first("v")],
+                                  jitter=True)
     h = HashCells.from_ring(ring, n)
     take = sorted(5 + int(x) for x in rng.choice(units, int(rng.integers(0, units + 1)),
                                                  replace=False))

@@ -29,7 +29,8 @@ from oop.errors import ConfigError, LateTupleError, StateLimitError
 from oop.limits import state_budget
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
-from oop.testing import batch_splits, disordered_feeds, disordered_tables
+from oop.testing import (batch_splits, disordered_feeds, disordered_tables,
+                         trailing_punctuation_feed)
 from oop.window import Session, SessionAggregate, agg
 from oop.window.session import SessionReference, session_oracle, session_reference
 
@@ -190,17 +191,7 @@ def test_late_tuples_are_counted_and_the_rest_is_exact(data):
     # unbounded disorder, punctuation far ahead: many tuples late; every tuple accounted for
     t = data.draw(disordered_tables(max_delay=None, max_rows=80))
     gap = data.draw(st.integers(1, 12))
-    batches = data.draw(batch_splits(t))
-    items: list = []
-    hi = None
-    for b in batches:
-        items.append(b)
-        if b.num_rows:
-            m = int(max(b.column("ts").to_pylist()))
-            hi = m if hi is None else max(hi, m)
-        if hi is not None and data.draw(st.booleans()):
-            items.append(Punctuation("ts", hi - data.draw(st.integers(0, 8))))
-    items = _monotone(items)
+    items = data.draw(trailing_punctuation_feed(data.draw(batch_splits(t)), max_lag=8))
     policy = data.draw(st.sampled_from([None, "drop", "side_output"]))
     op = _open(t.schema, gap, late=policy)
     got = run_steps(op, items)
@@ -215,17 +206,6 @@ def test_late_tuples_are_counted_and_the_rest_is_exact(data):
     if policy == "side_output":
         side = sum(b.num_rows for b in op.side_outputs.get("late", []))
         assert side == late
-
-
-def _monotone(items: list) -> list:
-    out, last = [], None
-    for x in items:
-        if isinstance(x, Punctuation):
-            if last is not None and x.value <= last:
-                continue
-            last = x.value
-        out.append(x)
-    return out
 
 
 def test_raise_policy_names_the_tuple():
@@ -256,17 +236,7 @@ def test_update_changelog_equals_reference_and_oracle(data):
     t = data.draw(disordered_tables(max_delay=None, max_rows=60))
     gap = data.draw(st.integers(1, 10))
     L = data.draw(st.sampled_from([0, 5, 20, 10**6]))
-    batches = data.draw(batch_splits(t))
-    items: list = []
-    hi = None
-    for b in batches:
-        items.append(b)
-        if b.num_rows:
-            m = int(max(b.column("ts").to_pylist()))
-            hi = m if hi is None else max(hi, m)
-        if hi is not None and data.draw(st.booleans()):
-            items.append(Punctuation("ts", hi - data.draw(st.integers(0, 5))))
-    items = _monotone(items)
+    items = data.draw(trailing_punctuation_feed(data.draw(batch_splits(t)), max_lag=5))
     aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.first("val")]
     op = _open(t.schema, gap, aggs, late="update", allowed_lateness=L)
     got = [r for s in run_steps(op, items) for r in s]

@@ -32,7 +32,7 @@ from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling, agg
 from oop.window.reference import window_oracle
 from test_window import assert_same_rows, methods_for, run
-from oop.testing import resumed_output
+from oop.testing import stop_and_resume
 
 EXACT = [agg.count(), agg.sum("val"), agg.min("val"), agg.max("val"), agg.first("val"),
          agg.last("val")]
@@ -186,9 +186,8 @@ def test_string_ranks_survive_snapshot_and_resume(kind, method):
         return oop.from_arrow(t, time="ts", unit="ms", punctuation=oop.BoundedDelay(20),
                               batch_size=37).window(kind, STRING_AGGS, by="key", method=method)
 
-    full = plan().run()
-    first = plan().run(stop_after_rounds=4)
-    resumed = resumed_output(first, plan().run(resume_from=first.checkpoint))
+    full, resumed = stop_and_resume(plan, 4)
+    assert resumed is not None, "the run ended before the stop"
     assert_same_rows(resumed.table, full.table)
     assert_same_rows(full.table, window_oracle(t, kind, STRING_AGGS, by="key", time="ts", unit="ms"))
 

@@ -27,7 +27,7 @@ Errors are :class:`SqlError` (an :class:`~oop.errors.OopError`) with a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import sqlglot
 from sqlglot import exp
@@ -98,10 +98,11 @@ def _blank(chars: list[str], tok: Token) -> None:
             chars[i] = " "
 
 
-def _open_quote(text: str) -> int | None:
-    """Offset of a quote that is never closed (outside comments), else None."""
-    i, n, quote = 0, len(text), None
-    start = 0
+def _quoted_spans(text: str) -> Iterator[tuple[str, int, int | None]]:
+    """``(quote, open offset, close offset or None when never closed)`` of each quoted span
+    of ``text`` (``'``, ``"`` or backtick) outside ``--`` comments; a doubled quote inside a
+    span is an escaped one. O(len(text))."""
+    i, n, quote, start = 0, len(text), None, 0
     while i < n:
         c = text[i]
         if quote is None:
@@ -114,32 +115,27 @@ def _open_quote(text: str) -> int | None:
             if text.startswith(quote * 2, i):
                 i += 1  # an escaped quote
             else:
+                yield quote, start, i
                 quote = None
         i += 1
-    return start if quote is not None else None
+    if quote is not None:
+        yield quote, start, None
+
+
+def _open_quote(text: str) -> int | None:
+    """Offset of a quote that is never closed (outside comments), else None."""
+    return next((start for _, start, end in _quoted_spans(text) if end is None), None)
 
 
 def _backticks(text: str) -> str:
     """Flink quotes identifiers with backticks; the dialect with double quotes: swap them
     (outside string literals and comments; same length, so positions hold)."""
     out = list(text)
-    i, n, quote = 0, len(text), None
-    while i < n:
-        c = text[i]
-        if quote is None:
-            if text.startswith("--", i):
-                j = text.find("\n", i)
-                i = n if j < 0 else j
-            elif c in ("'", '"', "`"):
-                quote = c
-                out[i] = '"' if c == "`" else c
-        elif c == quote:
-            if text.startswith(quote * 2, i):
-                i += 1
-            else:
-                quote = None
-                out[i] = '"' if c == "`" else c
-        i += 1
+    for quote, start, end in _quoted_spans(text):
+        if quote == "`":
+            for i in (start, end):
+                if i is not None:
+                    out[i] = '"'
     return "".join(out)
 
 
