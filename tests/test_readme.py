@@ -3,20 +3,15 @@ a scratch folder (the install/test commands excepted)."""
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text()
+from _doc_blocks import code_blocks, run_shell
 
 
 def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+    return code_blocks("README.md", lang)
 
 
 @pytest.mark.parametrize("i", range(len(_blocks("python"))))
@@ -27,11 +22,7 @@ def test_python_blocks_run(i, tmp_path, monkeypatch):
 
 def test_live_feed_example_runs(tmp_path):
     block = next(b for b in _blocks("bash") if "feed.ndjson" in b)
-    env = {**os.environ, "PYTHONPATH": str(ROOT),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    script = "set -e\noop() { \"" + sys.executable + "\" -m oop.cli \"$@\"; }\n" + block
-    r = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                       text=True, timeout=300)
+    r = run_shell(block, tmp_path)
     assert r.returncode == 0, r.stderr
     windows = (tmp_path / "windows.csv").read_text().splitlines()
     assert windows[0].startswith('"k","window_start"') and len(windows) > 100

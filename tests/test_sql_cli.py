@@ -3,10 +3,7 @@ code blocks of docs/sql.md."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,8 @@ import oop
 from oop.cli import main
 from oop.sql import SqlError, plan_sql
 
-ROOT = Path(__file__).resolve().parents[1]
+from _doc_blocks import code_blocks, run_shell
+
 T = pa.table({"ts": [1000, 3000, 2000, 12000], "k": ["a", "b", None, "a"], "v": [1.0, 2.0, 3.0, None]})
 D = ("CREATE TABLE t (ts BIGINT, k STRING, v DOUBLE, WATERMARK FOR ts AS ts - INTERVAL '1' "
      "SECOND) WITH ('time-unit' = 'ms');\n")
@@ -218,8 +216,7 @@ def test_cli_table_option_and_missing_inputs(tmp_path: Path, capsys: Any) -> Non
 
 # ---- docs/sql.md ---------------------------------------------------------------------
 def _blocks(lang: str) -> list[str]:
-    text = (ROOT / "docs" / "sql.md").read_text()
-    return re.findall(rf"```{lang}\n(.*?)```", text, flags=re.S)
+    return code_blocks("docs/sql.md", lang)
 
 
 def test_docs_code_blocks(tmp_path: Path, monkeypatch: Any) -> None:
@@ -229,15 +226,8 @@ def test_docs_code_blocks(tmp_path: Path, monkeypatch: Any) -> None:
     assert len(py) >= 6
     for i, code in enumerate(py):
         exec(compile(code, f"docs/sql.md[python {i}]", "exec"), ns)
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    (shim / "oop").write_text(f"#!/bin/sh\nexec {sys.executable} -m oop.cli \"$@\"\n")
-    (shim / "oop").chmod(0o755)
-    env = dict(os.environ, PATH=f"{shim}:{os.environ['PATH']}",
-               PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
     for code in _blocks("bash"):
-        r = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", code], cwd=tmp_path, env=env,
-                           capture_output=True, text=True, timeout=300)
+        r = run_shell(code, tmp_path)
         assert r.returncode == 0, r.stderr
     assert (tmp_path / "per_user.csv").read_text().startswith('"user","ws","n"')
     assert (tmp_path / "per_user_iop.parquet").exists()
