@@ -21,6 +21,7 @@ and accounting (nothing lost).
 * :func:`disordered_feeds` -- the three above in one draw: ``(table, items)``.
 * :func:`reordered_feeds` -- two feeds of one table, the second in a drawn
   permutation (independence from arrival order and batch boundaries).
+* :func:`band_disordered_pair` -- two seeded tables for joins (plain numpy).
 * :func:`trailing_punctuation_feed`, :func:`late_scripts` -- feeds whose
   punctuation ignores the disorder, so later tuples may be late (for the
   late-tuple policies: every tuple is emitted or counted late).
@@ -74,6 +75,7 @@ __all__ = [
     "disordered_feeds",
     "trailing_punctuation_feed",
     "reordered_feeds",
+    "band_disordered_pair",
     "late_scripts",
     "stop_and_resume",
     "reference_replay",
@@ -228,6 +230,22 @@ def reordered_feeds(draw: st.DrawFn, t: pa.Table) -> list[list[Any]]:
     return [draw(exact_punctuation_feed(draw(batch_splits(table)))) for table in (t, t2)]
 
 
+def band_disordered_pair(seed: int, n: int, span: int, keys: int, *, key: str = "key",
+                         max_delay: int = 20) -> tuple[pa.Table, pa.Table]:
+    """Two tables of ``n`` rows (``ts`` in ``[0, span)``, ``key`` in ``[0, keys)``, ``val``
+    in ``[-50, 50)``, int64) in arrival order: a tuple arrives ``U[0, max_delay)`` after its
+    ``ts``, so ``BoundedDelay(max_delay)`` makes none late. Seeded numpy, for joins."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(2):
+        ts = rng.integers(0, span, n)
+        arrival = np.argsort(ts + rng.integers(0, max_delay, n), kind="stable")
+        out.append(pa.table({"ts": ts[arrival].astype(np.int64),
+                             key: rng.integers(0, keys, n)[arrival].astype(np.int64),
+                             "val": rng.integers(-50, 50, n)[arrival].astype(np.int64)}))
+    return out[0], out[1]
+
+
 @st.composite
 def trailing_punctuation_feed(draw: st.DrawFn, batches: Sequence[pa.RecordBatch],
                               max_lag: int) -> list[Any]:
@@ -291,12 +309,14 @@ class ReferenceRun:
     punctuations: list[tuple[int, int]] = field(default_factory=list)
 
 
-def reference_replay(items: Iterable[Any], attr: str = "ts") -> ReferenceRun:
+def reference_replay(items: Iterable[Any], attr: str = "ts",
+                     allowed_lateness: int = 0) -> ReferenceRun:
     """Replay a feed one tuple at a time: the obviously-correct source semantics.
 
-    A tuple with ``attr <`` the last punctuation is late; a punctuation that
-    does not raise the low-watermark is a duplicate and is not emitted; a
-    punctuation that goes backwards raises ``ValueError``.
+    A tuple with ``attr <`` the last punctuation ``- allowed_lateness`` is late
+    (``late="update"`` still takes tuples up to ``allowed_lateness`` behind); a
+    punctuation that does not raise the low-watermark is a duplicate and is not
+    emitted; a punctuation that goes backwards raises ``ValueError``.
     """
     out = ReferenceRun()
     lwm = INT64_MIN
@@ -309,7 +329,7 @@ def reference_replay(items: Iterable[Any], attr: str = "ts") -> ReferenceRun:
                 out.punctuations.append((len(out.rows), lwm))
             continue
         for r in item.to_pylist():
-            (out.late if r[attr] < lwm else out.rows).append(r)
+            (out.late if r[attr] < lwm - allowed_lateness else out.rows).append(r)
     return out
 
 

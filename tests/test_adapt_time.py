@@ -15,7 +15,6 @@ is late.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -26,6 +25,7 @@ from oop.errors import ConfigError
 from oop.join import WindowPredicate, nested_loop_join
 from oop.operators.derive_time import derive_reference
 from oop.stream.elements import Punctuation
+from oop.testing import band_disordered_pair
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 from oop.window.reference import canonical, window_oracle
@@ -33,18 +33,6 @@ from oop.window.reference import canonical, window_oracle
 AGGS = (agg.count(), agg.sum("val"), agg.max("val_right"))
 THRESHOLDS = {"forced": Thresholds(up=1, down=1, absolute=True), "adaptive": Thresholds(),
               "eager": Thresholds(mode="eager"), "lazy": Thresholds(mode="lazy")}
-
-
-def _tables(seed: int, n: int, span: int, keys: int) -> list[pa.Table]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(2):
-        ts = rng.integers(0, span, n)
-        arrival = np.argsort(ts + rng.integers(0, 20, n), kind="stable")  # disorder <= 20
-        out.append(pa.table({"ts": ts[arrival].astype(np.int64),
-                             "key": rng.integers(0, keys, n)[arrival].astype(np.int64),
-                             "val": rng.integers(-50, 50, n)[arrival].astype(np.int64)}))
-    return out
 
 
 def _stage(L: pa.Table, R: pa.Table, band: tuple[int, int]) -> oop.Stream:
@@ -69,7 +57,7 @@ def _joined(L: pa.Table, R: pa.Table, band: tuple[int, int]) -> pa.Table:
        kind=st.sampled_from([Tumbling(50), Sliding(100, 25), Sliding(60, 60)]),
        th=st.sampled_from(sorted(THRESHOLDS)), band=st.sampled_from([(0, 0), (5, 10), (30, 0)]))
 def test_adaptive_window_on_join_times_equals_oracle(seed, time, kind, th, band):
-    L, R = _tables(seed, n=120, span=800, keys=5)
+    L, R = band_disordered_pair(seed, n=120, span=800, keys=5)
     want = window_oracle(_joined(L, R, band), kind, AGGS, by="key", time=time)
     res = _stage(L, R, band).adaptive_window(kind, AGGS, by="key", time=time,
                                              thresholds=THRESHOLDS[th]).run()
@@ -82,7 +70,7 @@ def test_adaptive_window_on_join_times_equals_oracle(seed, time, kind, th, band)
 @pytest.mark.parametrize("th", sorted(THRESHOLDS))
 def test_windows_on_ts_right_close_mid_stream(th):
     """Rows with ``window_end`` <= an earlier punctuation come out before the end of input."""
-    L, R = _tables(3, n=400, span=2000, keys=4)
+    L, R = band_disordered_pair(3, n=400, span=2000, keys=4)
     res = _stage(L, R, (5, 10)).adaptive_window(Tumbling(100), AGGS, by="key", time="ts_right",
                                                 thresholds=THRESHOLDS[th]).run()
     first_p = [(n, p.value) for n, p in res.punctuations
@@ -98,7 +86,7 @@ def test_windows_on_ts_right_close_mid_stream(th):
 
 
 def test_time_must_be_a_progressing_attribute():
-    L, R = _tables(1, n=20, span=100, keys=2)
+    L, R = band_disordered_pair(1, n=20, span=100, keys=2)
     with pytest.raises(ConfigError, match="time='val' is not a progressing attribute"):
         _stage(L, R, (0, 0)).adaptive_window(Tumbling(10), [agg.count()], by="key",
                                              time="val").run()

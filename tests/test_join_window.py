@@ -10,24 +10,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
-import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oop
 from oop.join import WindowPredicate, nested_loop_join
-
-
-def _tables(seed: int, n: int, span: int, keys: int) -> tuple[pa.Table, pa.Table]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for s in range(2):
-        ts = rng.integers(0, span, n)
-        arrival = np.argsort(ts + rng.integers(0, 20, n), kind="stable")
-        out.append(pa.table({"ts": ts[arrival].astype(np.int64),
-                             "k": rng.integers(0, keys, n)[arrival].astype(np.int64)}))
-    return out[0], out[1]
+from oop.testing import band_disordered_pair
 
 
 @settings(max_examples=10)
@@ -37,7 +25,7 @@ def test_window_count_over_join_closes_windows_early(seed, r0, r1, size):
     from oop.window import aggregates as agg
     from oop.window.kinds import Tumbling
 
-    L, R = _tables(seed, 300, 1000, 5)
+    L, R = band_disordered_pair(seed, 300, 1000, 5, key="k")
     res = (oop.from_arrow(L, time="ts", punctuation=oop.BoundedDelay(20), batch_size=25, name="L")
            .join(oop.from_arrow(R, time="ts", punctuation=oop.BoundedDelay(20), batch_size=25,
                                 name="R"), on="k", band=(r0, r1))

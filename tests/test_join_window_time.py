@@ -48,8 +48,8 @@ from oop.operators.base import StreamInfo
 from oop.operators.derive_time import (DeriveTime, DerivedBound, bound_reference,
                                        derive_reference)
 from oop.stream.elements import INT64_MIN, JointPunctuation, Punctuation
-from oop.testing import (batch_splits, check_punctuation_respected, disordered_tables,
-                         exact_punctuation_feed)
+from oop.testing import (band_disordered_pair, batch_splits, check_punctuation_respected,
+                         disordered_tables, exact_punctuation_feed)
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 from oop.window.reference import canonical, window_oracle
@@ -148,16 +148,8 @@ def test_window_on_join_times_equals_oracle(feeds, time, mode, r0, r1, tumbling,
     assert res.late_total == 0
 
 
-def _tables(seed: int, n: int = 400, span: int = 2000, keys: int = 4):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(2):
-        ts = rng.integers(0, span, n)
-        arrival = np.argsort(ts + rng.integers(0, 20, n), kind="stable")
-        out.append(pa.table({"ts": ts[arrival].astype(np.int64),
-                             "key": rng.integers(0, keys, n)[arrival].astype(np.int64),
-                             "val": rng.integers(-50, 50, n)[arrival].astype(np.int64)}))
-    return out
+def _tables(seed: int, n: int = 400):
+    return band_disordered_pair(seed, n, span=2000, keys=4)
 
 
 # (mode, time) pairs with a bound before end of input: S0.ts and S1.ts need their individual

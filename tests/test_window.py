@@ -24,7 +24,7 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.testing import (TABLE_SCHEMA, batch_splits, check_punctuation_respected,
                          disordered_tables, exact_punctuation_feed, late_scripts,
-                         reordered_feeds, stop_and_resume)
+                         reference_replay, reordered_feeds, stop_and_resume)
 from oop.window import (Landmark, PartitionedRows, RowSliding, SlideByTuple, Sliding, Tumbling,
                         WindowAggregate, agg, window_operator)
 from oop.window.reference import TupleAtATimeWindow, window_oracle
@@ -210,22 +210,13 @@ def test_accounting_late_and_invariants(kind, method, steps):
     """tuples in == tuples counted in emitted windows + held in the ring + late (tumbling),
     and late rows are exactly those behind the last punctuation."""
     op = open_op(WindowAggregate(kind, [agg.count(), agg.sum("val")], by="key", method=method))
-    lwm, n_in, late, accepted, emitted = None, 0, 0, [], []
-    for s in steps:
-        if isinstance(s, Punctuation):
-            if lwm is None or s.value > lwm:
-                lwm = s.value
-            out = op.on_punctuation(s)
-        else:
-            n_in += s.num_rows
-            for r in s.to_pylist():
-                if lwm is not None and r["ts"] < lwm:
-                    late += 1
-                else:
-                    accepted.append(r)
-            out = op.on_batch(s)
+    emitted = []
+    for i, s in enumerate(steps):
+        out = op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
         emitted += [b for b in out if isinstance(b, pa.RecordBatch)]
         op._check()
+        so_far = reference_replay(steps[: i + 1])
+        late, n_in = len(so_far.late), len(so_far.late) + len(so_far.rows)
         assert op.metrics.late.get("late_dropped", 0) == late
         if isinstance(kind, Tumbling):
             held = 0
@@ -238,7 +229,7 @@ def test_accounting_late_and_invariants(kind, method, steps):
             assert out_count + held + late == n_in
     emitted += [b for b in op.flush() if isinstance(b, pa.RecordBatch)]
     got = pa.Table.from_batches(emitted, schema=op.out_schema)
-    exp = window_oracle(pa.Table.from_pylist(accepted, schema=SCHEMA), kind,
+    exp = window_oracle(pa.Table.from_pylist(reference_replay(steps).rows, schema=SCHEMA), kind,
                         [agg.count(), agg.sum("val")], by="key", time="ts")
     assert_same_rows(got, exp)
 
@@ -269,22 +260,15 @@ def test_update_policy_revisions_converge_to_the_oracle(method, steps, lateness)
             UDAF]
     op = open_op(WindowAggregate(kind, aggs, by="key", method=method, late="update",
                                  allowed_lateness=lateness))
-    lwm, accepted, emitted, dropped = None, [], [], 0
+    emitted = []
     for s in steps:
-        if isinstance(s, Punctuation):
-            lwm = s.value if lwm is None else max(lwm, s.value)
-            out = op.on_punctuation(s)
-        else:
-            for r in s.to_pylist():
-                if lwm is not None and r["ts"] < lwm - lateness:
-                    dropped += 1
-                else:
-                    accepted.append(r)
-            out = op.on_batch(s)
+        out = op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
         emitted += [b for b in out if isinstance(b, pa.RecordBatch)]
         op._check()
     emitted += [b for b in op.flush() if isinstance(b, pa.RecordBatch)]
-    assert op.metrics.late.get("late_dropped", 0) == dropped
+    ref = reference_replay(steps, allowed_lateness=lateness)
+    accepted = ref.rows
+    assert op.metrics.late.get("late_dropped", 0) == len(ref.late)
     got = pa.Table.from_batches(emitted, schema=op.out_schema).to_pylist()
     final = {}
     for r in got:  # later rows revise earlier ones
