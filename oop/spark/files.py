@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
     from oop.spark.sharded import ShardedStream
+    from oop.spark.tasks import ShardRead
 
 __all__ = ["Fragment", "parquet_fragments", "parquet_paths", "shard_files", "read_fragment"]
 
@@ -179,12 +180,7 @@ class FileSource:
     spark: Any
     fragments: tuple[Fragment, ...]
     tasks: int
-    schema: pa.Schema
-    time: str
-    unit: str
-    punctuation: GeneratorConfig
-    late: Any
-    batch_size: int
+    read: ShardRead
     arrival: str | None
     per_task: bool = False
 
@@ -193,17 +189,15 @@ class FileSource:
         """Physical rows of ``plan`` (None: the source itself) run over every fragment."""
         from oop.spark.tasks import fused_rows
 
-        schema, time, unit, punct, late = (self.schema, self.time, self.unit, self.punctuation,
-                                           self.late)
+        read = self.read
 
         def run(feed: Iterator[pa.RecordBatch], pid: int) -> Iterator[pa.RecordBatch]:
             phys = arrowio.spark_to_arrow(phys_out)
-            return fused_rows(feed, pid, schema, time, unit, punct, late, plan, out_schema,
-                              out_time, phys)
+            return fused_rows(feed, pid, read, plan, out_schema, out_time, phys)
 
         ids = self.spark.range(0, self.tasks, 1, self.tasks)
-        return ids.mapInArrow(_file_task(self.fragments, self.tasks, schema, self.arrival, run,
-                                         self.batch_size, self.per_task), phys_out)
+        return ids.mapInArrow(_file_task(self.fragments, self.tasks, read.schema, self.arrival,
+                                         run, read.batch_size, self.per_task), phys_out)
 
 
 def _spark_schema_of(path: str, columns: Sequence[str]) -> tuple[pa.Schema, Any]:
@@ -262,6 +256,7 @@ def shard_files(
     from oop.spark.common import check_time
     from oop.spark.physical import HELPERS, SIDE, phys_spark_schema
     from oop.spark.sharded import ShardedStream
+    from oop.spark.tasks import ShardRead
 
     files = parquet_paths(paths)
     if batch_size < 1:
@@ -292,8 +287,8 @@ def shard_files(
     if shard_per not in ("fragment", "task"):
         raise ConfigError(f"{name}: shard_per must be 'fragment' or 'task', got {shard_per!r}")
     per_task = shard_per == "task"
-    fs = FileSource(spark, tuple(frags), n_tasks, schema, time, unit, punct, late, batch_size,
-                    arrival, per_task)
+    fs = FileSource(spark, tuple(frags), n_tasks,
+                    ShardRead(schema, time, unit, punct, late, batch_size), arrival, per_task)
     phys_out = phys_spark_schema(schema)
     df = fs.fused(None, schema, time, phys_out)
     n = n_tasks if per_task else len(frags)

@@ -81,7 +81,7 @@ from oop.spark.meld import Carried, Side
 from oop.spark.physical import (DATA, HELPERS, PUNCT, SEQ, SHARD, SIDE, SRC, STATS, K, P,
                                 pack_phys, phys_spark_schema)
 from oop.spark.session import spark_errors
-from oop.spark.tasks import (InputSpec, SourceParams, fused_rows, fused_task, probe_plan,
+from oop.spark.tasks import (InputSpec, ShardRead, SourceParams, fused_rows, fused_task, probe_plan,
                              shard_task, source_task)
 from oop.stream.elements import INT64_MAX, Punctuation
 from oop.stream.late import LatePolicy
@@ -372,8 +372,8 @@ def shard(
         unit = "us"
     producers = df.rdd.getNumPartitions()
     phys_out = phys_spark_schema(user)
-    phys = df.mapInArrow(source_task(user, time, unit, punct, late, batch_size, phys_out),
-                         phys_out)
-    sp = SourceParams(df, user, time, unit, punct, late, batch_size)
+    read = ShardRead(user, time, unit, punct, late, batch_size)
+    phys = df.mapInArrow(source_task(read, phys_out), phys_out)
+    sp = SourceParams(df, read)
     return ShardedStream(phys, user, time, unit, producers=producers, shards=producers,
                          name=name, aligned=True, source=sp)

@@ -34,7 +34,7 @@ from oop.spark.physical import SIDE, Emitter, PartitionReader
 from oop.stream.elements import INT64_MAX, Element, Punctuation
 from oop.stream.late import LatePolicy
 
-__all__ = ["InputSpec", "SourceParams", "build_plan", "probe_plan", "shard_task", "source_task",
+__all__ = ["InputSpec", "ShardRead", "SourceParams", "build_plan", "probe_plan", "shard_task", "source_task",
            "fused_task", "fused_rows", "drain", "Outbox"]
 
 
@@ -147,20 +147,37 @@ def drain(ex: Executor, box: Outbox, em: Emitter, out_time: str | None,
         yield em.punct(INT64_MAX, pid)
 
 
-def source_task(schema: pa.Schema, time: str, unit: str, punctuation: GeneratorConfig,
-                 late: LatePolicy | str, batch_size: int, phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+@dataclass(frozen=True)
+class ShardRead:
+    """How a source shard reads its rows: their schema, event time (column and unit),
+    punctuation generator, late policy and batch size."""
+
+    schema: pa.Schema
+    time: str
+    unit: str
+    punctuation: GeneratorConfig
+    late: LatePolicy | str
+    batch_size: int
+
+    def source(self, feed: Callable[[], Iterator[Any]], pid: int) -> Source:
+        """The source operator of shard ``pid`` over ``feed``."""
+        return Source(feed, time=self.time, unit=self.unit, punctuation=self.punctuation,
+                      late=self.late, schema=self.schema, name=f"input{pid}")
+
+
+def source_task(read: ShardRead,
+                phys_out: Any) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def task(it: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         pid = ctx.partitionId() if ctx is not None else 0
         phys = arrowio.spark_to_arrow(phys_out)
-        src = Source(lambda: iter(()), time=time, unit=unit, punctuation=punctuation, late=late,
-                     schema=schema, name=f"input{pid}")
+        src = read.source(lambda: iter(()), pid)
         src.open()
-        em = Emitter(phys, schema, pid)
-        for b in arrowio.rechunk(it, batch_size):
-            for el in src.on_batch(arrowio.conform(b, schema)):
+        em = Emitter(phys, read.schema, pid)
+        for b in arrowio.rechunk(it, read.batch_size):
+            for el in src.on_batch(arrowio.conform(b, read.schema)):
                 if isinstance(el, pa.RecordBatch):
                     if el.num_rows:
                         yield em.data(el, pid)
@@ -174,20 +191,14 @@ def source_task(schema: pa.Schema, time: str, unit: str, punctuation: GeneratorC
 
 @dataclass(frozen=True)
 class SourceParams:
-    """How a source shard reads its partition (kept so a first query can fuse with it)."""
+    """A DataFrame source shard no query has run on yet (a first query fuses with it)."""
 
     df: Any
-    schema: pa.Schema
-    time: str
-    unit: str
-    punctuation: GeneratorConfig
-    late: Any
-    batch_size: int
+    read: ShardRead
 
 
-def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, schema: pa.Schema, time: str, unit: str,
-               punctuation: GeneratorConfig, late: Any, plan: Callable[..., Stream] | None,
-               out_schema: pa.Schema, out_time: str | None,
+def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, read: ShardRead,
+               plan: Callable[..., Stream] | None, out_schema: pa.Schema, out_time: str | None,
                phys: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Source shard ``pid`` over ``feed`` and ``plan`` (None: the bare source), as physical rows.
 
@@ -195,8 +206,7 @@ def fused_rows(feed: Iterator[pa.RecordBatch], pid: int, schema: pa.Schema, time
     data / punctuation rows of producer ``pid``, then ``P(+inf)`` and one
     stats row (tuples in, late).
     """
-    src = Source(lambda: feed, time=time, unit=unit, punctuation=punctuation, late=late,
-                 schema=schema, name=f"input{pid}")
+    src = read.source(lambda: feed, pid)
     out = plan(Stream(Node(src))) if plan is not None else Stream(Node(src))
     box = Outbox()
     ex = Executor([Node(box, [out.node])])
@@ -215,8 +225,8 @@ def fused_task(sp: SourceParams, plan: Callable[..., Stream], out_schema: pa.Sch
         ctx = TaskContext.get()
         pid = ctx.partitionId() if ctx is not None else 0
         phys = arrowio.spark_to_arrow(phys_out)
-        feed = (arrowio.conform(b, sp.schema) for b in arrowio.rechunk(it, sp.batch_size))
-        yield from fused_rows(feed, pid, sp.schema, sp.time, sp.unit, sp.punctuation, sp.late,
-                              plan, out_schema, out_time, phys)
+        read = sp.read
+        feed = (arrowio.conform(b, read.schema) for b in arrowio.rechunk(it, read.batch_size))
+        yield from fused_rows(feed, pid, read, plan, out_schema, out_time, phys)
 
     return task
