@@ -58,6 +58,18 @@ def run(items, schema, kind, aggs, method="auto", by=("key",), **kw):
     return s.window(kind, aggs, by=list(by), method=method, **kw).run()
 
 
+#: the sliding windows of the paned-vs-WID properties: overlapping, with an origin, tumbling
+PANED_KINDS = [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)]
+
+
+def matrix_table(data, max_rows: int, max_gap: int) -> pa.Table:
+    """A disordered table over the test matrix: disorder bound 0, 6 or 20; 1, 3 or 7 keys."""
+    return data.draw(disordered_tables(max_rows=max_rows,
+                                       max_delay=data.draw(st.sampled_from([0, 6, 20])),
+                                       n_keys=data.draw(st.sampled_from([1, 3, 7])),
+                                       max_gap=max_gap))
+
+
 def assert_paned_in_one_call_equals_wid_and_oracle(items, table, kind, aggs, what):
     """Paned-WID (with ``Multiset.select``, the per-window combine, made to fail: ``what`` must
     take its one-call path) == WID == the from-scratch oracle over ``table``."""

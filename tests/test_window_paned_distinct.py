@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import oop
-from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+from oop.testing import batch_splits, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.paned import PaneCombiner
 from oop.window.paned_kernels import (paned_distinct, paned_distinct_ref, paned_heavy,
@@ -31,7 +31,8 @@ from oop.window.reference import window_oracle
 from oop.window.multiset import Multiset
 from oop.window.values import LaneInfo
 
-from test_window import assert_paned_in_one_call_equals_wid_and_oracle, assert_same_rows, run
+from test_window import (PANED_KINDS, assert_paned_in_one_call_equals_wid_and_oracle,
+                         assert_same_rows, matrix_table, run)
 
 
 @st.composite
@@ -152,12 +153,11 @@ def _values(t, draw):
     return t.set_column(t.schema.get_field_index("val"), "val", col)
 
 
-@pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
+@pytest.mark.parametrize("kind", PANED_KINDS, ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_paned_distinct_and_heavy_in_one_call_equal_wid_and_oracle(kind, data):
-    t = data.draw(disordered_tables(max_rows=80, max_delay=data.draw(st.sampled_from([0, 6, 20])),
-                                    n_keys=data.draw(st.sampled_from([1, 3, 7])), max_gap=4))
+    t = matrix_table(data, max_rows=80, max_gap=4)
     t = _values(t, data.draw)
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
     aggs = [agg.distinct("val"), agg.heavy_hitters("val", data.draw(st.integers(1, 3))), agg.count()]

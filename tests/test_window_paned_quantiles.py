@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
+from oop.testing import batch_splits, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.paned_kernels import paned_quantiles, paned_quantiles_ref
 from oop.window.multiset import Multiset
 
-from test_window import assert_paned_in_one_call_equals_wid_and_oracle
+from test_window import PANED_KINDS, assert_paned_in_one_call_equals_wid_and_oracle, matrix_table
 
 
 @st.composite
@@ -92,12 +92,11 @@ def test_multiset_table_feeds_the_kernel_like_select():
             assert present[i] and got[i] == np.quantile(vals, 0.5)
 
 
-@pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
+@pytest.mark.parametrize("kind", PANED_KINDS, ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_paned_median_in_one_call_equals_wid_and_oracle(kind, data):
-    t = data.draw(disordered_tables(max_rows=70, max_delay=data.draw(st.sampled_from([0, 6, 20])),
-                                    n_keys=data.draw(st.sampled_from([1, 3, 7])), max_gap=3))
+    t = matrix_table(data, max_rows=70, max_gap=3)
     if data.draw(st.booleans()):
         t = t.set_column(2, "val", t.column("val").cast(pa.float64()))
     items = data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))

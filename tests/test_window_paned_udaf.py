@@ -24,7 +24,8 @@ from oop.testing import batch_splits, disordered_tables, exact_punctuation_feed
 from oop.window import Sliding, agg
 from oop.window.reference import window_oracle
 
-from test_window import assert_paned_in_one_call_equals_wid_and_oracle, assert_same_rows, run
+from test_window import (PANED_KINDS, assert_paned_in_one_call_equals_wid_and_oracle,
+                         assert_same_rows, matrix_table, run)
 
 
 @nb.njit
@@ -51,12 +52,11 @@ SUMSQ = agg.udaf("sumsq", _zero, _sq, lambda a, b: a + b, _same, column="val")
 POLY = agg.udaf("poly", _zero, _poly, lambda a, b: a + b, _same, column="val")
 
 
-@pytest.mark.parametrize("kind", [Sliding(12, 3), Sliding(10, 4, origin=1), Sliding(6, 6)], ids=repr)
+@pytest.mark.parametrize("kind", PANED_KINDS, ids=repr)
 @settings(max_examples=15, deadline=None)
 @given(data=st.data())
 def test_compiled_udaf_in_one_call_equals_wid_and_oracle(kind, data):
-    t = data.draw(disordered_tables(max_rows=80, max_delay=data.draw(st.sampled_from([0, 6, 20])),
-                                    n_keys=data.draw(st.sampled_from([1, 3, 7])), max_gap=4))
+    t = matrix_table(data, max_rows=80, max_gap=4)
     if data.draw(st.booleans()):  # some nulls: a cell may have no value at all
         v = t.column("val").to_pylist()
         t = t.set_column(2, "val", pa.array([None if i % 3 == 0 else x for i, x in enumerate(v)],
