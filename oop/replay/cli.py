@@ -233,9 +233,10 @@ def run_replay(args: argparse.Namespace) -> int:
     from oop.io.memory_pool import use_lean_pool
 
     use_lean_pool()  # mimalloc's per-thread heaps hold ~60 MiB more in a threaded run
-    from oop.command.blas_probe import skip_blas_probe
+    from oop.command.numba_probes import skip_blas_probe, skip_cffi_probe
 
     skip_blas_probe()  # numba's first dispatch would import scipy.linalg (~0.13 s) for nothing
+    skip_cffi_probe()  # ... and build a cffi.FFI (~20 ms)
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)

@@ -1,0 +1,91 @@
+"""Keep numba's start-up probes from importing libraries that oop's kernels never use.
+
+numba asks three questions once per process, each by importing a library:
+
+* ``import numba`` checks scipy's version (``_ensure_critical_deps``): it imports
+  scipy's top (~10-15 ms) only to read ``scipy.__version__``;
+* the first kernel dispatch (also when the kernel only loads from numba's on-disk
+  cache) imports ``numba.np.arraymath``, which probes for a BLAS by importing
+  ``scipy.linalg.cython_blas``: scipy.linalg and, through scipy's array-API layer,
+  ``numpy.f2py`` -- measured ~0.13 s of a ~1.3 s CPU ``oop replay`` of 10M rows;
+* the same dispatch loads numba's typing registries, among them
+  ``numba.core.typing.cffi_utils``, which imports cffi and builds a ``cffi.FFI()``
+  (pycparser parses C declarations: ~20 ms).
+
+No oop kernel calls ``np.dot``, ``@``, ``np.linalg`` or a cffi function. The
+functions below answer each probe with "not installed" by importing the probing
+module once with the library blocked (an import hook, removed right after), so
+numba never asks again. Afterwards the libraries import normally for anyone else.
+
+Effect on the process: a numba kernel compiled *afterwards* that uses ``np.dot`` /
+``np.linalg`` (no BLAS) or calls a cffi function (no cffi typing) fails to compile.
+:func:`import_numba` is harmless everywhere (only the version check is skipped);
+call :func:`skip_blas_probe` and :func:`skip_cffi_probe` only in processes that run
+oop's own kernels (``oop replay``), not in a library import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import sys
+from typing import Any
+
+__all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe"]
+
+
+class _Block(importlib.abc.MetaPathFinder):
+    """An import hook that refuses the packages ``names`` (and their submodules)."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if any(name == n or name.startswith(n + ".") for n in self.names):
+            raise ImportError(f"{name} is not used by this process (oop.command.numba_probes)")
+        return None
+
+
+def _import_without(module: str, blocked: tuple[str, ...], probed: str) -> bool:
+    """Import ``module`` with the packages ``blocked`` refused; True if it was imported now.
+
+    False when ``module`` or ``probed`` (what the probe would load) is already imported:
+    nothing to save, or too late. A blocked package already imported stays usable; only
+    its submodules not yet imported are refused.
+    """
+    if module in sys.modules or probed in sys.modules:
+        return False
+    block = _Block(blocked)
+    sys.meta_path.insert(0, block)
+    try:
+        importlib.import_module(module)
+    finally:
+        sys.meta_path.remove(block)
+    return True
+
+
+def import_numba() -> bool:
+    """``import numba`` without its scipy version check; True if numba was imported now.
+
+    Idempotent; O(numba's import) the first time, O(1) after.
+    """
+    return _import_without("numba", ("scipy",), "scipy")
+
+
+def skip_blas_probe() -> bool:
+    """Answer numba's BLAS probe with "none" (see module doc); True if it was answered.
+
+    False when ``scipy.linalg`` or ``numba.np.arraymath`` is already imported (nothing to
+    save, or too late). Idempotent.
+    """
+    import_numba()
+    return _import_without("numba.np.arraymath", ("scipy",), "scipy.linalg")
+
+
+def skip_cffi_probe() -> bool:
+    """Answer numba's cffi probe with "not installed" (see module doc); True if answered.
+
+    False when cffi or numba's cffi support is already imported. Idempotent.
+    """
+    import_numba()
+    return _import_without("numba.core.typing.cffi_utils", ("cffi",), "cffi")
