@@ -3,8 +3,10 @@ fresh process: the kernels still load and compute, and the libraries stay import
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 _PROBE = """
 import sys
@@ -17,7 +19,7 @@ from oop.window import kernels as K
 rows = np.zeros(8, np.int64); f = np.zeros(8); codes = np.array([1, 2, 1], np.int64)
 units = np.zeros(3, np.int64); vals = np.array([1.0, 2.0, 3.0])
 new = K.upd_rows_sums1(rows, (np.zeros(1, np.int64),), 0, (f,), (vals,), 1, codes, units, 8, 0)
-loaded = sorted(m for m in ("scipy", "scipy.linalg", "cffi") if m in sys.modules)
+loaded = sorted(m for m in ("scipy", "scipy.linalg", "cffi", "yaml") if m in sys.modules)
 again = (import_numba(), skip_blas_probe(), skip_cffi_probe())
 import scipy  # blocked only while the probes ran
 print(imported, no_scipy, answered, loaded, int(new), rows[:3].tolist(), f[:3].tolist(),
@@ -28,7 +30,7 @@ print(imported, no_scipy, answered, loaded, int(new), rows[:3].tolist(), f[:3].t
 def test_kernels_run_without_scipy_or_cffi() -> None:
     out = subprocess.run([sys.executable, "-c", _PROBE], check=True, capture_output=True,
                          text=True).stdout.strip().split("|")
-    # numba imported without scipy; both probes answered; neither library loaded
+    # numba imported without scipy; both probes answered; no probed library loaded
     assert out[:4] == ["True", "True", "True", "[]"]
     # the kernel still runs: 2 new cells, counts and sums per code
     assert out[4:7] == ["2", "[0, 2, 1]", "[0.0, 4.0, 2.0]"]
@@ -48,3 +50,21 @@ def test_blas_probe_still_answered_after_a_plain_numba_import() -> None:
     out = subprocess.run([sys.executable, "-c", _LATE], check=True, capture_output=True,
                          text=True).stdout.split()
     assert out == ["True", "False"]
+
+
+_CONFIG = """
+import sys
+from oop.command.numba_probes import import_numba
+import_numba()
+import numba
+print("yaml" in sys.modules, numba.config.DEBUG_CACHE)
+"""
+
+
+def test_a_numba_config_file_is_still_read(tmp_path: Path) -> None:
+    """PyYAML is kept when the current folder holds a numba config file: numba reads it."""
+    (tmp_path / ".numba_config.yaml").write_text("debug_cache: 1\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", _CONFIG], check=True, capture_output=True,
+                         text=True, cwd=tmp_path, env=env).stdout.split()
+    assert out == ["True", "1"]

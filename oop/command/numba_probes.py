@@ -1,9 +1,11 @@
 """Keep numba's start-up probes from importing libraries that oop's kernels never use.
 
-numba asks three questions once per process, each by importing a library:
+numba asks four questions once per process, each by importing a library:
 
 * ``import numba`` checks scipy's version (``_ensure_critical_deps``): it imports
   scipy's top (~10-15 ms) only to read ``scipy.__version__``;
+* ``import numba`` imports PyYAML (~10 ms) to read a ``.numba_config.yaml`` in the
+  current folder, if there is one;
 * the first kernel dispatch (also when the kernel only loads from numba's on-disk
   cache) imports ``numba.np.arraymath``, which probes for a BLAS by importing
   ``scipy.linalg.cython_blas``: scipy.linalg and, through scipy's array-API layer,
@@ -17,6 +19,9 @@ functions below answer each probe with "not installed" by importing the probing
 module once with the library blocked (an import hook, removed right after), so
 numba never asks again. Afterwards the libraries import normally for anyone else.
 
+:func:`import_numba` blocks PyYAML only when the current folder holds no
+``.numba_config.yaml`` (numba then would not read one).
+
 Effect on the process: a numba kernel compiled *afterwards* that uses ``np.dot`` /
 ``np.linalg`` (no BLAS) or calls a cffi function (no cffi typing) fails to compile.
 :func:`import_numba` is harmless everywhere (only the version check is skipped);
@@ -28,6 +33,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import os
 import sys
 from typing import Any
 
@@ -65,11 +71,13 @@ def _import_without(module: str, blocked: tuple[str, ...], probed: str) -> bool:
 
 
 def import_numba() -> bool:
-    """``import numba`` without its scipy version check; True if numba was imported now.
+    """``import numba`` without its scipy version check (and without PyYAML when there is
+    no numba config file to read); True if numba was imported now.
 
     Idempotent; O(numba's import) the first time, O(1) after.
     """
-    return _import_without("numba", ("scipy",), "scipy")
+    blocked = ("scipy",) if os.path.exists(".numba_config.yaml") else ("scipy", "yaml")
+    return _import_without("numba", blocked, "scipy")
 
 
 def skip_blas_probe() -> bool:
