@@ -183,8 +183,8 @@ def pipelined(args: argparse.Namespace) -> bool:
     GIL, so on a second core they overlap the window's work: in the one-thread 10M-row
     tumbling benchmark they are ~0.15 s and ~0.1-0.2 s of CPU next to ~0.35 s of window
     work (``experiments/bench_replay.py``); the cost is a queue hand-off per batch and at
-    most 4 input batches and 16 MiB of results in flight. Live inputs keep one thread:
-    their rows and results leave as they come."""
+    most 4 input batches and :func:`write_behind_bytes` of results in flight. Live inputs
+    keep one thread: their rows and results leave as they come."""
     from oop.command.inputs import is_live
 
     if args.strategy != "oop" or args.spark:
@@ -192,6 +192,13 @@ def pipelined(args: argparse.Namespace) -> bool:
     if replay_threads(args) > 1:
         return True
     return not is_live(args) and args.checkpoint_dir is None
+
+
+def write_behind_bytes(args: argparse.Namespace) -> int:
+    """Results queued for the writing thread at most: 16 MiB in a threaded run, 4 MiB (one
+    or two result batches) with one window thread, whose peak RSS this keeps ~15 MiB lower
+    on the sliding benchmark."""
+    return (16 << 20) if replay_threads(args) > 1 else (4 << 20)
 
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
@@ -260,7 +267,8 @@ def run_replay(args: argparse.Namespace) -> int:
         from oop.plan.background import BackgroundSink
         from oop.command.inputs import open_output
 
-        out = BackgroundSink(open_output(args.out, args.out_format, "out"))  # own thread
+        out = BackgroundSink(open_output(args.out, args.out_format, "out"),  # own thread
+                             max_bytes=write_behind_bytes(args))
     _pipeline_stages(stream, src, out, args)
     writer, late = open_writers(args, out, args.out_format)
     return run_job(stream, writer, late, args, "oop replay", out_label=args.out,
