@@ -68,3 +68,31 @@ def test_a_numba_config_file_is_still_read(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", _CONFIG], check=True, capture_output=True,
                          text=True, cwd=tmp_path, env=env).stdout.split()
     assert out == ["True", "1"]
+
+
+_EXT = """
+import sys
+from oop.command.numba_probes import declares_numba_extensions, import_numba
+declared = declares_numba_extensions()
+import_numba()
+import numba.core.entrypoints as ep
+print(declared, ep._already_initialized)
+"""
+
+
+def _run_ext(cwd: Path, extra_path: Path | None = None) -> list[str]:
+    paths = [str(extra_path)] if extra_path is not None else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*paths, *sys.path])}
+    return subprocess.run([sys.executable, "-c", _EXT], check=True, capture_output=True,
+                          text=True, cwd=cwd, env=env).stdout.split()
+
+
+def test_numba_extension_scan_skipped_only_when_nothing_declares_one(tmp_path: Path) -> None:
+    # no distribution here declares numba_extensions: numba's scan is marked done
+    assert _run_ext(tmp_path) == ["False", "True"]
+    # a distribution that declares one: numba scans (and loads it) as usual
+    site = tmp_path / "site"
+    info = site / "numba_plugin-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "entry_points.txt").write_text("[numba_extensions]\ninit = numba_plugin:init\n")
+    assert _run_ext(tmp_path, site) == ["True", "False"]

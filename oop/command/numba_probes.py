@@ -1,6 +1,6 @@
 """Keep numba's start-up probes from importing libraries that oop's kernels never use.
 
-numba asks four questions once per process, each by importing a library:
+numba asks five questions once per process, four by importing a library:
 
 * ``import numba`` checks scipy's version (``_ensure_critical_deps``): it imports
   scipy's top (~10-15 ms) only to read ``scipy.__version__``;
@@ -12,7 +12,10 @@ numba asks four questions once per process, each by importing a library:
   ``numpy.f2py`` -- measured ~0.13 s of a ~1.3 s CPU ``oop replay`` of 10M rows;
 * the same dispatch loads numba's typing registries, among them
   ``numba.core.typing.cffi_utils``, which imports cffi and builds a ``cffi.FFI()``
-  (pycparser parses C declarations: ~20 ms).
+  (pycparser parses C declarations: ~20 ms);
+* the first dispatch also loads numba extensions: ``importlib.metadata`` reads the
+  entry points of every installed distribution (~25 ms CPU with 128 of them) looking
+  for the ``numba_extensions`` group.
 
 No oop kernel calls ``np.dot``, ``@``, ``np.linalg`` or a cffi function. The
 functions below answer each probe with "not installed" by importing the probing
@@ -20,7 +23,10 @@ module once with the library blocked (an import hook, removed right after), so
 numba never asks again. Afterwards the libraries import normally for anyone else.
 
 :func:`import_numba` blocks PyYAML only when the current folder holds no
-``.numba_config.yaml`` (numba then would not read one).
+``.numba_config.yaml`` (numba then would not read one), and marks numba's extension
+scan done only when no ``entry_points.txt`` of a distribution on ``sys.path`` names the
+``numba_extensions`` group (:func:`declares_numba_extensions`, ~1 ms): there is no
+extension to load then. Neither changes what numba does.
 
 Effect on the process: a numba kernel compiled *afterwards* that uses ``np.dot`` /
 ``np.linalg`` (no BLAS) or calls a cffi function (no cffi typing) fails to compile.
@@ -37,7 +43,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe"]
+__all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe", "declares_numba_extensions"]
 
 
 class _Block(importlib.abc.MetaPathFinder):
@@ -77,7 +83,46 @@ def import_numba() -> bool:
     Idempotent; O(numba's import) the first time, O(1) after.
     """
     blocked = ("scipy",) if os.path.exists(".numba_config.yaml") else ("scipy", "yaml")
-    return _import_without("numba", blocked, "scipy")
+    imported = _import_without("numba", blocked, "scipy")
+    if imported:
+        _skip_empty_extension_scan()
+    return imported
+
+
+def declares_numba_extensions() -> bool:
+    """Whether an installed distribution may declare a numba extension: an
+    ``entry_points.txt`` naming ``numba_extensions`` in a ``*.dist-info`` / ``*.egg-info``
+    folder of a ``sys.path`` folder -- or a ``sys.path`` entry that is not a folder (a zip
+    or an egg, not searched: assumed to). O(distributions) small reads."""
+    for entry in sys.path:
+        if entry and not os.path.isdir(entry):
+            if os.path.exists(entry):
+                return True  # a zip or egg file: metadata inside, not searched here
+            continue
+        try:
+            it = os.scandir(entry or ".")
+        except OSError:
+            return True  # a folder we cannot list: assume it may declare one
+        with it:
+            for e in it:
+                if not e.name.endswith((".dist-info", ".egg-info", ".egg")):
+                    continue
+                sub = "EGG-INFO" if e.name.endswith(".egg") else ""
+                try:
+                    with open(os.path.join(e.path, sub, "entry_points.txt"), "rb") as f:
+                        if b"numba_extensions" in f.read():
+                            return True
+                except OSError:  # no entry points (or a metadata file, not a folder)
+                    continue
+    return False
+
+
+def _skip_empty_extension_scan() -> None:
+    """Mark numba's extension loading done when there is nothing to load (module doc)."""
+    import numba.core.entrypoints as entrypoints
+
+    if hasattr(entrypoints, "_already_initialized") and not declares_numba_extensions():
+        entrypoints._already_initialized = True
 
 
 def skip_blas_probe() -> bool:
