@@ -27,22 +27,26 @@ __all__ = ["main", "build_parser", "compile_notice", "SUBCOMMANDS", "COMPILE_NOT
 COMPILE_NOTE = ("oop: compiling kernels for this query "
                 "(first run after install; cached afterwards)...")
 
-#: modules providing ``register(subparsers)``, in help order
-SUBCOMMANDS: tuple[str, ...] = (
-    "oop.replay.cli",
-    "oop.sql.cli",
-    "oop.experiments.cli",
-)
+#: subcommand name -> the module providing its ``register(subparsers)``, in help order
+SUBCOMMANDS: dict[str, str] = {
+    "replay": "oop.replay.cli",
+    "sql": "oop.sql.cli",
+    "experiments": "oop.experiments.cli",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``oop`` parser; ``only`` (a subcommand name) registers that subcommand alone,
+    sparing a command's start-up the other subcommands' imports (~5 ms)."""
     parser = argparse.ArgumentParser(
         prog="oop",
         description="Out-of-order stream processing for disordered feeds.",
     )
     parser.add_argument("--version", action="version", version=f"oop {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for mod_name in SUBCOMMANDS:
+    for name, mod_name in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(mod_name)
         except ModuleNotFoundError as e:
@@ -60,7 +64,11 @@ def compile_notice(stream: Any = None) -> Iterator[None]:
     numba fires ``numba:compile`` only when a kernel is not in its on-disk
     cache (``cache=True``): a first run after install, or a new type
     specialization. Said at most once per block, before the wait, not after.
+    Imports numba (without its scipy version check: :mod:`oop.command.numba_probes`).
     """
+    from oop.command.numba_probes import import_numba
+
+    import_numba()
     from numba.core import event
 
     said = [False]
@@ -79,7 +87,8 @@ def compile_notice(stream: Any = None) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
