@@ -81,9 +81,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="run the window on N key partitions, one thread each (same rows in "
                         "the same order); default: all cores this process may use (1 with "
                         "--checkpoint-dir or a --strategy other than oop); with --spark it "
-                        "applies inside each task (default 1 there). Beside them, a finite "
-                        "input is read and the results written on a thread each (not with "
-                        "--checkpoint-dir)")
+                        "applies inside each task (default 1 there)")
     g = p.add_argument_group("Spark (needs the 'spark' extra and Java)")
     g.add_argument("--spark", action="store_true", help="read and replay through PySpark")
     g.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
@@ -176,29 +174,9 @@ def replay_threads(args: argparse.Namespace) -> int:
 
 
 def pipelined(args: argparse.Namespace) -> bool:
-    """Whether the input is read ahead and the output written behind, each on a thread of
-    its own (:mod:`oop.plan.background`): in every run with several window threads, and in
-    a one-thread run over a finite input (files, not followed) without ``--checkpoint-dir``
-    (a read-ahead input cannot resume). Parquet decode and encode run mostly without the
-    GIL, so on a second core they overlap the window's work: in the one-thread 10M-row
-    tumbling benchmark they are ~0.15 s and ~0.1-0.2 s of CPU next to ~0.35 s of window
-    work (``experiments/bench_replay.py``); the cost is a queue hand-off per batch and at
-    most 4 input batches and :func:`write_behind_bytes` of results in flight. Live inputs
-    keep one thread: their rows and results leave as they come."""
-    from oop.command.inputs import is_live
-
-    if args.strategy != "oop" or args.spark:
-        return False
-    if replay_threads(args) > 1:
-        return True
-    return not is_live(args) and args.checkpoint_dir is None
-
-
-def write_behind_bytes(args: argparse.Namespace) -> int:
-    """Results queued for the writing thread at most: 16 MiB in a threaded run, 4 MiB (one
-    or two result batches) with one window thread, whose peak RSS this keeps ~15 MiB lower
-    on the sliding benchmark."""
-    return (16 << 20) if replay_threads(args) > 1 else (4 << 20)
+    """Whether the run uses several threads: then the input is read ahead and the output
+    written on threads of their own (:mod:`oop.plan.background`)."""
+    return args.strategy == "oop" and not args.spark and replay_threads(args) > 1
 
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:
@@ -267,8 +245,7 @@ def run_replay(args: argparse.Namespace) -> int:
         from oop.plan.background import BackgroundSink
         from oop.command.inputs import open_output
 
-        out = BackgroundSink(open_output(args.out, args.out_format, "out"),  # own thread
-                             max_bytes=write_behind_bytes(args))
+        out = BackgroundSink(open_output(args.out, args.out_format, "out"))  # own thread
     _pipeline_stages(stream, src, out, args)
     writer, late = open_writers(args, out, args.out_format)
     return run_job(stream, writer, late, args, "oop replay", out_label=args.out,
