@@ -43,3 +43,38 @@ def test_keeps_the_users_choice() -> None:
 
 def test_returns_the_current_backend() -> None:
     assert use_lean_pool() == pa.default_memory_pool().backend_name
+
+
+_EARLY = ("from oop.io.memory_pool import prefer_lean_pool; asked = prefer_lean_pool(); "
+          "import pyarrow as pa; print(asked, pa.default_memory_pool().backend_name)")
+
+
+def _run_early(code: str, env_pool: str | None) -> str:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != ENV}
+    if env_pool is not None:
+        env[ENV] = env_pool
+    out = subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                         capture_output=True, text=True)
+    assert "nsupported" not in out.stderr, out.stderr  # Arrow warns of an unknown backend
+    return out.stdout.strip()
+
+
+@pytest.mark.skipif(not (_has_jemalloc() and sys.platform.startswith("linux")),
+                    reason="jemalloc is asked for on Linux builds that have it")
+def test_prefer_before_import_makes_the_cpp_default_jemalloc() -> None:
+    # the C++ default (what the Parquet reader and writer allocate from) is only chosen
+    # from the environment when the library loads
+    assert _run_early(_EARLY, None) == "True jemalloc"
+
+
+def test_prefer_keeps_the_users_choice() -> None:
+    assert _run_early(_EARLY, "system") == "False system"
+
+
+def test_prefer_after_import_does_nothing() -> None:
+    code = "import pyarrow; " + _EARLY
+    plain = _run_early("import pyarrow as pa; print(pa.default_memory_pool().backend_name)",
+                       None)
+    assert _run_early(code, None) == f"False {plain}"

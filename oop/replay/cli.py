@@ -210,6 +210,9 @@ def _source(args: argparse.Namespace) -> tuple[Any, str]:
 
 # ---- running -----------------------------------------------------------
 def run_replay(args: argparse.Namespace) -> int:
+    from oop.io.memory_pool import prefer_lean_pool
+
+    prefer_lean_pool()  # before pyarrow loads: the Parquet reader and writer use jemalloc too
     args.late = resolve_late(args)
     if not args.punctuation:
         check_args(args)
