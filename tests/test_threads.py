@@ -251,6 +251,11 @@ def test_cli_threads_gives_the_one_thread_output(tmp_path):
     # (one partition: the one-thread operator)
     assert m["3"]["plan"]["threads"] == 2
     assert "threads" not in m["2"]["plan"] and "threads" not in m["1"]["plan"]
+    # the pipeline stages report their threads' CPU (one thread: no such stages)
+    cpu = ("reader_cpu_s", "writer_cpu_s", "driver_cpu_s")
+    for th in ("2", "3"):
+        assert all(m[th]["plan"][k] >= 0 for k in cpu), m[th]["plan"]
+    assert not set(cpu) & set(m["1"]["plan"])
     r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
              str(tmp_path / "ck"))
     assert r.returncode == 2 and "--threads 2 cannot be checkpointed" in r.stderr

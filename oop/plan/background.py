@@ -124,6 +124,8 @@ class BackgroundSink:
         self._cv = threading.Condition()
         self._error: BaseException | None = None
         self.cpu_s = 0.0  # CPU time of the writing thread so far
+        #: called once the sink closed cleanly (e.g. to report ``cpu_s`` in a summary)
+        self.on_close: Callable[[], None] | None = None
         self._thread = threading.Thread(target=self._run, name=f"oop-write-{self.name}",
                                         daemon=True)
         self._thread.start()
@@ -186,6 +188,8 @@ class BackgroundSink:
             self._then(self.inner.close)
         finally:
             self._stop()
+        if self.on_close is not None:
+            self.on_close()
 
     def abort(self) -> None:
         try:

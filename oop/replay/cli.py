@@ -268,18 +268,29 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _pipeline_stages(stream: Any, src: Any, out: Any, args: argparse.Namespace) -> None:
     """A threaded window over a finite input pipelines (results of punctuation k leave at
-    k+1) and reports the reading and writing threads' CPU time in its plan summary."""
+    k+1); the plan summary reports the reading and writing threads' CPU time (and, for
+    the one-thread window, the driving thread's from here to the end: the data work and
+    the kernels' loading on first call)."""
+    import time
+
     from oop.command.inputs import is_live
     from oop.window.threaded import ThreadedWindow
 
     op = stream.node.op
-    if not isinstance(op, ThreadedWindow):
-        return
-    if not is_live(args):
-        op.lag = 1
-    for what, part in (("reader_cpu_s", getattr(src.node.op, "connector", None)),
-                       ("writer_cpu_s", out)):
-        if hasattr(part, "cpu_s"):
-            op.stages[what] = part
+    stages = {what: part for what, part in (
+        ("reader_cpu_s", getattr(src.node.op, "connector", None)), ("writer_cpu_s", out))
+        if hasattr(part, "cpu_s")}
+    if isinstance(op, ThreadedWindow):
+        if not is_live(args):
+            op.lag = 1
+        op.stages.update(stages)
+    elif stages and isinstance(getattr(op, "plan_info", None), dict) and hasattr(out, "on_close"):
+        t0 = time.thread_time()
+
+        def report() -> None:
+            op.plan_info.update({k: round(float(v.cpu_s), 3) for k, v in stages.items()},
+                                driver_cpu_s=round(time.thread_time() - t0, 3))
+
+        out.on_close = report
 
 
