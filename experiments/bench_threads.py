@@ -13,7 +13,7 @@ load hits both; the load average is recorded before and after.
 ``oop replay --threads N`` (N > 1) reads and writes on threads of its own
 and runs the window on N - 1 key partitions: ``--threads 2`` is the
 one-thread window with decode and encode beside it, ``--threads 3`` the
-first to partition (ThreadedWindow, which reports its threads' CPU below).
+first to partition (ThreadedWindow). Threaded runs report their threads' CPU.
 
 Every threaded output is compared with the one-thread output of the same
 query (all part files in order, ``Table.equals``: same rows, same order).
@@ -67,8 +67,8 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, 
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
             "late": m["late"],
-            # partitioned runs (--threads >= 3): CPU seconds of the driving thread, each
-            # partition, the reader and the writer (oop.window.threaded, oop.plan.background)
+            # threaded runs: CPU seconds of the driving thread, the reader and the writer
+            # (oop.plan.background) and, partitioned (--threads >= 3), of each partition
             "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
 
 
