@@ -10,6 +10,11 @@ process timed from start to exit, with its CPU time (user + sys, from
 Thread counts alternate within each repeat, so a change in the machine's
 load hits both; the load average is recorded before and after.
 
+``oop replay --threads N`` (N > 1) reads and writes on threads of its own
+and runs the window on N - 1 key partitions: ``--threads 2`` is the
+one-thread window with decode and encode beside it, ``--threads 3`` the
+first to partition (ThreadedWindow). Threaded runs report their threads' CPU.
+
 Every threaded output is compared with the one-thread output of the same
 query (all part files in order, ``Table.equals``: same rows, same order).
 
@@ -19,7 +24,7 @@ output alone (Parquet, same files / same rows), measured in this process;
 the rest of the one-thread engine time is the window (late check, keys,
 aggregation, emission).
 
-    python experiments/bench_threads.py --rows 10000000 --threads 1 --threads 2 --repeat 3
+    python experiments/bench_threads.py --rows 10000000 --threads 1 --threads 2 --threads 3 --repeat 3
 """
 
 from __future__ import annotations
@@ -62,8 +67,8 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, 
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
             "late": m["late"],
-            # threaded runs: CPU seconds of the driving thread, each partition, the reader
-            # and the writer (oop.window.threaded, oop.plan.background)
+            # threaded runs: CPU seconds of the driving thread, the reader and the writer
+            # (oop.plan.background) and, partitioned (--threads >= 3), of each partition
             "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
 
 

@@ -224,18 +224,27 @@ def test_cli_threads_gives_the_one_thread_output(tmp_path):
               "--window", "sliding:1s,100ms", "--agg", "count", "--agg", "sum:v",
               "--agg", "max:v", "--punctuation", "bounded:300ms+cadence:2048rows", "--batch-size", "4096",
               "--quiet"]
-    outs = {}
-    for th in ("1", "2"):
+    outs, m = {}, {}
+    for th in ("1", "2", "3"):
         out = tmp_path / f"out{th}.parquet"
         r = _cli(*common, "--threads", th, "--out", str(out),
                  "--metrics", str(tmp_path / f"m{th}.json"))
         assert r.returncode == 0, r.stderr
         outs[th] = pq.read_table(out)
-    assert outs["1"].num_rows > 1000 and outs["2"].equals(outs["1"])
-    m1 = json.loads((tmp_path / "m1.json").read_text())
-    m2 = json.loads((tmp_path / "m2.json").read_text())
-    assert m2["late"] == m1["late"] > 0  # bounded:300ms < the 400ms disorder: late tuples
-    assert m2["plan"]["threads"] == 2 and "threads" not in m1["plan"]
+        m[th] = json.loads((tmp_path / f"m{th}.json").read_text())
+    assert outs["1"].num_rows > 1000
+    assert outs["2"].equals(outs["1"]) and outs["3"].equals(outs["1"])
+    # bounded:300ms < the 400ms disorder: late tuples, the same count
+    assert m["3"]["late"] == m["2"]["late"] == m["1"]["late"] > 0
+    # --threads N: reading and writing on their own threads, the window on N - 1 partitions
+    # (one partition: the one-thread operator)
+    assert m["3"]["plan"]["threads"] == 2
+    assert "threads" not in m["2"]["plan"] and "threads" not in m["1"]["plan"]
+    # the pipeline stages report their threads' CPU (one thread: no such stages)
+    cpu = ("reader_cpu_s", "writer_cpu_s", "driver_cpu_s")
+    for th in ("2", "3"):
+        assert all(m[th]["plan"][k] >= 0 for k in cpu), m[th]["plan"]
+    assert not set(cpu) & set(m["1"]["plan"])
     r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
              str(tmp_path / "ck"))
     assert r.returncode == 2 and "--threads 2 cannot be checkpointed" in r.stderr
@@ -487,3 +496,17 @@ def test_a_partition_without_rows_does_not_stop_compaction(monkeypatch):
     one.open([StreamInfo("s", schema, {"ts": "ms"}, "ts")])
     ref, _ = _drive(one, schema, items)
     assert _rows(out) == _rows(ref) and len(_rows(out)) == 30
+
+
+@pytest.mark.parametrize("threads,partitions,piped", [(1, 1, False), (2, 1, True),
+                                                      (3, 2, True), (8, 7, True)])
+def test_replay_threads_give_one_core_to_reading_and_writing(threads, partitions, piped):
+    from oop.cli import build_parser
+    from oop.replay.cli import pipelined, window_partitions
+
+    args = build_parser().parse_args(
+        ["replay", "--input", "x.parquet", "--time", "ts", "--key", "k", "--window",
+         "tumbling:1s", "--agg", "count", "--out", "o/", "--threads", str(threads)])
+    assert (window_partitions(args), pipelined(args)) == (partitions, piped)
+    args.strategy = "iop"  # another strategy: nothing pipelined
+    assert not pipelined(args)
