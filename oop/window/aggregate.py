@@ -86,11 +86,12 @@ from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.bucket import BucketLogic
+from oop.window.cells import CellStore, store_for_snapshot
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
-from oop.window.ring import Ring
+from oop.window.ring import TO_HASH, Ring
 from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
                                column_values, exact_sum_columns, int_valued, is_numeric_type,
                                lane_array, lane_infos, max_abs, shifted_sum)
@@ -107,10 +108,9 @@ _METHODS = ("auto", "wid", "paned")
 #: layout="auto": hash cells need this many keys, and switch at these densities
 #: (live cells / (open units x keys)); the gap between the two avoids flapping
 _HASH_MIN_KEYS = 1024
-_TO_HASH, _TO_DENSE = 0.05, 0.20
 _LAYOUT_NAMES = {"hash": "hash (unit, code) cells", "dense": "dense ring x codes"}
 #: a dense ring that would grow beyond this many bytes for a span of open units holding
-#: < _TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
+#: < TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
 #: first; it returns to dense once its span is below a quarter of this
 _SPAN_HASH_BYTES = 64 << 20
 #: the key dictionary is checked for dead keys once it holds this many keys, then each time
@@ -256,7 +256,7 @@ class WindowAggregate(Operator):
         self.bucket = BucketLogic(self.kind)
         self.enc = KeyEncoder(self.by)
         self.lanes = lane_infos(self.aggs, info.schema)
-        self.ring: Ring | None = None
+        self.ring: CellStore | None = None
         self.holistic: dict[tuple[str, str], Multiset] = {}
         self.value_enc: dict[str, KeyEncoder] = {}
         for a in self.aggs:
@@ -373,7 +373,7 @@ class WindowAggregate(Operator):
                 pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
                 n_units = np.unique(u).shape[0]
             density = pairs / (n_units * self.enc.n_codes)
-            layout = "hash" if density < _TO_HASH else "dense"
+            layout = "hash" if density < TO_HASH else "dense"
             self.plan_info["key_density"] = float(density)
         self.plan_info["layout"] = _LAYOUT_NAMES[layout]
         return layout
@@ -398,15 +398,12 @@ class WindowAggregate(Operator):
         if n < _HASH_MIN_KEYS or units <= 0:
             return
         density = ring.live / (units * n)
-        if isinstance(ring, HashCells):
-            if density <= _TO_DENSE:
-                return
-            self.ring, layout = ring.to_ring(n), "dense"
-        else:
-            if density >= _TO_HASH:
-                return
-            self.ring, layout = HashCells.from_ring(ring, n), "hash"
-        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
+        moved = ring.relayout(density, n, HashCells)
+        if moved is None:
+            return
+        self.ring = moved
+        self._span_hash = False  # the density rule now owns the layout (see _span_back)
+        self.plan_info["layout"] = _LAYOUT_NAMES[moved.layout]
         self.plan_info["key_density"] = float(density)
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
@@ -416,7 +413,7 @@ class WindowAggregate(Operator):
     #: takes the whole stream's, so its means and variances round as one thread's do
     preset_shift: dict[str, Any] = {}
 
-    def _set_ring(self, ring: Ring) -> None:
+    def _set_ring(self, ring: CellStore) -> None:
         ring.guard = self._ring_guard
         for c, v in self.preset_shift.items():
             ring.shift.setdefault(c, v)
@@ -441,23 +438,26 @@ class WindowAggregate(Operator):
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
         """Whether the dense ring, grown to units ``[min(base, low), max(top, ring top))``,
-        would take more than ``_SPAN_HASH_BYTES`` for fewer than ``_TO_HASH`` live cells:
+        would take more than ``_SPAN_HASH_BYTES`` for fewer than ``TO_HASH`` live cells:
         a row stamped far ahead of (or behind) the rest. Then the state goes to hash cells
         (O(live cells)) before anything is allocated. O(1)."""
         ring = self.ring
-        if not self._span_may_hash() or isinstance(ring, HashCells):
+        if not self._span_may_hash():
             return False
-        base, live = (low, 0) if ring is None else (min(ring.base, low), ring.live)
-        span = max(top, ring.top if ring is not None else top) - base
-        R = 1 << max(int(span - 1).bit_length(), 1)
-        if ring is not None and R <= ring.R:
-            return False
+        if ring is None:
+            live, span = 0, top - low
+            R = 1 << max(int(span - 1).bit_length(), 1)
+        else:
+            growth = ring.dense_growth(low, top)  # None: no growth (or no dense rows at all)
+            if growth is None:
+                return False
+            live, (span, R) = ring.live, growth
         C = max(self.enc.n_codes, 64, ring.C if ring is not None else 0)
         nbytes = R * C * 8 * len(self.lanes)
         if nbytes <= _SPAN_HASH_BYTES or span <= max(4096, 64 * self._units_per_row()):
             return False
         density = (live + new_cells) / (span * max(self.enc.n_codes, 1))
-        if density >= _TO_HASH:
+        if density >= TO_HASH:
             return False
         self._span_hash = True
         self.plan_info["layout"] = _LAYOUT_NAMES["hash"]
@@ -470,7 +470,7 @@ class WindowAggregate(Operator):
         """Hash cells chosen for a sparse span go back to the dense ring once the span is
         small again (the far row was emitted), unless the auto rule would keep them."""
         ring = self.ring
-        if not (self._span_hash and isinstance(ring, HashCells)):
+        if not self._span_hash or ring is None:  # _span_hash: hash cells (_sparse_span)
             return False
         span = ring.top - ring.base
         C = max(self.enc.n_codes, 64)
@@ -479,7 +479,7 @@ class WindowAggregate(Operator):
         self._span_hash = False
         if self._auto_may_hash() and self.enc.n_codes >= _HASH_MIN_KEYS:
             return False  # the density rule of _relayout decides
-        self._set_ring(ring.to_ring(self.enc.n_codes))
+        self._set_ring(ring.to_dense(self.enc.n_codes))
         self.plan_info["layout"] = _LAYOUT_NAMES["dense"]
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
         return True
@@ -603,28 +603,13 @@ class WindowAggregate(Operator):
         self._values_compact_at[col] = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["value_compactions"] = self.plan_info.get("value_compactions", 0) + 1
 
-    def _live_runs(self, start: int, stop: int) -> list[range]:
-        """The windows in ``[start, stop)`` that hold a live hash cell, as runs of consecutive
-        ids (a span of mostly empty windows is skipped, not walked). O(live cells log)."""
-        ring = self.ring
-        assert isinstance(ring, HashCells)
-        k = ring.n_cells
-        u = np.unique(ring.cell_u[:k][ring.arr[("rows", None)][:k] > 0])
+    def _unit_windows(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The windows ``[lo, hi)`` each unit of ``u`` is in (WID: its own; panes: the windows
+        holding the pane). O(len(u))."""
         if self.units is None:
-            lo, hi = u, u + 1
-        else:
-            g, s, r = self.units.g, self.kind.s, self.kind.r  # type: ignore[attr-defined]
-            lo, hi = (u * g) // s, (u * g + r) // s
-        lo, hi = np.maximum(lo, start), np.minimum(hi, stop)
-        keep = lo < hi
-        lo, hi = lo[keep], hi[keep]
-        if lo.shape[0] == 0:
-            return []
-        hic = np.maximum.accumulate(hi)
-        brk = np.flatnonzero(lo[1:] > hic[:-1]) + 1
-        starts = np.r_[0, brk]
-        ends = np.r_[brk - 1, lo.shape[0] - 1]
-        return [range(int(lo[a]), int(hic[b])) for a, b in zip(starts, ends)]
+            return u, u + 1
+        g, s, r = self.units.g, self.kind.s, self.kind.r  # type: ignore[attr-defined]
+        return (u * g) // s, (u * g + r) // s
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max()) - float(times.min()) + 1.0 if times.size else 1.0  # no wrap
@@ -698,20 +683,15 @@ class WindowAggregate(Operator):
                     f"dense ring of {R} window/pane rows x {C} key columns")
                 self._set_ring(Ring(self.lanes, base=low, rows=rows, codes=C))
         else:
-            if (not isinstance(self.ring, HashCells)
-                    and self._sparse_span(low, high + per_row, codes.shape[0] * per_row)):
+            if self._sparse_span(low, high + per_row, codes.shape[0] * per_row):
                 self._set_ring(HashCells.from_ring(self.ring, self.enc.n_codes))
             if low < self.ring.base:
                 self.ring.lower_base(low)
-        if tumble is not None and type(self.ring) is not Ring:  # went sparse: ids as arrays
-            lo, hi = ulo, uhi = self.bucket.tag(batch, times)
-            tumble = None
         cols = self._lane_columns(batch)
         # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
         self.ring.track_nf = self.units is not None
-        fused = {} if tumble is None else {"tumble": tumble}  # a dense Ring's option only
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
-                         top=high + 1 if single else None, **fused)
+                         top=high + 1 if single else None, tumble=tumble)
         if self.holistic:
             assert ulo is not None and uhi is not None
             self._add_holistic(batch, codes, ulo, uhi, cols)
@@ -729,7 +709,7 @@ class WindowAggregate(Operator):
         (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
         k = self.kind
         if (self.units is not None or k.row_based or not isinstance(k, Sliding) or k.r != k.s
-                or type(self.ring) is not Ring or self.holistic or revise is not None):
+                or self.ring is None or self.holistic or revise is not None):
             return None
         return k.o, k.s
 
@@ -824,10 +804,8 @@ class WindowAggregate(Operator):
             if start is not None and stop > start:
                 stop_data = self._last_window() + 1
                 wids = range(start, max(start, min(stop, stop_data)))
-                runs = [wids]
-                if isinstance(self.ring, HashCells) and len(wids) > 4 * self.ring.n_cells + 64:
-                    runs = self._live_runs(wids.start, wids.stop)  # skip empty spans
-                for run in runs:
+                # hash cells skip spans of empty windows; the dense ring walks them all
+                for run in self.ring.live_runs(wids.start, wids.stop, self._unit_windows):
                     batch = self._emit_windows(list(run), revision=False)
                     if batch is not None:
                         out.append(batch)
@@ -893,17 +871,7 @@ class WindowAggregate(Operator):
                                            differential_ok=self.late is not LatePolicy.UPDATE)
         if not (self.ring.base <= w < self.ring.top):
             return None
-        if isinstance(self.ring, HashCells):  # late='update' after a sparse span
-            _, codes, lanes = self.ring.block([w], self.enc.n_codes)
-            return (codes, lanes) if codes.size else None
-        rows = self.ring.view(("rows", None), w)[: self.enc.n_codes]
-        codes = np.flatnonzero(rows)
-        if codes.size == 0:
-            return None
-        lanes = {k: self.ring.view(k, w)[codes] for k in self.ring.arr}
-        for k in self.ring.tarr:
-            lanes[("t:" + k[0], k[1])] = self.ring.view(k, w, time=True)[codes]
-        return codes, lanes
+        return self.ring.unit_cells(w, self.enc.n_codes)
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
@@ -920,7 +888,7 @@ class WindowAggregate(Operator):
                                           key_values=lut is not None)
         if self.units is None and only is None and self.ring is not None:
             # WID: every window's live cells in one vectorized pass over the ring block
-            if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):
+            if self.late is not LatePolicy.UPDATE:
                 # emitted = purged: gather and reset just these cells in one pass
                 wid, codes, lanes = self.ring.take_block(wids, self.enc.n_codes)
                 self._clean = (wids[0], wids[-1] + 1) if wids else None
@@ -956,7 +924,7 @@ class WindowAggregate(Operator):
         :meth:`KeyEncoder.keys`) only when new keys appeared.
         """
         if (len(self.by) != 1 or not pa.types.is_int64(self.schema_in.field(self.by[0]).type)
-                or isinstance(self.ring, HashCells) or any(a.holistic for a in self.aggs)):
+                or any(a.holistic for a in self.aggs)):
             return None
         n = self.enc.n_codes
         if getattr(self, "_lut_n", None) != n:
@@ -1186,10 +1154,7 @@ class WindowAggregate(Operator):
         self.bucket.restore(state["bucket"])
         self.enc.restore(state["enc"])
         if state["ring"] is not None:
-            if "cell_u" in state["ring"]:
-                self._set_ring(HashCells(self.lanes))
-            else:
-                self._set_ring(Ring(self.lanes))
+            self._set_ring(store_for_snapshot(self.lanes, state["ring"]))
             self.ring.restore(state["ring"])
         for k, v in state["ms"].items():
             self.holistic[k].restore(v)

@@ -245,7 +245,7 @@ class PaneCombiner:
         key value per code; only without holistic aggregates): the first
         array holds the key values instead of codes.
         """
-        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if self.landmark or not wids:
             return None
         sel = [li for li in real if li.lane.op in K.SELECT_OPS]
@@ -263,41 +263,61 @@ class PaneCombiner:
         if ("rows", None) not in self.running or self.running[("rows", None)].shape[0] < n:
             self.running[("rows", None)] = np.zeros(max(n, 1), np.int64)
             missing = True
-        k: Sliding = self.kind  # type: ignore[assignment]
         w0, nw = int(wids[0]), int(wids[-1]) + 1 - int(wids[0])  # consecutive ids
         inc0 = (not missing) and self.run_w is not None and self.run_w == w0 - 1
         prev = self.window_panes(self.run_w) if self.run_w is not None else (0, 0)
-        # no select lanes: every lane's identity is 0, so the kernel can reset the
-        # leaving panes as it subtracts them (the purge then has nothing left to sweep)
-        zero = not sel and not ring.tarr
+        return ring.emit_pane_sums(self, sel=sel, ik=ik, fk=fk, n=n, w0=w0, nw=nw, prev=prev,
+                                   inc0=inc0, key_lut=key_lut)
+
+    def _lanes_out(self, ik: list, fk: list, iv: Any, fv: Any) -> dict:
+        """The emitted lanes by key (inactive nn lanes read the rows lane)."""
+        lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
+        lanes.update({x: fv[q] for q, x in enumerate(fk)})
+        for li in self.lanes:
+            if li.key not in lanes:
+                lanes[li.key] = lanes[("rows", None)]
+        return lanes
+
+    def emit_hash(self, ring: HashCells, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
+                  w0: int, nw: int, prev: tuple[int, int], inc0: bool,
+                  key_lut: np.ndarray | None) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`emit_block` over hash cells (sparse keys, sum-type lanes only): walks the
+        live cells of each entering and leaving pane
+        (:func:`~oop.window.paned_kernels.paned_emit_hash`). ``key_lut``: the codes are
+        mapped to key values after the kernel."""
+        assert not sel, "the hash layout is only chosen for sum-type lanes"
+        k: Sliding = self.kind  # type: ignore[assignment]
         df = (np.zeros(1, np.float64),)
-        if isinstance(ring, HashCells):  # sparse keys: walk the live cells of each pane
-            assert not sel and key_lut is None, "the hash layout is only chosen for sum-type lanes"
-            kc = ring.n_cells
-            cu = ring.cell_u[:kc]
-            # panes below window w0 - 1's are not read (and after a sparse span, ring.base
-            # may lie far below them: offs would span the gap)
-            pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
-            pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
-            idx = np.flatnonzero(cu < pa1)
-            order = idx[np.argsort(cu[idx], kind="stable")]
-            offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))
-            codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
-                order, offs.astype(np.int64), pa0, ring.cell_c,
-                tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
-                len(fk), tuple(self.running[x] for x in ik),
-                tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-                prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
-            self.run_w = w0 + nw - 1
-            lanes = {x: iv[q] for q, x in enumerate(ik)}
-            lanes.update({x: fv[q] for q, x in enumerate(fk)})
-            for li in self.lanes:
-                if li.key not in lanes:
-                    lanes[li.key] = lanes[("rows", None)]
-            return codes, lanes, (start, end)
+        # panes below window w0 - 1's are not read (and after a sparse span, ring.base
+        # may lie far below them: offs would span the gap)
+        pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
+        pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
+        order, offs = ring.pane_cells(pa0, pa1)
+        codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
+            order, offs, pa0, ring.cell_c,
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
+            len(fk), tuple(self.running[x] for x in ik),
+            tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
+            prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
+        self.run_w = w0 + nw - 1
+        if key_lut is not None:
+            codes = key_lut[codes]
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end)
+
+    def emit_dense(self, ring: Ring, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
+                   w0: int, nw: int, prev: tuple[int, int], inc0: bool,
+                   key_lut: np.ndarray | None
+                   ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`emit_block` over the dense pane ring: :func:`~oop.window.paned_kernels.paned_emit`
+        (sum-type lanes), or :meth:`_emit_sel` with select lanes."""
         if sel:
             assert n <= ring.C, (n, ring.C)
             return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, key_lut)
+        k: Sliding = self.kind  # type: ignore[assignment]
+        # no select lanes: every lane's identity is 0, so the kernel can reset the
+        # leaving panes as it subtracts them (the purge then has nothing left to sweep)
+        zero = not ring.tarr
+        df = (np.zeros(1, np.float64),)
         codes, start, end, iv, fv, self.since, dead = PK.emit_kernel(len(ik), len(fk))(
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
@@ -306,15 +326,8 @@ class PaneCombiner:
             key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = w0 + nw - 1
         if zero:
-            ring.live -= dead
-            ring.base = max(ring.base, self.window_panes(self.run_w)[0])
-            ring.top = max(ring.top, ring.base)
-        lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
-        lanes.update({x: fv[q] for q, x in enumerate(fk)})
-        for li in self.lanes:
-            if li.key not in lanes:
-                lanes[li.key] = lanes[("rows", None)]
-        return codes, lanes, (start, end)
+            ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end)
 
     def _sel_state(self, sel: list[LaneInfo], n: int, C2: int, w0: int) -> tuple[int, int]:
         """The persistent block state of the select lanes, (re)allocated or extended to ``n`` codes.
@@ -393,9 +406,7 @@ class PaneCombiner:
             k.o, prev[0], prev[1], inc0, self.since, self.P,
             key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = self._s_w = w0 + nw - 1
-        ring.live -= dead
-        ring.base = max(ring.base, self.window_panes(self.run_w)[0])
-        ring.top = max(ring.top, ring.base)
+        ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
         for q, li in enumerate(si):
@@ -413,12 +424,12 @@ class PaneCombiner:
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values) of window ``w`` combined from its panes."""
-        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if len(real) != len(self.lanes):  # inactive nn lanes read the rows lane
             res = self._window_cells(ring, w, n, differential_ok, real)
             if res is not None:
                 for li in self.lanes:
-                    if li.key != ring._alias(li.key):
+                    if li.key != ring.alias(li.key):
                         res[1][li.key] = res[1][("rows", None)]
             return res
         return self._window_cells(ring, w, n, differential_ok, self.lanes)
