@@ -69,7 +69,7 @@ Other punctuation is dropped (its attributes are not in the output).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -84,13 +84,14 @@ from oop.progress.watermark import time_bounds  # the sources' (min, max) kernel
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
-from oop.window.aggregates import Agg, as_aggs, output_type
+from oop.window.aggregates import Agg, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.cells import CellStore, store_for_snapshot
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
+from oop.window.params import WindowOptions, WindowParams
 from oop.window.ring import TO_HASH, Ring
 from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
                                column_values, exact_sum_columns, int_valued, is_numeric_type,
@@ -178,40 +179,25 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
 class WindowAggregate(Operator):
     """Bucket + Aggregate over a progressing stream (see the module docstring)."""
 
-    def __init__(
-        self,
-        kind: WindowKind,
-        aggs: Agg | Sequence[Agg],
-        *,
-        by: str | Sequence[str] = (),
-        method: str = "auto",
-        late: LatePolicy | str | None = None,
-        allowed_lateness: int | str = 0,
-        emit_wid: bool = False,
-        name: str = "window",
-        layout: str = "auto",
-        time: str | None = None,
-        max_state_bytes: int | None = None,
-    ) -> None:
+    def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg],
+                 **options: Unpack[WindowOptions]) -> None:
+        """``options``: the fields of :class:`~oop.window.params.WindowParams` (by, method,
+        late, allowed_lateness, emit_wid, name, layout, time, max_state_bytes)."""
+        p = self.params = WindowParams.of(kind, aggs, **options)
+        name, method = p.name, p.method
         super().__init__(name)
-        if max_state_bytes is not None and max_state_bytes <= 0:
-            raise ConfigError(f"{name}: max_state_bytes must be > 0, got {max_state_bytes}")
-        self.max_state_bytes = max_state_bytes
-        self.time_config = time
-        if layout not in ("auto", "dense", "hash"):
-            raise ConfigError(f"{name}: layout={layout!r}; use 'auto', 'dense' or 'hash'")
-        self.layout_config = layout
-        if not isinstance(kind, WindowKind):
-            raise ConfigError(f"{name}: {kind!r} is not a window kind; use oop.window.Tumbling(...) etc.")
+        self.max_state_bytes = p.max_state_bytes
+        self.time_config = p.time
+        self.layout_config = p.layout
         if method not in _METHODS:
             raise ConfigError(f"{name}: method={method!r}; use one of {_METHODS}")
         self.kind_config = kind
-        self.aggs = as_aggs(aggs)
-        self.by = [by] if isinstance(by, str) else list(by)
+        self.aggs = p.aggs
+        self.by = list(p.by)
         self.method_config = method
-        self.late = None if late is None else LatePolicy.parse(late)
-        self.lateness_config = allowed_lateness
-        self.emit_wid = emit_wid
+        self.late = p.late
+        self.lateness_config = p.allowed_lateness
+        self.emit_wid = p.emit_wid
         if isinstance(kind, Landmark) and method == "wid":
             raise ConfigError(
                 f"{name}: a landmark window has no upper wid bound (each tuple is in every later "
