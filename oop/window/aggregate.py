@@ -87,6 +87,7 @@ from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, output_type
 from oop.window.bucket import BucketLogic
 from oop.window.cells import CellStore, store_for_snapshot
+from oop.window.evaluator import Evaluator, WidEvaluator
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
@@ -269,7 +270,7 @@ class WindowAggregate(Operator):
         self._values_compact_at: dict[str, int] = {}  # see _compact_values
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
-        self.units: Any = None
+        self.units: Evaluator = WidEvaluator(self.kind)  # until the method is decided
         self._clean: tuple[int, int] | None = None
         self._rank_cache: dict[str | None, np.ndarray] = {}  # see _value_rank
         if self.method is not None:
@@ -290,16 +291,18 @@ class WindowAggregate(Operator):
         return output_type(a, self.schema_in.field(a.column).type if a.column else None)
 
     def _set_method(self, method: str, info: dict[str, Any]) -> None:
+        """Choose the evaluator of ``method`` (:mod:`oop.window.evaluator`)."""
         self.method = method
         self.plan_info.update(info, method=method, layout="dense ring x codes")
         if method == "paned":
             from oop.window.paned import PaneCombiner
 
-            self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs,  # type: ignore[arg-type]
-                                           cache_pane_states=self.late is not LatePolicy.UPDATE)
-            self.plan_info["pane"] = self.units.g
+            pc = PaneCombiner(self.kind, self.lanes, self.aggs,
+                              cache_pane_states=self.late is not LatePolicy.UPDATE)
+            self.plan_info["pane"] = pc.g
+            self.units = pc
         else:
-            self.units = None
+            self.units = WidEvaluator(self.kind)
 
     def _can_hash(self) -> bool:
         """Whether the hash layout can hold this operator's state.
@@ -310,10 +313,7 @@ class WindowAggregate(Operator):
         each pane's live cells; min/max/first/last and landmark windows read
         dense pane rows).
         """
-        paned_ok = (self.units is None or (
-            not self.units.landmark
-            and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
-        return paned_ok and self.late is not LatePolicy.UPDATE
+        return self.units.hash_lanes_ok(self.lanes) and self.late is not LatePolicy.UPDATE
 
     def _auto_may_hash(self) -> bool:
         """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
@@ -325,8 +325,7 @@ class WindowAggregate(Operator):
         ``experiments/bench_window.py``), so auto keeps it dense (``layout="hash"``
         still forces it, at about half the memory).
         """
-        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
-        return single and self._can_hash()
+        return self.units.one_unit_per_row() and self._can_hash()
 
     def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
         """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
@@ -420,7 +419,9 @@ class WindowAggregate(Operator):
     def _span_may_hash(self) -> bool:
         """Whether hash cells can hold the state when the span of open units is sparse: WID
         (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
-        return self.layout_config == "auto" and (self.units is None or self._can_hash())
+        u = self.units
+        return self.layout_config == "auto" and u.hash_lanes_ok(self.lanes) and (
+            self.late is not LatePolicy.UPDATE or u.hash_revisions_ok())
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
         """Whether the dense ring, grown to units ``[min(base, low), max(top, ring top))``,
@@ -505,8 +506,7 @@ class WindowAggregate(Operator):
         """The codes some state still holds (ascending), or None when this operator does not
         forget keys (see :meth:`_compact_keys`). Cost O(state)."""
         ring = self.ring
-        ok = (ring is not None and not ring.fixed and bool(self.by)
-              and (self.units is None or not self.units.landmark))
+        ok = ring is not None and not ring.fixed and bool(self.by) and not self.units.landmark
         if not ok:
             return None
         assert ring is not None
@@ -527,8 +527,7 @@ class WindowAggregate(Operator):
         ring.compact_codes(keep)
         for ms in self.holistic.values():
             ms.remap_codes(remap)
-        if self.units is not None:
-            self.units.forget_codes()
+        self.units.forget_codes()
         self._lut_n = None  # the key-value cache of Paned-WID's emission
         self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
@@ -584,18 +583,9 @@ class WindowAggregate(Operator):
         enc.compact(keep)
         ms.remap_values(remap)
         self._rank_cache.pop(col, None)
-        if self.units is not None:
-            self.units.forget_values()
+        self.units.forget_values()
         self._values_compact_at[col] = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["value_compactions"] = self.plan_info.get("value_compactions", 0) + 1
-
-    def _unit_windows(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The windows ``[lo, hi)`` each unit of ``u`` is in (WID: its own; panes: the windows
-        holding the pane). O(len(u))."""
-        if self.units is None:
-            return u, u + 1
-        g, s, r = self.units.g, self.kind.s, self.kind.r  # type: ignore[attr-defined]
-        return (u * g) // s, (u * g + r) // s
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max()) - float(times.min()) + 1.0 if times.size else 1.0  # no wrap
@@ -612,10 +602,8 @@ class WindowAggregate(Operator):
         times = time_values(batch, self.time, self.inputs[0].name)
         out: list[Element] = []
         revise = None
-        panes = None  # Paned-WID: (pane ids, min, max, smallest time) before the late check
-        if (self.units is not None and self.late is not LatePolicy.UPDATE
-                and not isinstance(self.kind, Landmark)):
-            panes = self.units.pane_ids(times)  # one compiled pass that also finds min(times)
+        # Paned-WID: (pane ids, min, max, smallest time) before the late check
+        panes = self.units.early_ids(times, self.late is LatePolicy.UPDATE)
         if self.kind.row_based:
             pass
         elif self.late is LatePolicy.UPDATE:
@@ -644,15 +632,11 @@ class WindowAggregate(Operator):
         if tumble is not None:  # WIDs inside the update kernel (004 §6.1): only their range here
             lo = hi = ulo = uhi = None
             low, high = self._tumble_bounds(times, *tumble)
-        elif self.units is None:
-            lo, hi = self.bucket.tag(batch, times)
-            ulo, uhi = lo, hi
-            low, high = time_bounds(ulo)
-        else:  # panes: the window ids are only needed to re-emit revised windows
-            lo = hi = None
-            ulo, low, high, _ = panes or self.units.pane_ids(times)  # compiled, no hi array
-            uhi = ulo + 1 if (self.ring is None or self.holistic) else None
-        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
+        else:
+            ids = self.units.unit_ids(self.bucket, batch, times, panes,
+                                      need_hi=self.ring is None or bool(self.holistic))
+            lo, hi, ulo, uhi, low, high = ids.lo, ids.hi, ids.ulo, ids.uhi, ids.low, ids.high
+        single = self.units.one_unit_per_row()
         per_row = 1 if single else self._units_per_row()
         if self.ring is None:
             layout = self._choose_layout(codes, ulo)
@@ -675,7 +659,7 @@ class WindowAggregate(Operator):
                 self.ring.lower_base(low)
         cols = self._lane_columns(batch)
         # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
-        self.ring.track_nf = self.units is not None
+        self.ring.track_nf = self.units.track_nf
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
                          top=high + 1 if single else None, tumble=tumble)
         if self.holistic:
@@ -694,10 +678,10 @@ class WindowAggregate(Operator):
         """``(origin, size)`` when this batch's tumbling WIDs can be left to the update kernel
         (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
         k = self.kind
-        if (self.units is not None or k.row_based or not isinstance(k, Sliding) or k.r != k.s
-                or self.ring is None or self.holistic or revise is not None):
+        if (not self.units.fuses_tumble() or self.ring is None or self.holistic
+                or revise is not None):
             return None
-        return k.o, k.s
+        return k.o, k.s  # type: ignore[attr-defined]
 
     def _tumble_bounds(self, times: np.ndarray, origin: int, size: int) -> tuple[int, int]:
         """The least and greatest tumbling WID of ``times`` from their min and max (floor
@@ -791,7 +775,7 @@ class WindowAggregate(Operator):
                 stop_data = self._last_window() + 1
                 wids = range(start, max(start, min(stop, stop_data)))
                 # hash cells skip spans of empty windows; the dense ring walks them all
-                for run in self.ring.live_runs(wids.start, wids.stop, self._unit_windows):
+                for run in self.ring.live_runs(wids.start, wids.stop, self.units.unit_windows):
                     batch = self._emit_windows(list(run), revision=False)
                     if batch is not None:
                         out.append(batch)
@@ -815,14 +799,10 @@ class WindowAggregate(Operator):
 
     def _first_window(self) -> int | None:
         assert self.ring is not None
-        if self.units is None:
-            return self.ring.base
         return self.units.first_window(self.ring.base)
 
     def _last_window(self) -> int:
         assert self.ring is not None
-        if self.units is None:
-            return self.ring.top - 1
         return self.units.last_window(self.ring.top - 1)
 
     def _purge(self) -> None:
@@ -830,13 +810,12 @@ class WindowAggregate(Operator):
         keep = self.emitted
         if self.late is LatePolicy.UPDATE and self.lwm > INT64_MIN:
             keep = min(keep, self.bucket.first_open(self.lwm - self.lateness))
-        unit = keep if self.units is None else self.units.first_unit_needed(keep)
+        unit = self.units.first_unit_needed(keep)
         c = self._clean  # units whose live cells _emit_windows already reset
-        clean = (self.units is None and c is not None and self.ring.base >= c[0]
-                 and min(unit, self.ring.top) <= c[1])
+        clean = c is not None and self.ring.base >= c[0] and min(unit, self.ring.top) <= c[1]
         self.ring.purge_below(unit, clean=clean)
         self._clean = None
-        hunit = keep if self.units is None else self.units.holistic_unit_needed(keep)
+        hunit = self.units.holistic_unit_needed(keep)
         for ms in self.holistic.values():
             ms.purge_below(hunit)
 
@@ -852,39 +831,23 @@ class WindowAggregate(Operator):
     def _cells(self, w: int) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values at those codes) of window ``w``."""
         assert self.ring is not None
-        if self.units is not None:
-            return self.units.window_cells(self.ring, w, self.enc.n_codes,
-                                           differential_ok=self.late is not LatePolicy.UPDATE)
-        if not (self.ring.base <= w < self.ring.top):
-            return None
-        return self.ring.unit_cells(w, self.enc.n_codes)
+        return self.units.window_cells(self.ring, w, self.enc.n_codes,
+                                       differential_ok=self.late is not LatePolicy.UPDATE)
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
-        if (self.units is not None and only is None and self.ring is not None
-                and self.late is not LatePolicy.UPDATE):
-            # Paned-WID: all windows in compiled passes (differential sums + select blocks)
-            lut = self._key_lut()
-            res = self.units.emit_block(self.ring, wids, self.enc.n_codes, key_lut=lut)
-            if res is not None:
-                codes, lanes, ext = res
-                if codes.size == 0:
+        if only is None and self.ring is not None:
+            # every window in one pass (WID: over the store's block of window cells; Paned-WID:
+            # compiled differential sums + select blocks); None: window by window below
+            update = self.late is LatePolicy.UPDATE
+            e = self.units.emit_cells(self.ring, wids, self.enc.n_codes, self._key_lut, update)
+            if e is not None:
+                if not update:
+                    self._clean = e.clean  # emitted = purged: these cells are reset already
+                if e.codes.size == 0:
                     return None
-                return self._build_arrays(None, codes, lanes, revision, extents=ext,
-                                          key_values=lut is not None)
-        if self.units is None and only is None and self.ring is not None:
-            # WID: every window's live cells in one vectorized pass over the ring block
-            if self.late is not LatePolicy.UPDATE:
-                # emitted = purged: gather and reset just these cells in one pass
-                wid, codes, lanes = self.ring.take_block(wids, self.enc.n_codes)
-                self._clean = (wids[0], wids[-1] + 1) if wids else None
-            else:
-                wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
-                if self.late is not LatePolicy.UPDATE:
-                    self.ring.reset_cells(wid, codes)
-            if codes.size == 0:
-                return None
-            return self._build_arrays(wid, codes, lanes, revision)
+                return self._build_arrays(e.wid, e.codes, e.lanes, revision, extents=e.extents,
+                                          key_values=e.key_values)
         parts = []
         for w in wids:
             cells = self._cells(w)
@@ -1002,24 +965,29 @@ class WindowAggregate(Operator):
         ms = self.holistic[(store, a.column)]  # type: ignore[index]
         typ = self.out_schema.field(a.name).type
         q = sp.quantile_of(a)
-        if self.units is not None and q is not None:  # all windows, one call
-            res = self.units.quantiles(ms, parts, q)
+        # the evaluator's all-windows-in-one-call shortcuts (Paned-WID); None: window by window
+        u, update = self.units, self.late is LatePolicy.UPDATE
+        if q is not None:
+            res = u.quantiles(ms, parts, q)
             if res is not None:
                 return lane_array(res[0], ~res[1], typ)
-        if self.units is not None and sp.store_op == "distinct" and self.late is not LatePolicy.UPDATE:
-            # all windows in one call, from a running multiplicity table (revisions: below)
-            return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
-        if self.units is not None and sp.store_op == "udaf" and udaf_is_compiled(a):
-            res = udaf_windows(a, parts, ms, self.units)  # compiled UDAF: all windows, one call
+        if sp.store_op == "distinct" and not update:
+            # from a running multiplicity table (revisions: below)
+            d = u.distinct(ms, parts, a.column, self.enc.n_codes)
+            if d is not None:
+                return pa.array(d)
+        if sp.store_op == "udaf" and udaf_is_compiled(a):
+            res = udaf_windows(a, parts, ms, u)
             if res is not None:
                 return res
-        if self.units is not None and sp.store_op == "top_k" and self.late is not LatePolicy.UPDATE:
-            off, v, n = self.units.heavy(ms, parts, a.column, self.enc.n_codes,
-                                         self._value_rank(a.column), int(a.k))  # type: ignore[arg-type]
-            return self._heavy_array(a, off, v, n)
+        if sp.store_op == "top_k" and not update:
+            h = u.heavy(ms, parts, a.column, self.enc.n_codes, self._value_rank(a.column),
+                        int(a.k))  # type: ignore[arg-type]
+            if h is not None:
+                return self._heavy_array(a, *h)
         chunks = []
         for w, codes, _ in parts:
-            ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)
+            ulo, uhi = self.units.window_panes(w)
             c, v, n = ms.select(ulo, uhi)
             gcodes, bounds = group_bounds(c)
             pos = np.searchsorted(gcodes, codes)
@@ -1109,8 +1077,7 @@ class WindowAggregate(Operator):
         for ms in self.holistic.values():
             items += len(ms)
             nbytes += ms.nbytes()
-        if self.units is not None:
-            nbytes += self.units.nbytes()
+        nbytes += self.units.nbytes()
         return StateSize(items, nbytes)
 
     def snapshot(self) -> Any:
@@ -1121,7 +1088,7 @@ class WindowAggregate(Operator):
             "ms": {k: v.snapshot() for k, v in self.holistic.items()},
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
-            "units": None if self.units is None else self.units.snapshot(),
+            "units": self.units.snapshot(),
             "sum_max": dict(self.sum_max), "span_hash": self._span_hash,
             "keys_compact_at": self._keys_compact_at,
         }
@@ -1148,17 +1115,16 @@ class WindowAggregate(Operator):
             self.value_enc[k].restore(v)
         for k, v in state["vranks"].items():
             self.value_ranks[k].restore(v)
-        if state["units"] is not None:
-            self.units.restore(state["units"])
+        self.units.restore(state["units"])
 
     def _check(self) -> None:
         self.enc._check()
         if self.ring is not None:
             self.ring._check()
             if self.emitted is not None and self.late is not LatePolicy.UPDATE:
-                first_needed = self.emitted if self.units is None else self.units.first_unit_needed(self.emitted)
-                assert self.ring.base >= first_needed or self.ring.live == 0 or self.units is not None, \
-                    (self.ring.base, first_needed)
+                first_needed = self.units.first_unit_needed(self.emitted)
+                assert (self.ring.base >= first_needed or self.ring.live == 0
+                        or self.method != "wid"), (self.ring.base, first_needed)
         for ms in self.holistic.values():
             ms._check()
 

@@ -73,12 +73,14 @@ The operator is :class:`~oop.window.aggregate.WindowAggregate` with
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from oop.errors import ConfigError, ValueRangeError
 from oop.window.aggregates import Agg
+from oop.window.bucket import BucketLogic
+from oop.window.evaluator import Emitted, UnitIds
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
@@ -101,7 +103,11 @@ def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class PaneCombiner:
-    """Pane geometry and the window-level combine of one Paned-WID operator."""
+    """Pane geometry and the window-level combine of one Paned-WID operator: its
+    :class:`~oop.window.evaluator.Evaluator` (units are panes)."""
+
+    method = "paned"
+    track_nf = True  # subtracts panes: a NaN / inf sum must not be subtracted
 
     def __init__(self, kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
                  cache_pane_states: bool = True) -> None:
@@ -135,6 +141,54 @@ class PaneCombiner:
         self._s_w: int | None = None
         self._s_n = 0
         self._s_pre_hi = self._s_suf_b = _FRESH
+
+    # ---- evaluator hooks (oop.window.evaluator.Evaluator) ------------------------
+    def one_unit_per_row(self) -> bool:
+        """Each tuple updates one pane."""
+        return True
+
+    def fuses_tumble(self) -> bool:
+        """Pane ids come from :meth:`pane_ids`, not the tumbling update kernel."""
+        return False
+
+    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool:
+        """Hash cells hold panes of sum-type lanes on sliding/tumbling windows (their
+        emission walks each pane's cells; select lanes and landmark windows read pane rows)."""
+        return not self.landmark and all(li.lane.op in _SUM_OPS for li in lanes)
+
+    def hash_revisions_ok(self) -> bool:
+        """Revisions combine dense pane rows (:meth:`window_cells`)."""
+        return False
+
+    def early_ids(self, times: np.ndarray, update: bool) -> tuple | None:
+        """:meth:`pane_ids` before the late check (it also finds ``min(times)``), except with
+        ``update`` and on landmark windows. O(n), compiled."""
+        return None if update or self.landmark else self.pane_ids(times)
+
+    def unit_ids(self, bucket: BucketLogic, batch: Any, times: np.ndarray, early: Any,
+                 need_hi: bool) -> UnitIds:
+        """The pane of every row (``early`` when no row was dropped since); ``uhi`` only when
+        ``need_hi``. The window ids are only needed to re-emit revised windows. O(n)."""
+        ulo, low, high, _ = early or self.pane_ids(times)
+        return UnitIds(ulo, ulo + 1 if need_hi else None, low, high)
+
+    def unit_windows(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The windows ``[lo, hi)`` holding each pane of ``u`` (sliding windows). O(len(u))."""
+        k: Sliding = self.kind  # type: ignore[assignment]
+        return (u * self.g) // k.s, (u * self.g + k.r) // k.s
+
+    def emit_cells(self, ring: Any, wids: Sequence[int], n: int,
+                   key_lut: Callable[[], np.ndarray | None], update: bool) -> Emitted | None:
+        """:meth:`emit_block` (key values through ``key_lut()`` where it can); None with
+        ``update`` or on landmark windows (the caller then goes window by window)."""
+        if update:
+            return None
+        lut = key_lut()
+        res = self.emit_block(ring, wids, n, key_lut=lut)
+        if res is None:
+            return None
+        codes, lanes, ext = res
+        return Emitted(None, codes, lanes, ext, key_values=lut is not None)
 
     # ---- geometry ----------------------------------------------------------
     def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int, int]:
