@@ -94,7 +94,9 @@ _SUM_OPS = {"rows", "nn", "sum", "sumsq"}
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 _NO_LUT = np.zeros(0, np.int64)
-_FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
+_FRESH = -(1 << 62)
+#: the key value of every code (one int64 key column), a callable giving it, or None
+KeyLut = np.ndarray | Callable[[], np.ndarray | None] | None  # pre_hi / suf_b of an empty select block state
 
 
 def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -183,12 +185,11 @@ class PaneCombiner:
         ``update`` or on landmark windows (the caller then goes window by window)."""
         if update:
             return None
-        lut = key_lut()
-        res = self.emit_block(ring, wids, n, key_lut=lut)
+        res = self._emit_keyed(ring, wids, n, key_lut)
         if res is None:
             return None
-        codes, lanes, ext = res
-        return Emitted(None, codes, lanes, ext, key_values=lut is not None)
+        codes, lanes, ext, keyed = res
+        return Emitted(None, codes, lanes, ext, key_values=keyed)
 
     # ---- geometry ----------------------------------------------------------
     def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int, int]:
@@ -281,6 +282,12 @@ class PaneCombiner:
     def emit_block(self, ring: Ring, wids: Sequence[int], n: int,
                    key_lut: np.ndarray | None = None
                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]] | None:
+        """(codes, lanes, extents) of :meth:`_emit_keyed` (see there)."""
+        res = self._emit_keyed(ring, wids, n, key_lut)
+        return None if res is None else res[:3]
+
+    def _emit_keyed(self, ring: Any, wids: Sequence[int], n: int, key_lut: KeyLut
+                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool] | None:
         """Every window of ``wids`` (consecutive ids) in compiled passes, no per-window Python.
 
         Sum-type lanes (count, sum, mean, var, std, and the row / non-null
@@ -297,7 +304,9 @@ class PaneCombiner:
         state with :meth:`window_cells`. Returns (codes, lanes, (window_start,
         window_end)) of the cells, ordered by (window, code). ``key_lut`` (int64
         key value per code; only without holistic aggregates): the first
-        array holds the key values instead of codes.
+        array holds the key values instead of codes; a callable giving it (or None) is only
+        called by the dense layout (hash cells would pay O(keys) per punctuation for it). The
+        last item says whether the first array holds key values.
         """
         real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if self.landmark or not wids:
@@ -334,7 +343,7 @@ class PaneCombiner:
 
     def emit_hash(self, ring: HashCells, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
                   w0: int, nw: int, prev: tuple[int, int], inc0: bool,
-                  key_lut: np.ndarray | None) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+                  key_lut: KeyLut) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
         """:meth:`emit_block` over hash cells (sparse keys, sum-type lanes only): walks the
         live cells of each entering and leaving pane
         (:func:`~oop.window.paned_kernels.paned_emit_hash`). ``key_lut``: the codes are
@@ -354,19 +363,21 @@ class PaneCombiner:
             tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
             prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
         self.run_w = w0 + nw - 1
-        if key_lut is not None:
-            codes = key_lut[codes]
-        return codes, self._lanes_out(ik, fk, iv, fv), (start, end)
+        lut = None if callable(key_lut) else key_lut  # O(keys) to build: only when given
+        if lut is not None:
+            codes = lut[codes]
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
     def emit_dense(self, ring: Ring, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
                    w0: int, nw: int, prev: tuple[int, int], inc0: bool,
-                   key_lut: np.ndarray | None
-                   ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+                   key_lut: KeyLut
+                   ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
         """:meth:`emit_block` over the dense pane ring: :func:`~oop.window.paned_kernels.paned_emit`
         (sum-type lanes), or :meth:`_emit_sel` with select lanes."""
+        lut = key_lut() if callable(key_lut) else key_lut
         if sel:
             assert n <= ring.C, (n, ring.C)
-            return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, key_lut)
+            return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, lut)
         k: Sliding = self.kind  # type: ignore[assignment]
         # no select lanes: every lane's identity is 0, so the kernel can reset the
         # leaving panes as it subtracts them (the purge then has nothing left to sweep)
@@ -377,11 +388,11 @@ class PaneCombiner:
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
             prev[0], prev[1], inc0, self.since, self.P, zero,
-            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
+            lut if lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = w0 + nw - 1
         if zero:
             ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
-        return codes, self._lanes_out(ik, fk, iv, fv), (start, end)
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
     def _sel_state(self, sel: list[LaneInfo], n: int, C2: int, w0: int) -> tuple[int, int]:
         """The persistent block state of the select lanes, (re)allocated or extended to ``n`` codes.
@@ -433,7 +444,7 @@ class PaneCombiner:
 
     def _emit_sel(self, ring: Ring, sel: list[LaneInfo], ik: list, fk: list, n: int, w0: int,
                   nw: int, prev: tuple[int, int], inc0: bool, key_lut: np.ndarray | None
-                  ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+                  ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
         """:meth:`emit_block` with select lanes: one :func:`~oop.window.paned_kernels.paned_emit_sel`
         call (sums, select blocks, output rows and the reset of the leaving panes)."""
         k: Sliding = self.kind  # type: ignore[assignment]
@@ -473,7 +484,7 @@ class PaneCombiner:
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
-        return codes, lanes, (start, end)
+        return codes, lanes, (start, end), key_lut is not None
 
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
