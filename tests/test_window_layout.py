@@ -150,7 +150,7 @@ def test_ring_hash_roundtrip(seed, units, n):
     for k in a:
         np.testing.assert_array_equal(a[k], b[k])
     if h.n_cells:
-        hv = {k: h.arr[h._alias(k)][: h.n_cells] for k in h.arr}
+        hv = {k: h.arr[h.alias(k)][: h.n_cells] for k in h.arr}
         gv = ring.gather(h.cell_u[: h.n_cells], h.cell_c[: h.n_cells])
         for k in hv:
             np.testing.assert_array_equal(hv[k], gv[k])

@@ -169,7 +169,7 @@ def test_emit_sel_equals_reference_over_punctuations(script):
         # every cell outside the live panes holds its identity (leaving panes were reset)
         live_rows = {u_ & ring.mask for u_ in range(ring.base, ring.top)}
         for li in lanes:
-            a = ring.arr[ring._alias(li.key)].reshape(ring.R, ring.C)
+            a = ring.arr[ring.alias(li.key)].reshape(ring.R, ring.C)
             for rr in range(ring.R):
                 if rr not in live_rows:
                     assert all(_eq(x, li.identity()) for x in a[rr, :n_codes]), (li.key, rr)

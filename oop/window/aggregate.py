@@ -69,7 +69,7 @@ Other punctuation is dropped (its attributes are not in the output).
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, Unpack
 
 import numpy as np
 import pyarrow as pa
@@ -84,13 +84,16 @@ from oop.progress.watermark import time_bounds  # the sources' (min, max) kernel
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
-from oop.window.aggregates import Agg, as_aggs, output_type
+from oop.window.aggregates import Agg, output_type
 from oop.window.bucket import BucketLogic
+from oop.window.cells import CellStore, store_for_snapshot
+from oop.window.evaluator import Evaluator, WidEvaluator
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
-from oop.window.ring import Ring
+from oop.window.params import WindowOptions, WindowParams
+from oop.window.ring import TO_HASH, Ring
 from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
                                column_values, exact_sum_columns, int_valued, is_numeric_type,
                                lane_array, lane_infos, max_abs, shifted_sum)
@@ -107,10 +110,9 @@ _METHODS = ("auto", "wid", "paned")
 #: layout="auto": hash cells need this many keys, and switch at these densities
 #: (live cells / (open units x keys)); the gap between the two avoids flapping
 _HASH_MIN_KEYS = 1024
-_TO_HASH, _TO_DENSE = 0.05, 0.20
 _LAYOUT_NAMES = {"hash": "hash (unit, code) cells", "dense": "dense ring x codes"}
 #: a dense ring that would grow beyond this many bytes for a span of open units holding
-#: < _TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
+#: < TO_HASH of its cells (a row far ahead of the rest: a bad clock) goes to hash cells
 #: first; it returns to dense once its span is below a quarter of this
 _SPAN_HASH_BYTES = 64 << 20
 #: the key dictionary is checked for dead keys once it holds this many keys, then each time
@@ -178,40 +180,25 @@ def choose_method(kind: WindowKind, aggs: Sequence[Agg], tuples_per_time: float,
 class WindowAggregate(Operator):
     """Bucket + Aggregate over a progressing stream (see the module docstring)."""
 
-    def __init__(
-        self,
-        kind: WindowKind,
-        aggs: Agg | Sequence[Agg],
-        *,
-        by: str | Sequence[str] = (),
-        method: str = "auto",
-        late: LatePolicy | str | None = None,
-        allowed_lateness: int | str = 0,
-        emit_wid: bool = False,
-        name: str = "window",
-        layout: str = "auto",
-        time: str | None = None,
-        max_state_bytes: int | None = None,
-    ) -> None:
+    def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg],
+                 **options: Unpack[WindowOptions]) -> None:
+        """``options``: the fields of :class:`~oop.window.params.WindowParams` (by, method,
+        late, allowed_lateness, emit_wid, name, layout, time, max_state_bytes)."""
+        p = self.params = WindowParams.of(kind, aggs, **options)
+        name, method = p.name, p.method
         super().__init__(name)
-        if max_state_bytes is not None and max_state_bytes <= 0:
-            raise ConfigError(f"{name}: max_state_bytes must be > 0, got {max_state_bytes}")
-        self.max_state_bytes = max_state_bytes
-        self.time_config = time
-        if layout not in ("auto", "dense", "hash"):
-            raise ConfigError(f"{name}: layout={layout!r}; use 'auto', 'dense' or 'hash'")
-        self.layout_config = layout
-        if not isinstance(kind, WindowKind):
-            raise ConfigError(f"{name}: {kind!r} is not a window kind; use oop.window.Tumbling(...) etc.")
+        self.max_state_bytes = p.max_state_bytes
+        self.time_config = p.time
+        self.layout_config = p.layout
         if method not in _METHODS:
             raise ConfigError(f"{name}: method={method!r}; use one of {_METHODS}")
         self.kind_config = kind
-        self.aggs = as_aggs(aggs)
-        self.by = [by] if isinstance(by, str) else list(by)
+        self.aggs = p.aggs
+        self.by = list(p.by)
         self.method_config = method
-        self.late = None if late is None else LatePolicy.parse(late)
-        self.lateness_config = allowed_lateness
-        self.emit_wid = emit_wid
+        self.late = p.late
+        self.lateness_config = p.allowed_lateness
+        self.emit_wid = p.emit_wid
         if isinstance(kind, Landmark) and method == "wid":
             raise ConfigError(
                 f"{name}: a landmark window has no upper wid bound (each tuple is in every later "
@@ -256,7 +243,7 @@ class WindowAggregate(Operator):
         self.bucket = BucketLogic(self.kind)
         self.enc = KeyEncoder(self.by)
         self.lanes = lane_infos(self.aggs, info.schema)
-        self.ring: Ring | None = None
+        self.ring: CellStore | None = None
         self.holistic: dict[tuple[str, str], Multiset] = {}
         self.value_enc: dict[str, KeyEncoder] = {}
         for a in self.aggs:
@@ -283,7 +270,7 @@ class WindowAggregate(Operator):
         self._values_compact_at: dict[str, int] = {}  # see _compact_values
         self.emitted: int | None = None  # first window id not yet emitted
         self.out_punct: int | None = None
-        self.units: Any = None
+        self.units: Evaluator = WidEvaluator(self.kind)  # until the method is decided
         self._clean: tuple[int, int] | None = None
         self._rank_cache: dict[str | None, np.ndarray] = {}  # see _value_rank
         if self.method is not None:
@@ -304,16 +291,18 @@ class WindowAggregate(Operator):
         return output_type(a, self.schema_in.field(a.column).type if a.column else None)
 
     def _set_method(self, method: str, info: dict[str, Any]) -> None:
+        """Choose the evaluator of ``method`` (:mod:`oop.window.evaluator`)."""
         self.method = method
         self.plan_info.update(info, method=method, layout="dense ring x codes")
         if method == "paned":
             from oop.window.paned import PaneCombiner
 
-            self.units: Any = PaneCombiner(self.kind, self.lanes, self.aggs,  # type: ignore[arg-type]
-                                           cache_pane_states=self.late is not LatePolicy.UPDATE)
-            self.plan_info["pane"] = self.units.g
+            pc = PaneCombiner(self.kind, self.lanes, self.aggs,
+                              cache_pane_states=self.late is not LatePolicy.UPDATE)
+            self.plan_info["pane"] = pc.g
+            self.units = pc
         else:
-            self.units = None
+            self.units = WidEvaluator(self.kind)
 
     def _can_hash(self) -> bool:
         """Whether the hash layout can hold this operator's state.
@@ -324,10 +313,7 @@ class WindowAggregate(Operator):
         each pane's live cells; min/max/first/last and landmark windows read
         dense pane rows).
         """
-        paned_ok = (self.units is None or (
-            not self.units.landmark
-            and all(li.lane.op in ("rows", "nn", "sum", "sumsq") for li in self.lanes)))
-        return paned_ok and self.late is not LatePolicy.UPDATE
+        return self.units.hash_lanes_ok(self.lanes) and self.late is not LatePolicy.UPDATE
 
     def _auto_may_hash(self) -> bool:
         """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
@@ -339,8 +325,7 @@ class WindowAggregate(Operator):
         ``experiments/bench_window.py``), so auto keeps it dense (``layout="hash"``
         still forces it, at about half the memory).
         """
-        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
-        return single and self._can_hash()
+        return self.units.one_unit_per_row() and self._can_hash()
 
     def _choose_layout(self, codes: np.ndarray, units: np.ndarray) -> str:
         """Dense (ring x codes) where keys are dense, hash cells where they are sparse.
@@ -373,7 +358,7 @@ class WindowAggregate(Operator):
                 pairs = np.unique(u * (self.enc.n_codes + 1) + codes).shape[0]
                 n_units = np.unique(u).shape[0]
             density = pairs / (n_units * self.enc.n_codes)
-            layout = "hash" if density < _TO_HASH else "dense"
+            layout = "hash" if density < TO_HASH else "dense"
             self.plan_info["key_density"] = float(density)
         self.plan_info["layout"] = _LAYOUT_NAMES[layout]
         return layout
@@ -398,15 +383,12 @@ class WindowAggregate(Operator):
         if n < _HASH_MIN_KEYS or units <= 0:
             return
         density = ring.live / (units * n)
-        if isinstance(ring, HashCells):
-            if density <= _TO_DENSE:
-                return
-            self.ring, layout = ring.to_ring(n), "dense"
-        else:
-            if density >= _TO_HASH:
-                return
-            self.ring, layout = HashCells.from_ring(ring, n), "hash"
-        self.plan_info["layout"] = _LAYOUT_NAMES[layout]
+        moved = ring.relayout(density, n, HashCells)
+        if moved is None:
+            return
+        self.ring = moved
+        self._span_hash = False  # the density rule now owns the layout (see _span_back)
+        self.plan_info["layout"] = _LAYOUT_NAMES[moved.layout]
         self.plan_info["key_density"] = float(density)
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
 
@@ -416,7 +398,7 @@ class WindowAggregate(Operator):
     #: takes the whole stream's, so its means and variances round as one thread's do
     preset_shift: dict[str, Any] = {}
 
-    def _set_ring(self, ring: Ring) -> None:
+    def _set_ring(self, ring: CellStore) -> None:
         ring.guard = self._ring_guard
         for c, v in self.preset_shift.items():
             ring.shift.setdefault(c, v)
@@ -437,27 +419,32 @@ class WindowAggregate(Operator):
     def _span_may_hash(self) -> bool:
         """Whether hash cells can hold the state when the span of open units is sparse: WID
         (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
-        return self.layout_config == "auto" and (self.units is None or self._can_hash())
+        u = self.units
+        return self.layout_config == "auto" and u.hash_lanes_ok(self.lanes) and (
+            self.late is not LatePolicy.UPDATE or u.hash_revisions_ok())
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
         """Whether the dense ring, grown to units ``[min(base, low), max(top, ring top))``,
-        would take more than ``_SPAN_HASH_BYTES`` for fewer than ``_TO_HASH`` live cells:
+        would take more than ``_SPAN_HASH_BYTES`` for fewer than ``TO_HASH`` live cells:
         a row stamped far ahead of (or behind) the rest. Then the state goes to hash cells
         (O(live cells)) before anything is allocated. O(1)."""
         ring = self.ring
-        if not self._span_may_hash() or isinstance(ring, HashCells):
+        if not self._span_may_hash():
             return False
-        base, live = (low, 0) if ring is None else (min(ring.base, low), ring.live)
-        span = max(top, ring.top if ring is not None else top) - base
-        R = 1 << max(int(span - 1).bit_length(), 1)
-        if ring is not None and R <= ring.R:
-            return False
+        if ring is None:
+            live, span = 0, top - low
+            R = 1 << max(int(span - 1).bit_length(), 1)
+        else:
+            growth = ring.dense_growth(low, top)  # None: no growth (or no dense rows at all)
+            if growth is None:
+                return False
+            live, (span, R) = ring.live, growth
         C = max(self.enc.n_codes, 64, ring.C if ring is not None else 0)
         nbytes = R * C * 8 * len(self.lanes)
         if nbytes <= _SPAN_HASH_BYTES or span <= max(4096, 64 * self._units_per_row()):
             return False
         density = (live + new_cells) / (span * max(self.enc.n_codes, 1))
-        if density >= _TO_HASH:
+        if density >= TO_HASH:
             return False
         self._span_hash = True
         self.plan_info["layout"] = _LAYOUT_NAMES["hash"]
@@ -470,7 +457,7 @@ class WindowAggregate(Operator):
         """Hash cells chosen for a sparse span go back to the dense ring once the span is
         small again (the far row was emitted), unless the auto rule would keep them."""
         ring = self.ring
-        if not (self._span_hash and isinstance(ring, HashCells)):
+        if not self._span_hash or ring is None:  # _span_hash: hash cells (_sparse_span)
             return False
         span = ring.top - ring.base
         C = max(self.enc.n_codes, 64)
@@ -479,7 +466,7 @@ class WindowAggregate(Operator):
         self._span_hash = False
         if self._auto_may_hash() and self.enc.n_codes >= _HASH_MIN_KEYS:
             return False  # the density rule of _relayout decides
-        self._set_ring(ring.to_ring(self.enc.n_codes))
+        self._set_ring(ring.to_dense(self.enc.n_codes))
         self.plan_info["layout"] = _LAYOUT_NAMES["dense"]
         self.plan_info["layout_switches"] = self.plan_info.get("layout_switches", 0) + 1
         return True
@@ -519,8 +506,7 @@ class WindowAggregate(Operator):
         """The codes some state still holds (ascending), or None when this operator does not
         forget keys (see :meth:`_compact_keys`). Cost O(state)."""
         ring = self.ring
-        ok = (ring is not None and not ring.fixed and bool(self.by)
-              and (self.units is None or not self.units.landmark))
+        ok = ring is not None and not ring.fixed and bool(self.by) and not self.units.landmark
         if not ok:
             return None
         assert ring is not None
@@ -541,8 +527,7 @@ class WindowAggregate(Operator):
         ring.compact_codes(keep)
         for ms in self.holistic.values():
             ms.remap_codes(remap)
-        if self.units is not None:
-            self.units.forget_codes()
+        self.units.forget_codes()
         self._lut_n = None  # the key-value cache of Paned-WID's emission
         self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["key_compactions"] = self.plan_info.get("key_compactions", 0) + 1
@@ -598,33 +583,9 @@ class WindowAggregate(Operator):
         enc.compact(keep)
         ms.remap_values(remap)
         self._rank_cache.pop(col, None)
-        if self.units is not None:
-            self.units.forget_values()
+        self.units.forget_values()
         self._values_compact_at[col] = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.plan_info["value_compactions"] = self.plan_info.get("value_compactions", 0) + 1
-
-    def _live_runs(self, start: int, stop: int) -> list[range]:
-        """The windows in ``[start, stop)`` that hold a live hash cell, as runs of consecutive
-        ids (a span of mostly empty windows is skipped, not walked). O(live cells log)."""
-        ring = self.ring
-        assert isinstance(ring, HashCells)
-        k = ring.n_cells
-        u = np.unique(ring.cell_u[:k][ring.arr[("rows", None)][:k] > 0])
-        if self.units is None:
-            lo, hi = u, u + 1
-        else:
-            g, s, r = self.units.g, self.kind.s, self.kind.r  # type: ignore[attr-defined]
-            lo, hi = (u * g) // s, (u * g + r) // s
-        lo, hi = np.maximum(lo, start), np.minimum(hi, stop)
-        keep = lo < hi
-        lo, hi = lo[keep], hi[keep]
-        if lo.shape[0] == 0:
-            return []
-        hic = np.maximum.accumulate(hi)
-        brk = np.flatnonzero(lo[1:] > hic[:-1]) + 1
-        starts = np.r_[0, brk]
-        ends = np.r_[brk - 1, lo.shape[0] - 1]
-        return [range(int(lo[a]), int(hic[b])) for a, b in zip(starts, ends)]
 
     def _decide(self, times: np.ndarray, codes: np.ndarray) -> None:
         span = float(times.max()) - float(times.min()) + 1.0 if times.size else 1.0  # no wrap
@@ -641,10 +602,8 @@ class WindowAggregate(Operator):
         times = time_values(batch, self.time, self.inputs[0].name)
         out: list[Element] = []
         revise = None
-        panes = None  # Paned-WID: (pane ids, min, max, smallest time) before the late check
-        if (self.units is not None and self.late is not LatePolicy.UPDATE
-                and not isinstance(self.kind, Landmark)):
-            panes = self.units.pane_ids(times)  # one compiled pass that also finds min(times)
+        # Paned-WID: (pane ids, min, max, smallest time) before the late check
+        panes = self.units.early_ids(times, self.late is LatePolicy.UPDATE)
         if self.kind.row_based:
             pass
         elif self.late is LatePolicy.UPDATE:
@@ -673,15 +632,11 @@ class WindowAggregate(Operator):
         if tumble is not None:  # WIDs inside the update kernel (004 §6.1): only their range here
             lo = hi = ulo = uhi = None
             low, high = self._tumble_bounds(times, *tumble)
-        elif self.units is None:
-            lo, hi = self.bucket.tag(batch, times)
-            ulo, uhi = lo, hi
-            low, high = time_bounds(ulo)
-        else:  # panes: the window ids are only needed to re-emit revised windows
-            lo = hi = None
-            ulo, low, high, _ = panes or self.units.pane_ids(times)  # compiled, no hi array
-            uhi = ulo + 1 if (self.ring is None or self.holistic) else None
-        single = self.units is not None or (isinstance(self.kind, Sliding) and self.kind.r == self.kind.s)
+        else:
+            ids = self.units.unit_ids(self.bucket, batch, times, panes,
+                                      need_hi=self.ring is None or bool(self.holistic))
+            lo, hi, ulo, uhi, low, high = ids.lo, ids.hi, ids.ulo, ids.uhi, ids.low, ids.high
+        single = self.units.one_unit_per_row()
         per_row = 1 if single else self._units_per_row()
         if self.ring is None:
             layout = self._choose_layout(codes, ulo)
@@ -698,20 +653,15 @@ class WindowAggregate(Operator):
                     f"dense ring of {R} window/pane rows x {C} key columns")
                 self._set_ring(Ring(self.lanes, base=low, rows=rows, codes=C))
         else:
-            if (not isinstance(self.ring, HashCells)
-                    and self._sparse_span(low, high + per_row, codes.shape[0] * per_row)):
+            if self._sparse_span(low, high + per_row, codes.shape[0] * per_row):
                 self._set_ring(HashCells.from_ring(self.ring, self.enc.n_codes))
             if low < self.ring.base:
                 self.ring.lower_base(low)
-        if tumble is not None and type(self.ring) is not Ring:  # went sparse: ids as arrays
-            lo, hi = ulo, uhi = self.bucket.tag(batch, times)
-            tumble = None
         cols = self._lane_columns(batch)
         # Paned-WID subtracts panes: it needs to know where NaN / inf entered (Ring.nf_hi)
-        self.ring.track_nf = self.units is not None
-        fused = {} if tumble is None else {"tumble": tumble}  # a dense Ring's option only
+        self.ring.track_nf = self.units.track_nf
         self.ring.update(codes, ulo, uhi, cols, times, self.enc.n_codes, single=single,
-                         top=high + 1 if single else None, **fused)
+                         top=high + 1 if single else None, tumble=tumble)
         if self.holistic:
             assert ulo is not None and uhi is not None
             self._add_holistic(batch, codes, ulo, uhi, cols)
@@ -728,10 +678,10 @@ class WindowAggregate(Operator):
         """``(origin, size)`` when this batch's tumbling WIDs can be left to the update kernel
         (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
         k = self.kind
-        if (self.units is not None or k.row_based or not isinstance(k, Sliding) or k.r != k.s
-                or type(self.ring) is not Ring or self.holistic or revise is not None):
+        if (not self.units.fuses_tumble() or self.ring is None or self.holistic
+                or revise is not None):
             return None
-        return k.o, k.s
+        return k.o, k.s  # type: ignore[attr-defined]
 
     def _tumble_bounds(self, times: np.ndarray, origin: int, size: int) -> tuple[int, int]:
         """The least and greatest tumbling WID of ``times`` from their min and max (floor
@@ -824,10 +774,8 @@ class WindowAggregate(Operator):
             if start is not None and stop > start:
                 stop_data = self._last_window() + 1
                 wids = range(start, max(start, min(stop, stop_data)))
-                runs = [wids]
-                if isinstance(self.ring, HashCells) and len(wids) > 4 * self.ring.n_cells + 64:
-                    runs = self._live_runs(wids.start, wids.stop)  # skip empty spans
-                for run in runs:
+                # hash cells skip spans of empty windows; the dense ring walks them all
+                for run in self.ring.live_runs(wids.start, wids.stop, self.units.unit_windows):
                     batch = self._emit_windows(list(run), revision=False)
                     if batch is not None:
                         out.append(batch)
@@ -851,14 +799,10 @@ class WindowAggregate(Operator):
 
     def _first_window(self) -> int | None:
         assert self.ring is not None
-        if self.units is None:
-            return self.ring.base
         return self.units.first_window(self.ring.base)
 
     def _last_window(self) -> int:
         assert self.ring is not None
-        if self.units is None:
-            return self.ring.top - 1
         return self.units.last_window(self.ring.top - 1)
 
     def _purge(self) -> None:
@@ -866,13 +810,12 @@ class WindowAggregate(Operator):
         keep = self.emitted
         if self.late is LatePolicy.UPDATE and self.lwm > INT64_MIN:
             keep = min(keep, self.bucket.first_open(self.lwm - self.lateness))
-        unit = keep if self.units is None else self.units.first_unit_needed(keep)
+        unit = self.units.first_unit_needed(keep)
         c = self._clean  # units whose live cells _emit_windows already reset
-        clean = (self.units is None and c is not None and self.ring.base >= c[0]
-                 and min(unit, self.ring.top) <= c[1])
+        clean = c is not None and self.ring.base >= c[0] and min(unit, self.ring.top) <= c[1]
         self.ring.purge_below(unit, clean=clean)
         self._clean = None
-        hunit = keep if self.units is None else self.units.holistic_unit_needed(keep)
+        hunit = self.units.holistic_unit_needed(keep)
         for ms in self.holistic.values():
             ms.purge_below(hunit)
 
@@ -888,49 +831,23 @@ class WindowAggregate(Operator):
     def _cells(self, w: int) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values at those codes) of window ``w``."""
         assert self.ring is not None
-        if self.units is not None:
-            return self.units.window_cells(self.ring, w, self.enc.n_codes,
-                                           differential_ok=self.late is not LatePolicy.UPDATE)
-        if not (self.ring.base <= w < self.ring.top):
-            return None
-        if isinstance(self.ring, HashCells):  # late='update' after a sparse span
-            _, codes, lanes = self.ring.block([w], self.enc.n_codes)
-            return (codes, lanes) if codes.size else None
-        rows = self.ring.view(("rows", None), w)[: self.enc.n_codes]
-        codes = np.flatnonzero(rows)
-        if codes.size == 0:
-            return None
-        lanes = {k: self.ring.view(k, w)[codes] for k in self.ring.arr}
-        for k in self.ring.tarr:
-            lanes[("t:" + k[0], k[1])] = self.ring.view(k, w, time=True)[codes]
-        return codes, lanes
+        return self.units.window_cells(self.ring, w, self.enc.n_codes,
+                                       differential_ok=self.late is not LatePolicy.UPDATE)
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
-        if (self.units is not None and only is None and self.ring is not None
-                and self.late is not LatePolicy.UPDATE):
-            # Paned-WID: all windows in compiled passes (differential sums + select blocks)
-            lut = self._key_lut()
-            res = self.units.emit_block(self.ring, wids, self.enc.n_codes, key_lut=lut)
-            if res is not None:
-                codes, lanes, ext = res
-                if codes.size == 0:
+        if only is None and self.ring is not None:
+            # every window in one pass (WID: over the store's block of window cells; Paned-WID:
+            # compiled differential sums + select blocks); None: window by window below
+            update = self.late is LatePolicy.UPDATE
+            e = self.units.emit_cells(self.ring, wids, self.enc.n_codes, self._key_lut, update)
+            if e is not None:
+                if not update:
+                    self._clean = e.clean  # emitted = purged: these cells are reset already
+                if e.codes.size == 0:
                     return None
-                return self._build_arrays(None, codes, lanes, revision, extents=ext,
-                                          key_values=lut is not None)
-        if self.units is None and only is None and self.ring is not None:
-            # WID: every window's live cells in one vectorized pass over the ring block
-            if self.late is not LatePolicy.UPDATE and not isinstance(self.ring, HashCells):
-                # emitted = purged: gather and reset just these cells in one pass
-                wid, codes, lanes = self.ring.take_block(wids, self.enc.n_codes)
-                self._clean = (wids[0], wids[-1] + 1) if wids else None
-            else:
-                wid, codes, lanes = self.ring.block(wids, self.enc.n_codes)
-                if self.late is not LatePolicy.UPDATE:
-                    self.ring.reset_cells(wid, codes)
-            if codes.size == 0:
-                return None
-            return self._build_arrays(wid, codes, lanes, revision)
+                return self._build_arrays(e.wid, e.codes, e.lanes, revision, extents=e.extents,
+                                          key_values=e.key_values)
         parts = []
         for w in wids:
             cells = self._cells(w)
@@ -956,7 +873,7 @@ class WindowAggregate(Operator):
         :meth:`KeyEncoder.keys`) only when new keys appeared.
         """
         if (len(self.by) != 1 or not pa.types.is_int64(self.schema_in.field(self.by[0]).type)
-                or isinstance(self.ring, HashCells) or any(a.holistic for a in self.aggs)):
+                or any(a.holistic for a in self.aggs)):
             return None
         n = self.enc.n_codes
         if getattr(self, "_lut_n", None) != n:
@@ -1048,24 +965,29 @@ class WindowAggregate(Operator):
         ms = self.holistic[(store, a.column)]  # type: ignore[index]
         typ = self.out_schema.field(a.name).type
         q = sp.quantile_of(a)
-        if self.units is not None and q is not None:  # all windows, one call
-            res = self.units.quantiles(ms, parts, q)
+        # the evaluator's all-windows-in-one-call shortcuts (Paned-WID); None: window by window
+        u, update = self.units, self.late is LatePolicy.UPDATE
+        if q is not None:
+            res = u.quantiles(ms, parts, q)
             if res is not None:
                 return lane_array(res[0], ~res[1], typ)
-        if self.units is not None and sp.store_op == "distinct" and self.late is not LatePolicy.UPDATE:
-            # all windows in one call, from a running multiplicity table (revisions: below)
-            return pa.array(self.units.distinct(ms, parts, a.column, self.enc.n_codes))
-        if self.units is not None and sp.store_op == "udaf" and udaf_is_compiled(a):
-            res = udaf_windows(a, parts, ms, self.units)  # compiled UDAF: all windows, one call
+        if sp.store_op == "distinct" and not update:
+            # from a running multiplicity table (revisions: below)
+            d = u.distinct(ms, parts, a.column, self.enc.n_codes)
+            if d is not None:
+                return pa.array(d)
+        if sp.store_op == "udaf" and udaf_is_compiled(a):
+            res = udaf_windows(a, parts, ms, u)
             if res is not None:
                 return res
-        if self.units is not None and sp.store_op == "top_k" and self.late is not LatePolicy.UPDATE:
-            off, v, n = self.units.heavy(ms, parts, a.column, self.enc.n_codes,
-                                         self._value_rank(a.column), int(a.k))  # type: ignore[arg-type]
-            return self._heavy_array(a, off, v, n)
+        if sp.store_op == "top_k" and not update:
+            h = u.heavy(ms, parts, a.column, self.enc.n_codes, self._value_rank(a.column),
+                        int(a.k))  # type: ignore[arg-type]
+            if h is not None:
+                return self._heavy_array(a, *h)
         chunks = []
         for w, codes, _ in parts:
-            ulo, uhi = (w, w + 1) if self.units is None else self.units.window_panes(w)
+            ulo, uhi = self.units.window_panes(w)
             c, v, n = ms.select(ulo, uhi)
             gcodes, bounds = group_bounds(c)
             pos = np.searchsorted(gcodes, codes)
@@ -1155,8 +1077,7 @@ class WindowAggregate(Operator):
         for ms in self.holistic.values():
             items += len(ms)
             nbytes += ms.nbytes()
-        if self.units is not None:
-            nbytes += self.units.nbytes()
+        nbytes += self.units.nbytes()
         return StateSize(items, nbytes)
 
     def snapshot(self) -> Any:
@@ -1167,7 +1088,7 @@ class WindowAggregate(Operator):
             "ms": {k: v.snapshot() for k, v in self.holistic.items()},
             "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
             "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
-            "units": None if self.units is None else self.units.snapshot(),
+            "units": self.units.snapshot(),
             "sum_max": dict(self.sum_max), "span_hash": self._span_hash,
             "keys_compact_at": self._keys_compact_at,
         }
@@ -1186,10 +1107,7 @@ class WindowAggregate(Operator):
         self.bucket.restore(state["bucket"])
         self.enc.restore(state["enc"])
         if state["ring"] is not None:
-            if "cell_u" in state["ring"]:
-                self._set_ring(HashCells(self.lanes))
-            else:
-                self._set_ring(Ring(self.lanes))
+            self._set_ring(store_for_snapshot(self.lanes, state["ring"]))
             self.ring.restore(state["ring"])
         for k, v in state["ms"].items():
             self.holistic[k].restore(v)
@@ -1197,17 +1115,16 @@ class WindowAggregate(Operator):
             self.value_enc[k].restore(v)
         for k, v in state["vranks"].items():
             self.value_ranks[k].restore(v)
-        if state["units"] is not None:
-            self.units.restore(state["units"])
+        self.units.restore(state["units"])
 
     def _check(self) -> None:
         self.enc._check()
         if self.ring is not None:
             self.ring._check()
             if self.emitted is not None and self.late is not LatePolicy.UPDATE:
-                first_needed = self.emitted if self.units is None else self.units.first_unit_needed(self.emitted)
-                assert self.ring.base >= first_needed or self.ring.live == 0 or self.units is not None, \
-                    (self.ring.base, first_needed)
+                first_needed = self.units.first_unit_needed(self.emitted)
+                assert (self.ring.base >= first_needed or self.ring.live == 0
+                        or self.method != "wid"), (self.ring.base, first_needed)
         for ms in self.holistic.values():
             ms._check()
 

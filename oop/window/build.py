@@ -6,47 +6,42 @@ key partitions on threads, :mod:`oop.window.threaded`, whose partitions are buil
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, Unpack
 
 from oop.operators.base import Operator
-from oop.stream.late import LatePolicy
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows, SlideByTuple, WindowKind
+from oop.window.params import WindowOptions, WindowParams
 from oop.window.session import Session
 
-__all__ = ["one_window_operator"]
+__all__ = ["one_window_operator", "operator_for"]
 
 
-def one_window_operator(
-    kind: WindowKind,
-    aggs: Agg | Sequence[Agg],
-    *,
-    by: str | Sequence[str] = (),
-    method: str = "auto",
-    late: LatePolicy | str | None = None,
-    allowed_lateness: int | str = 0,
-    emit_wid: bool = False,
-    name: str = "window",
-    layout: str = "auto",
-    time: str | None = None,
-) -> Operator:
-    """The one-thread operator for ``kind`` (arguments as :func:`~oop.window.plan.window_operator`):
-    partitioned rows, session, slide-by-tuple, else :class:`~oop.window.aggregate.WindowAggregate`
-    (WID or Paned-WID by ``method``)."""
-    kw = dict(by=by, late=late, allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
-              time=time)
+def one_window_operator(kind: WindowKind, aggs: Agg | Sequence[Agg],
+                        **options: Unpack[WindowOptions]) -> Operator:
+    """The one-thread operator for ``kind`` (options: :class:`~oop.window.params.WindowParams`,
+    as :func:`~oop.window.plan.window_operator`): see :func:`operator_for`."""
+    return operator_for(WindowParams.of(kind, aggs, **options))
+
+
+def operator_for(p: WindowParams) -> Operator:
+    """The one-thread operator of query ``p``: partitioned rows, session, slide-by-tuple,
+    else :class:`~oop.window.aggregate.WindowAggregate` (WID or Paned-WID by ``p.method``)."""
+    kind = p.kind
+    # layout and the state bound are WindowAggregate's options only
+    kw = p.options(drop=("layout", "max_state_bytes") if p.max_state_bytes is None else ("layout",))
     if isinstance(kind, PartitionedRows):
         from oop.window.partitioned import PartitionedRowsAggregate
 
-        return PartitionedRowsAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+        return PartitionedRowsAggregate(kind, p.aggs, **kw)
     if isinstance(kind, Session):
         from oop.window.session import SessionAggregate
 
-        return SessionAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+        return SessionAggregate(kind, p.aggs, **kw)
     if isinstance(kind, SlideByTuple):
         from oop.window.slide_by_tuple import SlideByTupleAggregate
 
-        return SlideByTupleAggregate(kind, aggs, method=method, **kw)  # type: ignore[arg-type]
+        return SlideByTupleAggregate(kind, p.aggs, **kw)
     from oop.window.aggregate import WindowAggregate
 
-    return WindowAggregate(kind, aggs, method=method, layout=layout, **kw)  # type: ignore[arg-type]
+    return WindowAggregate(kind, p.aggs, **p.options())

@@ -20,14 +20,17 @@ aggregates (its emission walks the cells of each entering / leaving pane:
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numba as nb
 import numpy as np
 
 from oop.window import kernels as K
-from oop.window.ring import Ring
+from oop.window.ring import TO_DENSE, Ring, tumble_units
 from oop.window.values import ColumnValues, LaneInfo, note_nonfinite
+
+if TYPE_CHECKING:
+    from oop.window.cells import CellStore, PaneEmitter, SparseFrom
 
 __all__ = ["HashCells"]
 
@@ -91,7 +94,10 @@ def _table_size(cap: int) -> int:
 
 
 class HashCells(Ring):
-    """Live (unit, code) cells in a hash table; the Ring interface the WID operator uses."""
+    """Live (unit, code) cells in a hash table; implements :class:`~oop.window.cells.CellStore`
+    (the interface the window operator and Paned-WID use) like the dense :class:`Ring`."""
+
+    layout = "hash"
 
     def __init__(self, lanes: Sequence[LaneInfo], base: int = 0, cap: int = 1024) -> None:
         super().__init__(lanes, base=base, rows=2, codes=1)
@@ -192,18 +198,82 @@ class HashCells(Ring):
     def lower_base(self, low: int) -> None:
         self.base = min(self.base, low)
 
-    def update(self, codes: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+    def relayout(self, density: float, n_codes: int, sparse: type[SparseFrom]) -> CellStore | None:
+        """This state as a dense ring when the live density rose above :data:`TO_DENSE`, else
+        None (stay hash cells). O(live cells + open units x n_codes) when it moves."""
+        return self.to_ring(n_codes) if density > TO_DENSE else None
+
+    def to_dense(self, n_codes: int) -> Ring:
+        """This state as a dense ring (:meth:`to_ring`)."""
+        return self.to_ring(n_codes)
+
+    def dense_growth(self, low: int, top: int) -> tuple[int, int] | None:
+        """None: hash cells hold live cells only, a wide span of units costs nothing. O(1)."""
+        return None
+
+    def unit_cells(self, unit: int, n: int) -> tuple[np.ndarray, dict] | None:
+        """(live codes ascending, lane values) of ``unit`` or None; O(live cells)."""
+        _, codes, lanes = self.block([unit], n)
+        return (codes, lanes) if codes.size else None
+
+    def live_runs(self, start: int, stop: int,
+                  windows_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+                  ) -> list[range]:
+        """The windows of ``[start, stop)`` that hold a live cell, as runs of consecutive ids,
+        when the span is much wider than the cells (a span of mostly empty windows is then
+        skipped, not walked); else the whole span. ``windows_of(units)``: the windows
+        ``[lo, hi)`` each unit is in. O(live cells log)."""
+        if stop - start <= 4 * self.n_cells + 64:
+            return [range(start, stop)]
+        k = self.n_cells
+        u = np.unique(self.cell_u[:k][self.arr[("rows", None)][:k] > 0])
+        lo, hi = windows_of(u)
+        lo, hi = np.maximum(lo, start), np.minimum(hi, stop)
+        keep = lo < hi
+        lo, hi = lo[keep], hi[keep]
+        if lo.shape[0] == 0:
+            return []
+        hic = np.maximum.accumulate(hi)
+        brk = np.flatnonzero(lo[1:] > hic[:-1]) + 1
+        starts = np.r_[0, brk]
+        ends = np.r_[brk - 1, lo.shape[0] - 1]
+        return [range(int(lo[a]), int(hic[b])) for a, b in zip(starts, ends)]
+
+    def emit_pane_sums(self, pc: PaneEmitter, **kw: Any) -> Any:
+        """Paned-WID's emission over hash cells: walks the live cells of each entering and
+        leaving pane (:meth:`~oop.window.paned.PaneCombiner.emit_hash`)."""
+        return pc.emit_hash(self, **kw)
+
+    def pane_cells(self, pa0: int, pa1: int) -> tuple[np.ndarray, np.ndarray]:
+        """The live cells of panes ``[pa0, pa1)`` grouped by pane: ``(order, offs)``, cells
+        ``order[offs[p - pa0]:offs[p - pa0 + 1]]`` are pane ``p``'s. O(cells log cells)."""
+        kc = self.n_cells
+        cu = self.cell_u[:kc]
+        idx = np.flatnonzero(cu < pa1)
+        order = idx[np.argsort(cu[idx], kind="stable")]
+        offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))
+        return order, offs.astype(np.int64)
+
+    def update(self, codes: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
-               single: bool = False, top: int | None = None) -> None:
-        """Fold a batch in: expand rows to (unit, code) pairs, probe cells, run the lane kernels."""
+               single: bool = False, top: int | None = None,
+               tumble: tuple[int, int] | None = None) -> None:
+        """Fold a batch in: expand rows to (unit, code) pairs, probe cells, run the lane kernels.
+        ``tumble=(origin, size)`` with ``lo`` None: the units are the tumbling WIDs of
+        ``times`` (as :meth:`Ring.update`)."""
         n = codes.shape[0]
         if n == 0:
             return
+        if lo is None:
+            assert tumble is not None and single
+            lo = tumble_units(times, *tumble)
+        assert lo is not None
         if self.track_nf:
             self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, None if single else hi)
         if single:
             units, idx = lo, None
         else:
+            assert hi is not None
             span = hi - lo
             idx = np.repeat(np.arange(n), span)
             units = lo[idx] + (np.arange(idx.shape[0]) - np.repeat(np.cumsum(span) - span, span))
@@ -229,7 +299,7 @@ class HashCells(Ring):
                              & (self.arr[("rows", None)][:k] > 0))
         order = np.lexsort((cc[sel], cu[sel]))
         sel = sel[order]
-        lanes = {key: self.arr[self._alias(key)][sel] for key in self.arr}
+        lanes = {key: self.arr[self.alias(key)][sel] for key in self.arr}
         for key, a in self.tarr.items():
             lanes[("t:" + key[0], key[1])] = a[sel]
         return cu[sel], cc[sel], lanes

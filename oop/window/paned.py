@@ -73,12 +73,14 @@ The operator is :class:`~oop.window.aggregate.WindowAggregate` with
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from oop.errors import ConfigError, ValueRangeError
 from oop.window.aggregates import Agg
+from oop.window.bucket import BucketLogic
+from oop.window.evaluator import Emitted, UnitIds
 from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
@@ -92,7 +94,9 @@ _SUM_OPS = {"rows", "nn", "sum", "sumsq"}
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 _NO_LUT = np.zeros(0, np.int64)
-_FRESH = -(1 << 62)  # pre_hi / suf_b of an empty select block state
+_FRESH = -(1 << 62)
+#: the key value of every code (one int64 key column), a callable giving it, or None
+KeyLut = np.ndarray | Callable[[], np.ndarray | None] | None  # pre_hi / suf_b of an empty select block state
 
 
 def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -101,7 +105,11 @@ def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class PaneCombiner:
-    """Pane geometry and the window-level combine of one Paned-WID operator."""
+    """Pane geometry and the window-level combine of one Paned-WID operator: its
+    :class:`~oop.window.evaluator.Evaluator` (units are panes)."""
+
+    method = "paned"
+    track_nf = True  # subtracts panes: a NaN / inf sum must not be subtracted
 
     def __init__(self, kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
                  cache_pane_states: bool = True) -> None:
@@ -135,6 +143,53 @@ class PaneCombiner:
         self._s_w: int | None = None
         self._s_n = 0
         self._s_pre_hi = self._s_suf_b = _FRESH
+
+    # ---- evaluator hooks (oop.window.evaluator.Evaluator) ------------------------
+    def one_unit_per_row(self) -> bool:
+        """Each tuple updates one pane."""
+        return True
+
+    def fuses_tumble(self) -> bool:
+        """Pane ids come from :meth:`pane_ids`, not the tumbling update kernel."""
+        return False
+
+    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool:
+        """Hash cells hold panes of sum-type lanes on sliding/tumbling windows (their
+        emission walks each pane's cells; select lanes and landmark windows read pane rows)."""
+        return not self.landmark and all(li.lane.op in _SUM_OPS for li in lanes)
+
+    def hash_revisions_ok(self) -> bool:
+        """Revisions combine dense pane rows (:meth:`window_cells`)."""
+        return False
+
+    def early_ids(self, times: np.ndarray, update: bool) -> tuple | None:
+        """:meth:`pane_ids` before the late check (it also finds ``min(times)``), except with
+        ``update`` and on landmark windows. O(n), compiled."""
+        return None if update or self.landmark else self.pane_ids(times)
+
+    def unit_ids(self, bucket: BucketLogic, batch: Any, times: np.ndarray, early: Any,
+                 need_hi: bool) -> UnitIds:
+        """The pane of every row (``early`` when no row was dropped since); ``uhi`` only when
+        ``need_hi``. The window ids are only needed to re-emit revised windows. O(n)."""
+        ulo, low, high, _ = early or self.pane_ids(times)
+        return UnitIds(ulo, ulo + 1 if need_hi else None, low, high)
+
+    def unit_windows(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The windows ``[lo, hi)`` holding each pane of ``u`` (sliding windows). O(len(u))."""
+        k: Sliding = self.kind  # type: ignore[assignment]
+        return (u * self.g) // k.s, (u * self.g + k.r) // k.s
+
+    def emit_cells(self, ring: Any, wids: Sequence[int], n: int,
+                   key_lut: Callable[[], np.ndarray | None], update: bool) -> Emitted | None:
+        """:meth:`emit_block` (key values through ``key_lut()`` where it can); None with
+        ``update`` or on landmark windows (the caller then goes window by window)."""
+        if update:
+            return None
+        res = self._emit_keyed(ring, wids, n, key_lut)
+        if res is None:
+            return None
+        codes, lanes, ext, keyed = res
+        return Emitted(None, codes, lanes, ext, key_values=keyed)
 
     # ---- geometry ----------------------------------------------------------
     def pane_ids(self, times: np.ndarray) -> tuple[np.ndarray, int, int, int]:
@@ -227,6 +282,12 @@ class PaneCombiner:
     def emit_block(self, ring: Ring, wids: Sequence[int], n: int,
                    key_lut: np.ndarray | None = None
                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]] | None:
+        """(codes, lanes, extents) of :meth:`_emit_keyed` (see there)."""
+        res = self._emit_keyed(ring, wids, n, key_lut)
+        return None if res is None else res[:3]
+
+    def _emit_keyed(self, ring: Any, wids: Sequence[int], n: int, key_lut: KeyLut
+                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool] | None:
         """Every window of ``wids`` (consecutive ids) in compiled passes, no per-window Python.
 
         Sum-type lanes (count, sum, mean, var, std, and the row / non-null
@@ -243,9 +304,11 @@ class PaneCombiner:
         state with :meth:`window_cells`. Returns (codes, lanes, (window_start,
         window_end)) of the cells, ordered by (window, code). ``key_lut`` (int64
         key value per code; only without holistic aggregates): the first
-        array holds the key values instead of codes.
+        array holds the key values instead of codes; a callable giving it (or None) is only
+        called by the dense layout (hash cells would pay O(keys) per punctuation for it). The
+        last item says whether the first array holds key values.
         """
-        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if self.landmark or not wids:
             return None
         sel = [li for li in real if li.lane.op in K.SELECT_OPS]
@@ -263,58 +326,73 @@ class PaneCombiner:
         if ("rows", None) not in self.running or self.running[("rows", None)].shape[0] < n:
             self.running[("rows", None)] = np.zeros(max(n, 1), np.int64)
             missing = True
-        k: Sliding = self.kind  # type: ignore[assignment]
         w0, nw = int(wids[0]), int(wids[-1]) + 1 - int(wids[0])  # consecutive ids
         inc0 = (not missing) and self.run_w is not None and self.run_w == w0 - 1
         prev = self.window_panes(self.run_w) if self.run_w is not None else (0, 0)
-        # no select lanes: every lane's identity is 0, so the kernel can reset the
-        # leaving panes as it subtracts them (the purge then has nothing left to sweep)
-        zero = not sel and not ring.tarr
-        df = (np.zeros(1, np.float64),)
-        if isinstance(ring, HashCells):  # sparse keys: walk the live cells of each pane
-            assert not sel and key_lut is None, "the hash layout is only chosen for sum-type lanes"
-            kc = ring.n_cells
-            cu = ring.cell_u[:kc]
-            # panes below window w0 - 1's are not read (and after a sparse span, ring.base
-            # may lie far below them: offs would span the gap)
-            pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
-            pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
-            idx = np.flatnonzero(cu < pa1)
-            order = idx[np.argsort(cu[idx], kind="stable")]
-            offs = np.searchsorted(cu[order], np.arange(pa0, pa1 + 1, dtype=np.int64))
-            codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
-                order, offs.astype(np.int64), pa0, ring.cell_c,
-                tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
-                len(fk), tuple(self.running[x] for x in ik),
-                tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-                prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
-            self.run_w = w0 + nw - 1
-            lanes = {x: iv[q] for q, x in enumerate(ik)}
-            lanes.update({x: fv[q] for q, x in enumerate(fk)})
-            for li in self.lanes:
-                if li.key not in lanes:
-                    lanes[li.key] = lanes[("rows", None)]
-            return codes, lanes, (start, end)
-        if sel:
-            assert n <= ring.C, (n, ring.C)
-            return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, key_lut)
-        codes, start, end, iv, fv, self.since, dead = PK.emit_kernel(len(ik), len(fk))(
-            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
-            tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
-            ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
-            prev[0], prev[1], inc0, self.since, self.P, zero,
-            key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
-        self.run_w = w0 + nw - 1
-        if zero:
-            ring.live -= dead
-            ring.base = max(ring.base, self.window_panes(self.run_w)[0])
-            ring.top = max(ring.top, ring.base)
+        return ring.emit_pane_sums(self, sel=sel, ik=ik, fk=fk, n=n, w0=w0, nw=nw, prev=prev,
+                                   inc0=inc0, key_lut=key_lut)
+
+    def _lanes_out(self, ik: list, fk: list, iv: Any, fv: Any) -> dict:
+        """The emitted lanes by key (inactive nn lanes read the rows lane)."""
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
-        return codes, lanes, (start, end)
+        return lanes
+
+    def emit_hash(self, ring: HashCells, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
+                  w0: int, nw: int, prev: tuple[int, int], inc0: bool,
+                  key_lut: KeyLut) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
+        """:meth:`emit_block` over hash cells (sparse keys, sum-type lanes only): walks the
+        live cells of each entering and leaving pane
+        (:func:`~oop.window.paned_kernels.paned_emit_hash`). ``key_lut``: the codes are
+        mapped to key values after the kernel."""
+        assert not sel, "the hash layout is only chosen for sum-type lanes"
+        k: Sliding = self.kind  # type: ignore[assignment]
+        df = (np.zeros(1, np.float64),)
+        # panes below window w0 - 1's are not read (and after a sparse span, ring.base
+        # may lie far below them: offs would span the gap)
+        pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
+        pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
+        order, offs = ring.pane_cells(pa0, pa1)
+        codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
+            order, offs, pa0, ring.cell_c,
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
+            len(fk), tuple(self.running[x] for x in ik),
+            tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
+            prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
+        self.run_w = w0 + nw - 1
+        lut = None if callable(key_lut) else key_lut  # O(keys) to build: only when given
+        if lut is not None:
+            codes = lut[codes]
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
+
+    def emit_dense(self, ring: Ring, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
+                   w0: int, nw: int, prev: tuple[int, int], inc0: bool,
+                   key_lut: KeyLut
+                   ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
+        """:meth:`emit_block` over the dense pane ring: :func:`~oop.window.paned_kernels.paned_emit`
+        (sum-type lanes), or :meth:`_emit_sel` with select lanes."""
+        lut = key_lut() if callable(key_lut) else key_lut
+        if sel:
+            assert n <= ring.C, (n, ring.C)
+            return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, lut)
+        k: Sliding = self.kind  # type: ignore[assignment]
+        # no select lanes: every lane's identity is 0, so the kernel can reset the
+        # leaving panes as it subtracts them (the purge then has nothing left to sweep)
+        zero = not ring.tarr
+        df = (np.zeros(1, np.float64),)
+        codes, start, end, iv, fv, self.since, dead = PK.emit_kernel(len(ik), len(fk))(
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
+            tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
+            ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
+            prev[0], prev[1], inc0, self.since, self.P, zero,
+            lut if lut is not None else _NO_LUT, ring.nf_hi)
+        self.run_w = w0 + nw - 1
+        if zero:
+            ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
     def _sel_state(self, sel: list[LaneInfo], n: int, C2: int, w0: int) -> tuple[int, int]:
         """The persistent block state of the select lanes, (re)allocated or extended to ``n`` codes.
@@ -366,7 +444,7 @@ class PaneCombiner:
 
     def _emit_sel(self, ring: Ring, sel: list[LaneInfo], ik: list, fk: list, n: int, w0: int,
                   nw: int, prev: tuple[int, int], inc0: bool, key_lut: np.ndarray | None
-                  ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray]]:
+                  ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
         """:meth:`emit_block` with select lanes: one :func:`~oop.window.paned_kernels.paned_emit_sel`
         call (sums, select blocks, output rows and the reset of the leaving panes)."""
         k: Sliding = self.kind  # type: ignore[assignment]
@@ -393,9 +471,7 @@ class PaneCombiner:
             k.o, prev[0], prev[1], inc0, self.since, self.P,
             key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = self._s_w = w0 + nw - 1
-        ring.live -= dead
-        ring.base = max(ring.base, self.window_panes(self.run_w)[0])
-        ring.top = max(ring.top, ring.base)
+        ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
         lanes: dict = {x: iv[q] for q, x in enumerate(ik)}
         lanes.update({x: fv[q] for q, x in enumerate(fk)})
         for q, li in enumerate(si):
@@ -408,17 +484,17 @@ class PaneCombiner:
         for li in self.lanes:
             if li.key not in lanes:
                 lanes[li.key] = lanes[("rows", None)]
-        return codes, lanes, (start, end)
+        return codes, lanes, (start, end), key_lut is not None
 
     def window_cells(self, ring: Ring, w: int, n: int,
                      differential_ok: bool = True) -> tuple[np.ndarray, dict] | None:
         """(live codes, lane values) of window ``w`` combined from its panes."""
-        real = [li for li in self.lanes if ring._alias(li.key) == li.key]
+        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if len(real) != len(self.lanes):  # inactive nn lanes read the rows lane
             res = self._window_cells(ring, w, n, differential_ok, real)
             if res is not None:
                 for li in self.lanes:
-                    if li.key != ring._alias(li.key):
+                    if li.key != ring.alias(li.key):
                         res[1][li.key] = res[1][("rows", None)]
             return res
         return self._window_cells(ring, w, n, differential_ok, self.lanes)

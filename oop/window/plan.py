@@ -15,32 +15,22 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, Unpack
 
 from oop.operators.base import Operator
-from oop.stream.late import LatePolicy
 from oop.window.aggregates import Agg
-from oop.window.build import one_window_operator
+from oop.window.build import operator_for
 from oop.window.kinds import WindowKind
+from oop.window.params import WindowOptions, WindowParams
 
 __all__ = ["window_operator"]
 
 
-def window_operator(
-    kind: WindowKind,
-    aggs: Agg | Sequence[Agg],
-    *,
-    by: str | Sequence[str] = (),
-    method: str = "auto",
-    late: LatePolicy | str | None = None,
-    allowed_lateness: int | str = 0,
-    emit_wid: bool = False,
-    name: str = "window",
-    layout: str = "auto",
-    time: str | None = None,
-    threads: int = 1,
-) -> Operator:
-    """The operator computing the window query (see the module docstring).
+def window_operator(kind: WindowKind, aggs: Agg | Sequence[Agg], *, threads: int = 1,
+                    **options: Unpack[WindowOptions]) -> Operator:
+    """The operator computing the window query (see the module docstring); ``options`` are
+    the fields of :class:`~oop.window.params.WindowParams` (by, method, late,
+    allowed_lateness, emit_wid, name, layout, time, max_state_bytes).
 
     ``layout`` (time and row windows): ``"dense"`` ring x codes, ``"hash"``
     cells (WID only), or ``"auto"`` (decided on the first batch from the key
@@ -50,13 +40,11 @@ def window_operator(
     key partitions (:class:`~oop.window.threaded.ThreadedWindow`, same output in the same
     order) where :func:`~oop.window.threaded.threadable` allows, else on one thread.
     """
+    p = WindowParams.of(kind, aggs, **options)
     if threads > 1:
         from oop.window.threaded import ThreadedWindow, threadable
 
-        if threadable(kind, aggs, [by] if isinstance(by, str) else list(by)) is None:
-            return ThreadedWindow(kind, aggs, threads=threads, by=by, method=method, late=late,
-                                  allowed_lateness=allowed_lateness, emit_wid=emit_wid,
-                                  name=name, layout=layout, time=time)
-    return one_window_operator(kind, aggs, by=by, method=method, late=late,
-                               allowed_lateness=allowed_lateness, emit_wid=emit_wid, name=name,
-                               layout=layout, time=time)
+        if threadable(p.kind, p.aggs, list(p.by)) is None:
+            kw = p.options(drop=("max_state_bytes",) if p.max_state_bytes is None else ())
+            return ThreadedWindow(p.kind, p.aggs, threads=threads, **kw)
+    return operator_for(p)

@@ -22,7 +22,7 @@ Invariants (asserted by ``Ring._check``):
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,7 +31,15 @@ from oop.window import kernels as K
 from oop.window.values import (NO_NONFINITE, ColumnValues, LaneInfo, held_ranks, lane_input,
                                note_nonfinite, remap_ranks)
 
-__all__ = ["Ring", "check_state_size"]
+if TYPE_CHECKING:
+    from oop.window.cells import CellStore, PaneEmitter, SparseFrom
+
+__all__ = ["Ring", "check_state_size", "TO_HASH", "TO_DENSE"]
+
+#: live density (live cells / (open units x keys seen)) below which ``layout="auto"`` moves
+#: the dense ring to hash cells, and above which hash cells move back; the gap between the
+#: two keeps a stream near one threshold from switching back and forth
+TO_HASH, TO_DENSE = 0.05, 0.20
 
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
@@ -78,7 +86,12 @@ def tumble_units(times: np.ndarray, origin: int, size: int) -> np.ndarray:
 
 
 class Ring:
-    """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring."""
+    """Dense (ring x codes) lanes of bounded partial aggregates. See the module docstring.
+
+    Implements :class:`~oop.window.cells.CellStore`."""
+
+    #: the layout's tag in snapshots (and ``layout=`` of the window operator)
+    layout = "dense"
 
     def __init__(self, lanes: Sequence[LaneInfo], base: int = 0, rows: int = 8,
                  codes: int = 64) -> None:
@@ -120,12 +133,12 @@ class Ring:
 
     def view(self, key: tuple[str, str | None], unit: int, time: bool = False) -> np.ndarray:
         """The ``C`` cells of ``unit`` in lane ``key`` (a view)."""
-        a = (self.tarr if time else self.arr)[self._alias(key)]
+        a = (self.tarr if time else self.arr)[self.alias(key)]
         r = unit & self.mask
         return a[r * self.C:(r + 1) * self.C]
 
-    def _alias(self, key: tuple[str, str | None]) -> tuple[str, str | None]:
-        """The lane that holds ``key``'s values (inactive nn lanes read the rows lane)."""
+    def alias(self, key: tuple[str, str | None]) -> tuple[str, str | None]:
+        """The lane that holds ``key``'s values (inactive nn lanes read the rows lane). O(1)."""
         if key[0] == "nn" and key[1] not in self.nn_active:
             return ("rows", None)
         return key
@@ -138,6 +151,55 @@ class Ring:
         """The ranks lane ``key``'s live cells hold (see :meth:`remap_values`)."""
         return held_ranks(self.arr[key], self.tarr.get(key), key[0])
 
+    def unit_cells(self, unit: int, n: int) -> tuple[np.ndarray, dict] | None:
+        """(live codes ascending, lane values at them) of ``unit`` (inside ``[base, top)``), or
+        None when it has no live cell. O(n) over the unit's ring row."""
+        rows = self.view(("rows", None), unit)[:n]
+        codes = np.flatnonzero(rows)
+        if codes.size == 0:
+            return None
+        lanes = {k: self.view(k, unit)[codes] for k in self.arr}
+        for k in self.tarr:
+            lanes[("t:" + k[0], k[1])] = self.view(k, unit, time=True)[codes]
+        return codes, lanes
+
+    def live_runs(self, start: int, stop: int,
+                  windows_of: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+                  ) -> list[range]:
+        """The windows of ``[start, stop)`` an emission must walk: all of them (the dense ring
+        has a row per open unit, so the walk costs what the rows cost). O(1)."""
+        return [range(start, stop)]
+
+    def dense_growth(self, low: int, top: int) -> tuple[int, int] | None:
+        """``(span, R)``: the units ``[min(base, low), max(top, self.top))`` and the ring rows
+        (a power of two) holding them, when that is more rows than the ring has; else None.
+        Lets the owner move a mostly empty span to hash cells before allocating. O(1)."""
+        span = max(top, self.top) - min(self.base, low)
+        R = 1 << max(int(span - 1).bit_length(), 1)
+        return None if R <= self.R else (span, R)
+
+    def relayout(self, density: float, n_codes: int, sparse: type[SparseFrom]) -> CellStore | None:
+        """This state as ``sparse`` hash cells when the live density (live cells / (open
+        units x keys)) fell below :data:`TO_HASH`, else None (stay dense). O(rows x n_codes)
+        when it moves."""
+        return sparse.from_ring(self, n_codes) if density < TO_HASH else None
+
+    def to_dense(self, n_codes: int) -> "Ring":
+        """This state in the dense layout: itself. O(1)."""
+        return self
+
+    def forget_emitted(self, dead: int, below: int) -> None:
+        """A fused emission kernel reset ``dead`` live cells and every unit below ``below``
+        (Paned-WID's leaving panes): account for them and move ``base`` there. O(1)."""
+        self.live -= dead
+        self.base = max(self.base, below)
+        self.top = max(self.top, self.base)
+
+    def emit_pane_sums(self, pc: PaneEmitter, **kw: Any) -> Any:
+        """Paned-WID's emission of every window of a punctuation over this layout: the dense
+        ring's compiled passes (:meth:`~oop.window.paned.PaneCombiner.emit_dense`)."""
+        return pc.emit_dense(self, **kw)
+
     def block(self, units: Sequence[int], n: int) -> tuple[np.ndarray, np.ndarray, dict]:
         """All live cells of ``units`` (ascending, inside the ring) in one vectorized pass.
 
@@ -147,7 +209,7 @@ class Ring:
         rr = u & self.mask
         wi, codes = K.scan_rows(self.arr[("rows", None)], self.C, rr, n)
         cr = rr[wi]
-        lanes = {k: self.arr[self._alias(k)].reshape(self.R, self.C)[cr, codes] for k in self.arr}
+        lanes = {k: self.arr[self.alias(k)].reshape(self.R, self.C)[cr, codes] for k in self.arr}
         for k in self.tarr:
             lanes[("t:" + k[0], k[1])] = self.tarr[k].reshape(self.R, self.C)[cr, codes]
         return u[wi], codes, lanes
@@ -158,7 +220,7 @@ class Ring:
         rr = u & self.mask
         ik, fk, iid, fid = [], [], [], []
         for li in self.lanes:
-            if li.key == ("rows", None) or self._alias(li.key) != li.key:
+            if li.key == ("rows", None) or self.alias(li.key) != li.key:
                 continue
             (ik if li.dtype == np.int64 else fk).append(li.key)
             (iid if li.dtype == np.int64 else fid).append(li.identity())
@@ -180,7 +242,7 @@ class Ring:
             lanes[k] = fv[q]
         for k in self.arr:
             if k not in lanes:  # aliased (inactive nn) lanes
-                lanes[k] = lanes[self._alias(k)]
+                lanes[k] = lanes[self.alias(k)]
         return u[wi], codes, lanes
 
     def reserve(self, top: int, n_codes: int) -> None:
@@ -390,7 +452,7 @@ class Ring:
     def gather(self, units: np.ndarray, codes: np.ndarray) -> dict:
         """Lane values at cells ``(units[i], codes[i])`` (time lanes under ('t:'+op, col))."""
         j = self.slots(units, codes)
-        out = {k: self.arr[self._alias(k)][j] for k in self.arr}
+        out = {k: self.arr[self.alias(k)][j] for k in self.arr}
         for k, a in self.tarr.items():
             out[("t:" + k[0], k[1])] = a[j]
         return out
@@ -431,7 +493,7 @@ class Ring:
         return out
 
     def snapshot(self) -> dict[str, Any]:
-        return {"nf_hi": self.nf_hi, "nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
+        return {"layout": self.layout, "nf_hi": self.nf_hi, "nn_active": set(self.nn_active), "fixed": self.fixed, "R": self.R, "C": self.C, "base": self.base, "top": self.top, "live": self.live,
                 "shift": dict(self.shift), "arr": {k: v.copy() for k, v in self.arr.items()},
                 "tarr": {k: v.copy() for k, v in self.tarr.items()}}
 
