@@ -41,6 +41,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from oop.aggregates.moments import mom_update
+
 __all__ = ["group_pairs", "group_pairs_reference", "bin_order", "bin_order_reference",
            "covered_windows_kernel",
            "covered_windows_reference", "segment_tupcnt", "segment_tupcnt_reference",
@@ -298,7 +300,7 @@ def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ign
 
 @njit(cache=True)
 def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
-    """Welford's update of ``(n, mean, M2)`` (equal to Chan's merge up to float rounding)."""
+    """Each valid value into its cells' ``(n, mean, M2)`` (:func:`oop.aggregates.moments.mom_update`)."""
     for i in range(lo.shape[0]):
         s = _fold_slot(valid, slot, i)
         if s < 0:
@@ -306,10 +308,7 @@ def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[n
         v = x[i]
         for w in range(lo[i], hi[i]):
             r = w & mask
-            n[r, s] += 1
-            d = v - mean[r, s]
-            mean[r, s] += d / n[r, s]
-            m2[r, s] += d * (v - mean[r, s])
+            n[r, s], mean[r, s], m2[r, s] = mom_update(n[r, s], mean[r, s], m2[r, s], v)
 
 
 @njit(cache=True)

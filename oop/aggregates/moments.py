@@ -1,11 +1,44 @@
 """``var`` and ``std``: sample variance / deviation (``n - 1``), null below two values.
 
-The one variance algorithm: sums of ``x - shift`` and of ``(x - shift)**2`` per window, where
-``shift`` is a per-column constant (the first value seen) that keeps the subtraction
-well-conditioned, and :func:`variance_from_sums` -- ``(SS - S*S/n) / (n - 1)``, clamped at 0 --
-turns them into the variance. The window operator (all methods) and the in-order baseline use
-it on their lanes; the scalar reference below is the same formula in exact arithmetic (ints
-and the Fractions floats are), rounded once. NaN / inf values make the variance NaN.
+The one variance algorithm of the engine. A cell's state is ``(n, mean, M2)`` -- the count of
+finite values, their mean and ``M2 = sum((x - mean)**2)`` -- and the helpers below are its
+whole algebra; every operator calls them, none writes the formulas again:
+
+* :func:`mom_update` -- add one value (Welford 1962, "Note on a method for calculating
+  corrected sums of squares and products", Technometrics 4(3));
+* :func:`mom_merge` -- merge two partials (Chan, Golub, LeVeque, "Algorithms for computing
+  the sample variance: analysis and recommendations", The American Statistician 37(3), 1983,
+  the pairwise update of their Eq. 1.5); :func:`mom_merge_segments` folds it over runs of
+  partials (session windows, AdaptWID's close);
+* :func:`mom_reduce` -- the partial of a run of raw values: the two-pass algorithm (mean,
+  then the sum of squared deviations), which Chan et al. recommend when the data are at hand;
+* :func:`variance` -- finalize: ``M2 / (n - ddof)`` (the registry's ``var``/``std`` are the
+  sample statistics, ``ddof = 1``; ``std`` is its square root, :meth:`Moment.from_variance`).
+
+Why this algorithm: its rounding error is bounded by the data's spread, not by its offset
+(Chan et al.: relative error ``~ n * eps * kappa`` with ``kappa`` the condition number of the
+*centred* data), so ``1e9 + N(0, 1e-3)`` keeps its digits and equal values give exactly 0
+(``M2`` never leaves 0 when every delta is 0); and partials merge in O(1), which is what
+panes, sessions and AdaptWID's eager/lazy blocks need.
+
+Shifted sums. The window ring and the in-order buffering window *subtract* tuples (004
+Eq. 6.4, differential panes), which the centred state does not do exactly; their lanes hold
+``S = sum(x - K)`` and ``SS = sum((x - K)**2)`` with a per-column shift ``K`` (the first
+value seen: Chan et al.'s "shifted data" algorithm, sound while ``K`` lies near the data).
+They enter the algorithm through :func:`m2_from_sums` -- ``M2 = SS - S*S/n``, with a
+cancellation guard -- and finalize with the same :func:`variance`
+(:func:`variance_from_sums`). NaN / inf values make the variance NaN.
+
+The scalar reference (:class:`Moment`) computes in exact arithmetic (ints and the Fractions
+floats are), rounded once.
+
+>>> import numpy as np
+>>> x = 1e9 + np.array([1e-3, -2e-3, 4e-3, 0.0])
+>>> n, mean, m2 = mom_reduce(x, np.ones(4, bool), np.array([0]))
+>>> bool(np.isclose(variance(n, m2)[0], np.var(x - 1e9, ddof=1), rtol=1e-6))
+True
+>>> variance(*mom_reduce(np.full(3, 1e9 + 0.1), np.ones(3, bool), np.array([0]))[::2]).tolist()
+[0.0]
 """
 
 from __future__ import annotations
@@ -15,31 +48,106 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+import numba
 import numpy as np
 
 from oop.aggregates.base import AggregateFunction, isnan
 
-__all__ = ["Moment", "VAR", "STD", "variance_from_sums"]
+__all__ = ["Moment", "VAR", "STD", "mom_update", "mom_merge", "mom_merge_segments",
+           "mom_reduce", "variance", "m2_from_sums", "variance_from_sums"]
 
 
-#: rounding error of ``SS - S*S/n`` in ulps of ``SS`` per summed value (see variance_from_sums)
+# ---- the algebra of (n, mean, M2) ----------------------------------------------------------
+@numba.njit(cache=True)
+def mom_update(n, mean, m2, x):  # type: ignore[no-untyped-def]
+    """``(n, mean, M2)`` with the value ``x`` added (Welford). O(1); numba-callable."""
+    n1 = n + 1
+    d = x - mean
+    mean1 = mean + d / n1
+    return n1, mean1, m2 + d * (x - mean1)
+
+
+def _merge(na, ma, m2a, nb, mb, m2b):  # type: ignore[no-untyped-def]
+    """Chan et al.'s pairwise merge; scalars (compiled below) or numpy arrays elementwise.
+    Two empty partials give ``(0, ma, m2a)``: the weight ``nb / n`` is 0 there, not NaN."""
+    n = na + nb
+    w = nb / (n + (n == 0))
+    d = mb - ma
+    return n, ma + d * w, m2a + m2b + d * d * na * w
+
+
+#: the merge compiled for kernels; the same function applies to numpy arrays elementwise
+mom_merge = numba.njit(cache=True)(_merge)
+mom_merge.__doc__ = """``(n, mean, M2)`` of the union of two partials (Chan, Golub, LeVeque).
+O(1); numba-callable (for numpy arrays elementwise: :func:`mom_merge_arrays`)."""
+
+
+def mom_merge_arrays(na: np.ndarray, ma: np.ndarray, m2a: np.ndarray, nb: np.ndarray,
+                     mb: np.ndarray, m2b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`mom_merge` elementwise over arrays of partials. O(len)."""
+    with np.errstate(invalid="ignore"):
+        return _merge(na, ma, m2a, nb, mb, m2b)  # type: ignore[no-any-return]
+
+
+@numba.njit(cache=True)
+def mom_merge_segments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
+    """One partial per segment ``[bounds[j], bounds[j+1])`` of partials: :func:`mom_merge`
+    folded left to right (empty partials are skipped). O(len)."""
+    m = bounds.shape[0] - 1
+    oc = np.zeros(m, np.int64)
+    om = np.zeros(m, np.float64)
+    o2 = np.zeros(m, np.float64)
+    for j in range(m):
+        n, mu, s2 = 0, 0.0, 0.0
+        for i in range(bounds[j], bounds[j + 1]):
+            if cnt[i] != 0:
+                n, mu, s2 = mom_merge(n, mu, s2, cnt[i], mean[i], m2[i])
+        oc[j], om[j], o2[j] = n, mu, s2
+    return oc, om, o2
+
+
+def mom_reduce(x: np.ndarray, valid: np.ndarray,
+               starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n, mean, M2)`` of the valid values of each run ``x[starts[j]:starts[j+1]]`` (the last
+    run ends at ``len(x)``; ``starts`` non-empty), by two passes. O(len), vectorized."""
+    x = np.where(valid, x, 0).astype(np.float64)
+    n = np.add.reduceat(valid.astype(np.int64), starts)
+    mean = np.add.reduceat(x, starts) / np.maximum(n, 1)
+    lengths = np.diff(np.append(starts, len(x)))
+    d = (x - np.repeat(mean, lengths)) * valid
+    return n, mean, np.add.reduceat(d * d, starts)
+
+
+def variance(n: np.ndarray, m2: np.ndarray, ddof: int = 1) -> np.ndarray:
+    """``M2 / (n - ddof)`` per cell, never negative (NaN ``M2`` stays NaN); cells with
+    ``n <= ddof`` get a finite placeholder -- the caller masks them as null. O(len)."""
+    return np.maximum(m2, 0.0) / np.maximum(n - ddof, 1)
+
+
+#: rounding error of ``SS - S*S/n`` in ulps of ``SS`` per summed value (see m2_from_sums)
 _CANCEL_ULPS = 4.0
 
 
-def variance_from_sums(n: np.ndarray, s: np.ndarray, ss: np.ndarray) -> np.ndarray:
-    """Sample variance per window from the count ``n``, the shifted sum ``s`` and the shifted
-    sum of squares ``ss`` (float64; NaN/inf where ``n < 2`` -- the caller masks those).
+def m2_from_sums(n: np.ndarray, s: np.ndarray, ss: np.ndarray) -> np.ndarray:
+    """``M2`` per cell from the count ``n``, the shifted sum ``s`` and the shifted sum of
+    squares ``ss`` (float64; meaningless where ``n < 2`` -- the caller masks those). O(len).
 
     ``SS - S*S/n`` cancels when the shift lies far from the window's values: both terms
     carry rounding errors up to about ``n`` ulps of ``SS``. A difference inside that error
-    is not a variance the sums can resolve, so it is 0 (a window of equal values gives
+    is not a spread the sums can resolve, so it is 0 (a window of equal values gives
     exactly 0, not the square root of the rounding residue), and never negative.
     """
     nf = n.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         d = ss - s * s / nf
-        d = np.where(d <= _CANCEL_ULPS * nf * np.finfo(np.float64).eps * np.abs(ss), 0.0, d)
-        return d / (nf - 1)
+        return np.where(d <= _CANCEL_ULPS * nf * np.finfo(np.float64).eps * np.abs(ss), 0.0, d)
+
+
+def variance_from_sums(n: np.ndarray, s: np.ndarray, ss: np.ndarray) -> np.ndarray:
+    """Sample variance per cell from shifted sums: :func:`variance` of :func:`m2_from_sums`
+    (NaN where the sums are; the caller masks ``n < 2``). O(len)."""
+    with np.errstate(invalid="ignore"):
+        return variance(n, m2_from_sums(n, s, ss))
 
 
 def _exact(value: Any) -> int | Fraction:
