@@ -22,7 +22,7 @@ Partials (:data:`State`) are lists of numpy arrays, all of one length.
 Bounded aggregates have fixed-width columns (the lanes of
 :meth:`Agg.lanes`: ``nn``, ``sum``, ``min``, ...), so the size of a partial
 is the sum of its columns' item sizes -- what the cost model's ``aggr`` is
-measured from. ``var``/``std`` keep ``(n, mean, M2)``: the algebra of
+measured from. ``var``/``std`` keep ``(n, mean, M2)`` of the shifted values: the algebra of
 :mod:`oop.aggregates.moments` (two-pass reduce, Chan et al.'s merge). Holistic aggregates (median, quantile,
 distinct, heavy hitters, UDAFs) keep a *bag* per partial (an object column of
 value arrays); their merge and finalize run per group in Python (holistic
@@ -49,9 +49,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from oop.aggregates.moments import mom_merge_arrays, mom_reduce, variance
+from oop.aggregates.moments import mom_merge_arrays, mom_reduce, shift_values, variance
 from oop.errors import ConfigError
 from oop.window.aggregates import Agg
+from oop.window.values import ColumnValues, pick_shift
 
 __all__ = ["State", "Rows", "BlockAgg", "block_agg", "state_take", "state_nbytes",
            "state_interleave"]
@@ -126,6 +127,16 @@ class BlockAgg:
         self.holistic = agg.holistic
         #: a sum lane that is float64 whatever the column (mean's)
         self.float_sum = not self.spec.exact_sum
+        #: var/std: the column's shift (its first valid finite value, then fixed), see
+        #: :mod:`oop.aggregates.moments`; part of the operator's snapshot
+        self.shift: float | int | None = None
+
+    def shifted(self, values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """``values - shift`` as float64 (var/std's input), fixing the shift at the first
+        valid finite value. O(len)."""
+        if self.shift is None:
+            self.shift = pick_shift(ColumnValues(values, valid))
+        return shift_values(values, self.shift)
 
     # ---- per kind ---------------------------------------------------------------
     def reduce(self, r: Rows, starts: np.ndarray) -> State:
@@ -144,7 +155,7 @@ class BlockAgg:
             red = _MIN if f == "min" else _MAX
             return [nn, red.reduceat(x, starts)]
         if f == "sumsq":
-            return list(mom_reduce(r.values, r.valid, starts))
+            return list(mom_reduce(self.shifted(r.values, r.valid), r.valid, starts))
         if f in ("first", "last"):
             seg = np.repeat(np.arange(len(starts)), _lengths(starts, n))
             if f == "first":  # ties by value, NaN the greatest (np.lexsort sorts it last)

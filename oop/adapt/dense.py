@@ -112,8 +112,7 @@ def fold_aggs(aggs: Sequence[BlockAgg], lanes: list[list[np.ndarray]], slot: np.
         elif f == "min" or f == "max":
             dense_fold_minmax(ln[0], ln[1], slot, lo, hi, x, valid, mask, f == "min")
         elif f == "sumsq":
-            dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, x.astype(np.float64, copy=False),
-                           valid, mask)
+            dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, a.shifted(x, valid), valid, mask)
         else:
             dense_fold_firstlast(ln[0], ln[1], ln[2], slot, lo, hi, x, valid, ts, mask,
                                  f == "first")

@@ -997,11 +997,14 @@ class AdaptLogic:
             "wv": self._wv[:g], "tupcnt_from": self.tupcnt_from,
             "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
             "timeline": self.timeline, "peak": self.peak,
+            "shifts": [a.shift for a in self.aggs],
         })
 
     def restore(self, s: Any) -> None:
         s = copy.deepcopy(s)
         self.eager.restore(s["eager"])
+        for a, k in zip(self.aggs, s.get("shifts", [0.0] * len(self.aggs))):  # older: unshifted
+            a.shift = k
         self.buffer.restore(s["buffer"])
         self.wed.restore(s["wed"])
         self.offsets.restore(s["offsets"])

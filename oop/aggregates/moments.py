@@ -15,19 +15,27 @@ whole algebra; every operator calls them, none writes the formulas again:
 * :func:`variance` -- finalize: ``M2 / (n - ddof)`` (the registry's ``var``/``std`` are the
   sample statistics, ``ddof = 1``; ``std`` is its square root, :meth:`Moment.from_variance`).
 
-Why this algorithm: its rounding error is bounded by the data's spread, not by its offset
-(Chan et al.: relative error ``~ n * eps * kappa`` with ``kappa`` the condition number of the
-*centred* data), so ``1e9 + N(0, 1e-3)`` keeps its digits and equal values give exactly 0
-(``M2`` never leaves 0 when every delta is 0); and partials merge in O(1), which is what
-panes, sessions and AdaptWID's eager/lazy blocks need.
+Every operator feeds these helpers *shifted data*, ``x - K`` (:func:`shift_values`), with one
+shift ``K`` per column: its first valid finite value, then fixed
+(:func:`oop.window.values.pick_shift`; kept in the operator's snapshot). Chan et al. (§4)
+recommend shifting by a data value before any variance algorithm.
+
+Why this algorithm. The centred state's rounding error grows with the condition number
+``kappa = |mean - K| / spread`` (Chan et al.: ``~ n * eps * kappa`` for the updating and
+pairwise algorithms; ``kappa**2`` for sums of squares), and merges of partials are O(1), which
+panes, sessions and AdaptWID's eager/lazy blocks need. The shift is what keeps ``kappa``
+small: a float64 mean near ``1e9`` carries ``ulp(1e9) ~ 1e-7``, so Welford on the raw
+values of ``1e9 + N(0, 1e-3)`` loses 4 of its digits (measured: relative error 2e-4), while
+``x - K`` is exact there (Sterbenz) and the result is good to ~1e-15. Equal values give
+exactly 0: every delta is 0, so ``M2`` never leaves 0.
 
 Shifted sums. The window ring and the in-order buffering window *subtract* tuples (004
 Eq. 6.4, differential panes), which the centred state does not do exactly; their lanes hold
-``S = sum(x - K)`` and ``SS = sum((x - K)**2)`` with a per-column shift ``K`` (the first
-value seen: Chan et al.'s "shifted data" algorithm, sound while ``K`` lies near the data).
-They enter the algorithm through :func:`m2_from_sums` -- ``M2 = SS - S*S/n``, with a
-cancellation guard -- and finalize with the same :func:`variance`
-(:func:`variance_from_sums`). NaN / inf values make the variance NaN.
+``S = sum(x - K)`` and ``SS = sum((x - K)**2)`` (the textbook algorithm on shifted data,
+accurate while ``K`` lies near the cell's data: ``kappa**2``). They enter the algebra through
+:func:`m2_from_sums` -- ``M2 = SS - S*S/n``, with a cancellation guard -- and finalize with
+the same :func:`variance` (:func:`variance_from_sums`). NaN / inf values make the variance
+NaN.
 
 The scalar reference (:class:`Moment`) computes in exact arithmetic (ints and the Fractions
 floats are), rounded once.
@@ -54,7 +62,7 @@ import numpy as np
 from oop.aggregates.base import AggregateFunction, isnan
 
 __all__ = ["Moment", "VAR", "STD", "mom_update", "mom_merge", "mom_merge_segments",
-           "mom_reduce", "variance", "m2_from_sums", "variance_from_sums"]
+           "mom_reduce", "shift_values", "variance", "m2_from_sums", "variance_from_sums"]
 
 
 # ---- the algebra of (n, mean, M2) ----------------------------------------------------------
@@ -109,13 +117,27 @@ def mom_merge_segments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
 def mom_reduce(x: np.ndarray, valid: np.ndarray,
                starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(n, mean, M2)`` of the valid values of each run ``x[starts[j]:starts[j+1]]`` (the last
-    run ends at ``len(x)``; ``starts`` non-empty), by two passes. O(len), vectorized."""
-    x = np.where(valid, x, 0).astype(np.float64)
-    n = np.add.reduceat(valid.astype(np.int64), starts)
-    mean = np.add.reduceat(x, starts) / np.maximum(n, 1)
+    run ends at ``len(x)``; ``starts`` non-empty), by two passes over the run's values minus its
+    first valid value (so a run of equal values has ``M2 == 0`` exactly). O(len), vectorized."""
+    x = x.astype(np.float64, copy=False)
     lengths = np.diff(np.append(starts, len(x)))
-    d = (x - np.repeat(mean, lengths)) * valid
-    return n, mean, np.add.reduceat(d * d, starts)
+    first = np.minimum.reduceat(np.where(valid, np.arange(len(x)), len(x)), starts)
+    k = np.append(x, 0.0)[first]  # the first valid value of each run (0 if none)
+    z = np.where(valid, x - np.repeat(k, lengths), 0.0)
+    n = np.add.reduceat(valid.astype(np.int64), starts)
+    dm = np.add.reduceat(z, starts) / np.maximum(n, 1)
+    d = np.where(valid, z - np.repeat(dm, lengths), 0.0)
+    return n, k + dm, np.add.reduceat(d * d, starts)
+
+
+def shift_values(x: np.ndarray, shift: float | int | None) -> np.ndarray:
+    """``x - shift`` as float64, the difference taken in int64 for integers and an int shift
+    (exact for a spread below ``2**53``); ``None`` (no finite value seen yet) shifts by 0. O(len)."""
+    if shift is None:
+        return x.astype(np.float64, copy=False)
+    if isinstance(shift, int) and np.issubdtype(x.dtype, np.integer):
+        return (x.astype(np.int64, copy=False) - np.int64(shift)).astype(np.float64)
+    return x.astype(np.float64, copy=False) - float(shift)
 
 
 def variance(n: np.ndarray, m2: np.ndarray, ddof: int = 1) -> np.ndarray:

@@ -73,7 +73,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.aggregates import REGISTRY
-from oop.aggregates.moments import mom_merge_segments, variance
+from oop.aggregates.moments import mom_merge_segments, shift_values, variance
 from oop.errors import ConfigError, ValueRangeError
 from oop.limits import current_budget
 from oop.metrics import StateSize
@@ -83,7 +83,7 @@ from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, parse_duration, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
-from oop.window.values import check_exact_sum, max_abs
+from oop.window.values import ColumnValues, check_exact_sum, max_abs, pick_shift
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
            "SUPPORTED"]
@@ -337,6 +337,8 @@ class SessionAggregate(Operator):
         self.enc = KeyEncoder(self.by)
         # per integer column with a sum lane: the largest |value| seen (bounds every sum)
         self.sum_max = {c: 0 for c in cols if not self.col_float[c] and "sum" in self.lanes[c]}
+        #: column -> var/std shift: its first valid finite value, then fixed
+        self.shift: dict[str, float | int | None] = {}
         self.state = self._empty()
         self.lwm = INT64_MIN
         self.out_punct: int | None = None
@@ -395,7 +397,9 @@ class SessionAggregate(Operator):
                 else:
                     fin = valid & np.isfinite(v) if v.dtype == np.float64 else valid
                     a[c + ":fin"] = fin.astype(np.int64)
-                    a[c + ":mean"] = np.where(fin, v, 0).astype(np.float64)
+                    if self.shift.get(c) is None:  # var/std: x - shift (oop.aggregates.moments)
+                        self.shift[c] = pick_shift(ColumnValues(v, fin))
+                    a[c + ":mean"] = np.where(fin, shift_values(v, self.shift[c]), 0.0)
                     a[c + ":m2"] = np.zeros(n, np.float64)
                     a[c + ":nf"] = (valid & ~fin).astype(np.int64)
         return _Sessions(a)
@@ -589,7 +593,7 @@ class SessionAggregate(Operator):
         return {**super().snapshot(), "lwm": self.lwm, "out_punct": self.out_punct,
                 "enc": self.enc.snapshot(), "state": dict(self.state.a),
                 "plan": dict(self.plan_info), "keys_compact_at": self._keys_compact_at,
-                "sum_max": dict(self.sum_max)}
+                "sum_max": dict(self.sum_max), "shift": dict(self.shift)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -599,6 +603,7 @@ class SessionAggregate(Operator):
         self.plan_info = dict(state["plan"])
         self._keys_compact_at = state["keys_compact_at"]
         self.sum_max = dict(state["sum_max"])
+        self.shift = dict(state.get("shift", {c: 0.0 for c in self.cols}))  # older: unshifted
 
     def _check(self) -> None:
         """Invariants: a key's sessions are contiguous and sorted by start; they do not
