@@ -19,7 +19,8 @@ from hypothesis import given, strategies as st
 
 from oop.adapt import kernels as K
 from oop.adapt.cost import Thresholds
-from oop.adapt.logic import MODE_BIT, VOL_MASK, AdaptConfig
+from oop.adapt.config import AdaptConfig
+from oop.adapt.groups import MODE_BIT, VOL_MASK
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 

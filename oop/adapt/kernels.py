@@ -457,6 +457,21 @@ def _wid_span(t, origin, range_, slide, per, inv):  # type: ignore[no-untyped-de
 
 
 @njit(cache=True, inline="always")
+def _span_consts(range_, slide):  # type: ignore[no-untyped-def]
+    """:func:`_wid_span`'s ``per`` (windows per tuple when RANGE is k x SLIDE, else -1) and
+    ``inv`` (``1.0 / slide``)."""
+    return (range_ // slide if range_ % slide == 0 else -1), 1.0 / slide
+
+
+@njit(cache=True, inline="always")
+def _closing_span(t, origin, range_, slide, per, inv, old, fo):  # type: ignore[no-untyped-def]
+    """A buffered tuple's windows ``[lo, hi)`` (:func:`_wid_span`) and those a punctuation
+    closing ``[old, fo)`` completes: ``[max(lo, old), min(hi, fo))`` (empty if ``>=``)."""
+    a, b = _wid_span(t, origin, range_, slide, per, inv)
+    return a, b, (a if a > old else old), (b if b < fo else fo)
+
+
+@njit(cache=True, inline="always")
 def _source_offsets(hwm, skew_on):  # type: ignore[no-untyped-def]
     """Cond. 6.9's per-source offsets (``SourceOffsets.offsets()``): ``max(hwm) - hwm[K]``
     for every source seen (``hwm[K]`` > int64 min), 0 for the others; all 0 unless
@@ -614,8 +629,7 @@ def route_batch(gids, src, ts, geom, lo, hi, first_open, wv, scratch, vmask, mbi
     rng = geom[0]
     sl = geom[1]
     org = geom[2]
-    per = rng // sl if rng % sl == 0 else -1  # windows per tuple when RANGE is k x SLIDE
-    inv = 1.0 / sl
+    per, inv = _span_consts(rng, sl)
     for i in range(n):
         lo[i], hi[i] = _wid_span(ts[i], org, rng, sl, per, inv)
         if lo[i] < first_open:
@@ -846,15 +860,9 @@ def close_scan(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     chi = np.empty(n, np.int64)
     sel = np.zeros(n, np.int8)
     total = 0
-    per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
-    inv = 1.0 / slide
+    per, inv = _span_consts(range_, slide)
     for i in range(n):
-        a, b = _wid_span(ts[i], origin, range_, slide, per, inv)
-        lo[i] = a
-        hi[i] = b
-        e = b if b < fo else fo
-        if a < old:
-            a = old
+        lo[i], hi[i], a, e = _closing_span(ts[i], origin, range_, slide, per, inv, old, fo)
         clo[i] = a
         chi[i] = e
         if e > a:
@@ -1119,13 +1127,9 @@ def close_fold(gid, src, ts, range_, slide, origin, old, fo, wv, monitor, scratc
     ug = np.empty(n, np.int64)
     keep = np.empty(n, np.bool_)
     nu = 0
-    per = range_ // slide if range_ % slide == 0 else -1  # as in route_batch
-    inv = 1.0 / slide
+    per, inv = _span_consts(range_, slide)
     for i in range(n):
-        a, b = _wid_span(ts[i], origin, range_, slide, per, inv)
-        e = b if b < fo else fo
-        if a < old:
-            a = old
+        _, b, a, e = _closing_span(ts[i], origin, range_, slide, per, inv, old, fo)
         clo[i] = a
         chi[i] = e
         g = gid[i]

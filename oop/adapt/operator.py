@@ -56,7 +56,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.adapt.cost import Thresholds
-from oop.adapt.logic import AdaptConfig, AdaptLogic
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
 from oop.limits import current_budget

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from oop.adapt.logic import AdaptConfig
+from oop.adapt.config import AdaptConfig
 from oop.adapt.operator import AdaptWID
 from oop.adapt.store import Block, merge_blocks
 from oop.errors import ConfigError
