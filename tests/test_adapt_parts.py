@@ -17,6 +17,7 @@ from oop.adapt.buffer import LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
 from oop.adapt.bucket import expand, expand_reference
 from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
 from oop.adapt.groups import EAGER, LAZY
 from oop.adapt.store import Block, merge_blocks
 from oop.window import aggregates as agg
@@ -177,7 +178,7 @@ class GroupStateMachine(RuleBasedStateMachine):
         self.kind = kind
         self.aggs = (agg.count(), agg.sum("v"), agg.median("v"))
         self.cfg = AdaptConfig(kind, self.aggs, n_sources=2, thresholds=th, n_bins=n_bins)
-        self.lg = self.cfg.build({"v": np.dtype(np.int64)})
+        self.lg = AdaptLogic(self.cfg, {"v": np.dtype(np.int64)})
         self.punct = 0
         self.rows: list[dict] = []
         self.min_wid: dict[int, int] = {}
@@ -233,7 +234,7 @@ class GroupStateMachine(RuleBasedStateMachine):
 
     @rule()
     def snapshot_roundtrip(self):
-        lg2 = self.cfg.build({"v": np.dtype(np.int64)})
+        lg2 = AdaptLogic(self.cfg, {"v": np.dtype(np.int64)})
         lg2.restore(self.lg.snapshot())
         lg2._check()
         self.lg = lg2
@@ -336,7 +337,7 @@ def test_open_extents_fast_paths_equal_the_scan(kind, steps):
     """The windows a batch opens (and the ``wed`` starts of their extents) are the same
     whether found by the open-span shortcuts or by scanning the batch's windows."""
     cfg = AdaptConfig(kind, (agg.count(),), n_sources=1, thresholds=Thresholds(), n_bins=2)
-    fast, slow = cfg.build({}), cfg.build({})
+    fast, slow = AdaptLogic(cfg, {}), AdaptLogic(cfg, {})
     now = 0
     for rows, step in steps:
         gids = np.array([r[0] for r in rows], np.int64)

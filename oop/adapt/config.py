@@ -2,7 +2,8 @@
 
 :class:`AdaptConfig` validates a query -- an event-time Tumbling / Sliding window, at least
 one aggregate, 1..127 sources, the lazy buffer's bins -- with errors that say what to use
-instead; :class:`~oop.adapt.logic.AdaptLogic` is the runtime built from it.
+instead; ``AdaptLogic(config, value_dtypes)`` (:mod:`oop.adapt.logic`) is the runtime built
+from it.
 :class:`Timeline` records, per punctuation, how many groups are eager / lazy /
 transitional and the bytes each kind of state holds (004 Fig. 6-19/6-20's curves).
 """
@@ -10,24 +11,18 @@ transitional and the bytes each kind of state holds (004 Fig. 6-19/6-20's curves
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import numpy as np
 
 from oop.adapt.cost import Thresholds
 from oop.errors import ConfigError
 from oop.window.aggregates import Agg
 from oop.window.kinds import Sliding
 
-if TYPE_CHECKING:
-    from oop.adapt.logic import AdaptLogic
-
 __all__ = ["AdaptConfig", "Timeline"]
 
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    """AdaptWID configuration; :meth:`build` makes the runtime :class:`AdaptLogic`.
+    """AdaptWID configuration; ``AdaptLogic(config, value_dtypes)`` is its runtime.
 
     ``kind``: a resolved time-based :class:`~oop.window.kinds.Sliding` or
     ``Tumbling`` window; ``aggs``: aggregates of :mod:`oop.window.agg`;
@@ -63,12 +58,6 @@ class AdaptConfig:
             if a.column and a.column not in out and not a.spec.counts_rows:
                 out.append(a.column)
         return out
-
-    def build(self, value_dtypes: dict[str, np.dtype]) -> "AdaptLogic":
-        """The runtime for value columns of ``value_dtypes`` (numeric; else ConfigError)."""
-        from oop.adapt.logic import AdaptLogic  # the runtime imports this module
-
-        return AdaptLogic(self, value_dtypes)
 
 
 @dataclass

@@ -98,7 +98,6 @@ live groups (:meth:`AdaptLogic.live_codes`, :meth:`AdaptLogic.remap_groups`).
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import numpy as np
 from sortedcontainers import SortedSet
