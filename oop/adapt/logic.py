@@ -112,7 +112,7 @@ from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, close_fold, close_scan, coun
                                settle_close)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
 from oop.adapt.groups import EAGER, GID, GID_MAX, LAZY, MODE_BIT, VOL_MASK
-from oop.adapt.state import LogicState
+from oop.adapt.state import LogicState, PeakBytes
 from oop.adapt.store import Block, EagerStore
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
@@ -223,7 +223,7 @@ class AdaptLogic:
         self.switches_to_lazy = 0
         self.timeline = Timeline()
         self._flushing = False
-        self.peak = {"partials": 0, "buffer": 0, "groups": 0, "total": 0}
+        self.peak = PeakBytes()
 
     # ---- sizes ------------------------------------------------------------------
     @property
@@ -273,18 +273,8 @@ class AdaptLogic:
                 + self.n_live * self.group_entry_bytes)
 
     def _track_peak(self) -> None:
-        pk = self.peak
-        p = self.eager.nbytes
-        b = self.buffer.n_rows * self.buffer.row_bytes
-        g = self.n_live * self.group_entry_bytes
-        if p > pk["partials"]:
-            pk["partials"] = p
-        if b > pk["buffer"]:
-            pk["buffer"] = b
-        if g > pk["groups"]:
-            pk["groups"] = g
-        if p + b + g > pk["total"]:
-            pk["total"] = p + b + g
+        self.peak.track(self.eager.nbytes, self.buffer.n_rows * self.buffer.row_bytes,
+                        self.n_live * self.group_entry_bytes)
 
     # ---- per-group arrays ---------------------------------------------------------
     def _grow(self, n: int) -> None:

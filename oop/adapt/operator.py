@@ -374,7 +374,7 @@ class AdaptWID(Operator):
             "switches_to_eager": lg.switches_to_eager,
             "switches_to_lazy": lg.switches_to_lazy,
             "state_bytes": lg.state_bytes(),
-            "peak_bytes": dict(lg.peak),
+            "peak_bytes": lg.peak.as_dict(),
             "aggr_bytes": lg.aggr,
             "tup_bytes": lg.tup,
             "wed": lg.wed.value,

@@ -17,7 +17,28 @@ import numpy as np
 
 from oop.adapt.config import Timeline
 
-__all__ = ["LogicState"]
+__all__ = ["LogicState", "PeakBytes"]
+
+
+@dataclass
+class PeakBytes:
+    """The largest bytes each kind of state held at a batch or punctuation boundary."""
+
+    partials: int = 0  #: the eager store H
+    buffer: int = 0  #: the lazy buffer B
+    groups: int = 0  #: the live groups' entries
+    total: int = 0  #: the largest sum (not the sum of the peaks)
+
+    def track(self, partials: int, buffer: int, groups: int) -> None:
+        """Raise each peak to the state now held. O(1)."""
+        self.partials = max(self.partials, partials)
+        self.buffer = max(self.buffer, buffer)
+        self.groups = max(self.groups, groups)
+        self.total = max(self.total, partials + buffer + groups)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"partials": self.partials, "buffer": self.buffer, "groups": self.groups,
+                "total": self.total}
 
 
 @dataclass
@@ -41,4 +62,4 @@ class LogicState:
     switches_to_eager: int
     switches_to_lazy: int
     timeline: Timeline
-    peak: dict[str, int]
+    peak: PeakBytes
