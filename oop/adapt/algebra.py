@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from oop.aggregates.moments import mom_merge_arrays, mom_reduce, shift_values, variance
+from oop.aggregates.moments import mom_merge_arrays, mom_reduce, variance
 from oop.errors import ConfigError
 from oop.window.aggregates import Agg
 from oop.window.values import ColumnValues, pick_shift
@@ -131,12 +131,12 @@ class BlockAgg:
         #: :mod:`oop.aggregates.moments`; part of the operator's snapshot
         self.shift: float | int | None = None
 
-    def shifted(self, values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """``values - shift`` as float64 (var/std's input), fixing the shift at the first
-        valid finite value. O(len)."""
+    def shift_for(self, values: np.ndarray, valid: np.ndarray) -> float | int:
+        """var/std's shift, fixed at the first valid finite value seen (0 until there is one:
+        nothing finite has been folded yet). O(len) until fixed, then O(1)."""
         if self.shift is None:
             self.shift = pick_shift(ColumnValues(values, valid))
-        return shift_values(values, self.shift)
+        return 0 if self.shift is None else self.shift
 
     # ---- per kind ---------------------------------------------------------------
     def reduce(self, r: Rows, starts: np.ndarray) -> State:
@@ -155,7 +155,7 @@ class BlockAgg:
             red = _MIN if f == "min" else _MAX
             return [nn, red.reduceat(x, starts)]
         if f == "sumsq":
-            return list(mom_reduce(self.shifted(r.values, r.valid), r.valid, starts))
+            return list(mom_reduce(r.values, r.valid, starts, self.shift_for(r.values, r.valid)))
         if f in ("first", "last"):
             seg = np.repeat(np.arange(len(starts)), _lengths(starts, n))
             if f == "first":  # ties by value, NaN the greatest (np.lexsort sorts it last)

@@ -299,13 +299,14 @@ def dense_fold_minmax(nn, m, slot, lo, hi, x, valid, mask, is_min):  # type: ign
 
 
 @njit(cache=True)
-def dense_fold_var(n, mean, m2, slot, lo, hi, x, valid, mask):  # type: ignore[no-untyped-def]
-    """Each valid value into its cells' ``(n, mean, M2)`` (:func:`oop.aggregates.moments.mom_update`)."""
+def dense_fold_var(n, mean, m2, slot, lo, hi, x, shift, valid, mask):  # type: ignore[no-untyped-def]
+    """Each valid value, minus ``shift``, into its cells' ``(n, mean, M2)``
+    (:func:`oop.aggregates.moments.mom_update`; the shift: :mod:`oop.aggregates.moments`)."""
     for i in range(lo.shape[0]):
         s = _fold_slot(valid, slot, i)
         if s < 0:
             continue
-        v = x[i]
+        v = np.float64(x[i] - shift)
         for w in range(lo[i], hi[i]):
             r = w & mask
             n[r, s], mean[r, s], m2[r, s] = mom_update(n[r, s], mean[r, s], m2[r, s], v)

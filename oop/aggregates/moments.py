@@ -114,20 +114,46 @@ def mom_merge_segments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
     return oc, om, o2
 
 
-def mom_reduce(x: np.ndarray, valid: np.ndarray,
-               starts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(n, mean, M2)`` of the valid values of each run ``x[starts[j]:starts[j+1]]`` (the last
-    run ends at ``len(x)``; ``starts`` non-empty), by two passes over the run's values minus its
-    first valid value (so a run of equal values has ``M2 == 0`` exactly). O(len), vectorized."""
-    x = x.astype(np.float64, copy=False)
-    lengths = np.diff(np.append(starts, len(x)))
-    first = np.minimum.reduceat(np.where(valid, np.arange(len(x)), len(x)), starts)
-    k = np.append(x, 0.0)[first]  # the first valid value of each run (0 if none)
-    z = np.where(valid, x - np.repeat(k, lengths), 0.0)
-    n = np.add.reduceat(valid.astype(np.int64), starts)
-    dm = np.add.reduceat(z, starts) / np.maximum(n, 1)
-    d = np.where(valid, z - np.repeat(dm, lengths), 0.0)
-    return n, k + dm, np.add.reduceat(d * d, starts)
+@numba.njit(cache=True)
+def _reduce_runs(x, valid, bounds, shift):  # type: ignore[no-untyped-def]
+    """:func:`mom_reduce`'s kernel: per run, two passes over ``x[i] - shift`` of its valid rows,
+    the second centred on the first pass's mean taken relative to the run's first value."""
+    m = bounds.shape[0] - 1
+    on = np.zeros(m, np.int64)
+    om = np.zeros(m, np.float64)
+    o2 = np.zeros(m, np.float64)
+    for j in range(m):
+        n, k, s = 0, 0.0, 0.0
+        for i in range(bounds[j], bounds[j + 1]):
+            if valid[i]:
+                v = np.float64(x[i] - shift)
+                if n == 0:
+                    k = v
+                s += v - k
+                n += 1
+        dm = s / n if n else 0.0
+        s2 = 0.0
+        for i in range(bounds[j], bounds[j + 1]):
+            if valid[i]:
+                d = (np.float64(x[i] - shift) - k) - dm
+                s2 += d * d
+        on[j], om[j], o2[j] = n, k + dm, s2
+    return on, om, o2
+
+
+def mom_reduce(x: np.ndarray, valid: np.ndarray, starts: np.ndarray,
+               shift: float | int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(n, mean, M2)`` of the valid values ``x - shift`` of each run ``x[starts[j]:
+    starts[j+1]]`` (the last run ends at ``len(x)``), by two passes over the run's values
+    minus its first valid value (a run of equal values has ``M2 == 0`` exactly). ``x``
+    int64 with an int ``shift`` subtracts in int64 (see :func:`shift_values`); other dtypes
+    than int64 / float64 are converted first. O(len), compiled."""
+    if x.dtype != np.int64 and x.dtype != np.float64:
+        x = x.astype(np.float64)
+    if x.dtype == np.float64 or not isinstance(shift, int):
+        shift = float(shift)
+    bounds = np.append(starts, len(x)).astype(np.int64)
+    return _reduce_runs(x, valid.astype(np.bool_, copy=False), bounds, shift)  # type: ignore[no-any-return]
 
 
 def shift_values(x: np.ndarray, shift: float | int | None) -> np.ndarray:
