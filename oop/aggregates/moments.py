@@ -7,25 +7,25 @@ whole algebra; every operator calls them, none writes the formulas again:
 * :func:`mom_update` -- add one value (Welford 1962, "Note on a method for calculating
   corrected sums of squares and products", Technometrics 4(3));
 * :func:`mom_merge` -- merge two partials (Chan, Golub, LeVeque, "Algorithms for computing
-  the sample variance: analysis and recommendations", The American Statistician 37(3), 1983,
-  the pairwise update of their Eq. 1.5); :func:`mom_merge_segments` folds it over runs of
-  partials (session windows, AdaptWID's close);
-* :func:`mom_reduce` -- the partial of a run of raw values: the two-pass algorithm (mean,
-  then the sum of squared deviations), which Chan et al. recommend when the data are at hand;
+  the sample variance: analysis and recommendations", The American Statistician 37(3), 1983:
+  their pairwise update); :func:`mom_merge_arrays` applies it elementwise (AdaptWID's
+  blocks), :func:`mom_merge_segments` folds it over runs of partials (session windows);
+* :func:`mom_reduce` -- the partial of a run of values: the two-pass algorithm (mean, then
+  the sum of squared deviations), which Chan et al. recommend when the data are at hand;
 * :func:`variance` -- finalize: ``M2 / (n - ddof)`` (the registry's ``var``/``std`` are the
   sample statistics, ``ddof = 1``; ``std`` is its square root, :meth:`Moment.from_variance`).
 
 Every operator feeds these helpers *shifted data*, ``x - K`` (:func:`shift_values`), with one
 shift ``K`` per column: its first valid finite value, then fixed
-(:func:`oop.window.values.pick_shift`; kept in the operator's snapshot). Chan et al. (§4)
-recommend shifting by a data value before any variance algorithm.
+(:func:`oop.window.values.pick_shift`; kept in the operator's snapshot). Chan et al.
+recommend shifting by a data value (a rough estimate of the mean) before computing.
 
 Why this algorithm. The centred state's rounding error grows with the condition number
 ``kappa = |mean - K| / spread`` (Chan et al.: ``~ n * eps * kappa`` for the updating and
 pairwise algorithms; ``kappa**2`` for sums of squares), and merges of partials are O(1), which
 panes, sessions and AdaptWID's eager/lazy blocks need. The shift is what keeps ``kappa``
 small: a float64 mean near ``1e9`` carries ``ulp(1e9) ~ 1e-7``, so Welford on the raw
-values of ``1e9 + N(0, 1e-3)`` loses 4 of its digits (measured: relative error 2e-4), while
+values of ``1e9 + N(0, 1e-3)`` loses 4 of its digits (measured over 200 random windows of 2..50 values: relative error up to 2e-4), while
 ``x - K`` is exact there (Sterbenz) and the result is good to ~1e-15. Equal values give
 exactly 0: every delta is 0, so ``M2`` never leaves 0.
 
@@ -62,8 +62,9 @@ import numpy as np
 
 from oop.aggregates.base import AggregateFunction, isnan
 
-__all__ = ["Moment", "VAR", "STD", "mom_update", "mom_merge", "mom_merge_segments",
-           "mom_reduce", "shift_values", "variance", "m2_from_sums", "variance_from_sums"]
+__all__ = ["Moment", "VAR", "STD", "mom_update", "mom_merge", "mom_merge_arrays",
+           "mom_merge_segments", "mom_reduce", "shift_values", "variance", "m2_from_sums",
+           "variance_from_sums"]
 
 
 # ---- the algebra of (n, mean, M2) ----------------------------------------------------------
