@@ -130,6 +130,13 @@ _NO_GONE = np.zeros(0, np.int64)
 _SPARSE_GAP = 64
 
 
+def _run_ends(closing: list[int]) -> np.ndarray:
+    """The closing windows (ascending) after which more than ``_SPARSE_GAP`` window ids are
+    empty: the ends of all runs but the last. O(len)."""
+    ws = np.asarray(closing, np.int64)
+    return ws[np.flatnonzero(np.diff(ws) > _SPARSE_GAP)]
+
+
 def _valid(ch: Chunk, col: str) -> np.ndarray:
     """Validity of ``col`` in a chunk (no validity column: the column has shown no null)."""
     m = ch.get(col + "?")
@@ -621,7 +628,9 @@ class AdaptLogic:
         opened = self.open_wids
         closing = opened[:opened.bisect_left(fo)] if fo > self.first_open else []
         if len(closing) > 1 and closing[-1] - closing[0] >= len(closing) + _SPARSE_GAP:
-            return self._close_in_runs(v, closing)  # a list (cheaper than an irange iterator)
+            ends = _run_ends(closing)  # a list (cheaper than an irange iterator)
+            if ends.size:  # a wide span of many small gaps is closed at once
+                return self._close_in_runs(v, ends)
         self.lwm.advance(v)
         if fo <= self.first_open:
             return []
@@ -698,20 +707,19 @@ class AdaptLogic:
         self._track_peak()
         return out
 
-    def _close_in_runs(self, v: int, closing: list[int]) -> list[tuple[int, Block]]:
-        """Close ``closing`` (windows holding tuples, ascending) run by run: a gap of more
-        than ``_SPARSE_GAP`` empty windows between two of them ends a run, and each run is
-        closed by the punctuation at its end (valid: ``v`` bounds every smaller value).
+    def _close_in_runs(self, v: int, ends: np.ndarray) -> list[tuple[int, Block]]:
+        """Close the held windows run by run: ``ends`` (:func:`_run_ends`) are the last windows
+        of the runs before ``v``'s, and each run is closed by the punctuation at its end (valid:
+        ``v`` bounds every smaller value); the last run by ``v`` itself.
 
         A row far ahead of (or behind) the rest -- a bad clock -- leaves a span of millions
         of empty window ids between the windows a punctuation closes; the close of the
         buffered tuples folds into transient lanes over the closing span, so one close over
         the whole span would allocate (span x groups) cells. Run by run, the lanes span only
         the windows of one run. Cost: one pass over the buffer per run."""
-        ws = np.asarray(closing, np.int64)
         out: list[tuple[int, Block]] = []
-        for b in np.flatnonzero(np.diff(ws) > _SPARSE_GAP):
-            out.extend(self.on_punctuation(self._origin + (int(ws[b]) + 1) * self._slide))
+        for e in ends.tolist():
+            out.extend(self.on_punctuation(self._origin + (e + 1) * self._slide))
         out.extend(self.on_punctuation(v))
         return out
 
