@@ -71,9 +71,11 @@ PLANS: dict[str, Plan] = {
     "paned-tumbling-nokey": lambda t, bs=16: src(t, batch_size=bs).window(
         Tumbling(40), [agg.count(), agg.median("val"), agg.distinct("skey")], method="paned"),
     "adaptwid": lambda t, bs=16: src(t, batch_size=bs).adaptive_window(
-        Sliding(60, 20), [agg.count(), agg.sum("val"), agg.max("val")], by="key"),
+        Sliding(60, 20), [agg.count(), agg.sum("val"), agg.max("val"), agg.std("fval")],
+        by="key"),
     "adaptwid-lazy": lambda t, bs=16: src(t, batch_size=bs).adaptive_window(
-        Tumbling(50), [agg.count(), agg.mean("fval")], by="skey", thresholds="lazy"),
+        Tumbling(50), [agg.count(), agg.mean("fval"), agg.var("fval")], by="skey",
+        thresholds="lazy"),
     "slide-by-tuple": lambda t, bs=16: src(t, batch_size=bs).window(
         SlideByTuple(30, 7), [agg.count(), agg.sum("val")], by="key"),
     "partitioned-rows": lambda t, bs=16: src(t, batch_size=bs).window(

@@ -27,7 +27,8 @@ def _fold_kernel(fn, lanes, slot, lo, hi, x, valid, ts, mask):
     elif fn in ("min", "max"):
         K.dense_fold_minmax(lanes[0], lanes[1], slot, lo, hi, x, valid, mask, fn == "min")
     elif fn == "var":
-        K.dense_fold_var(lanes[0], lanes[1], lanes[2], slot, lo, hi, x.astype(np.float64), valid, mask)
+        K.dense_fold_var(lanes[0], lanes[1], lanes[2], slot, lo, hi, x.astype(np.float64), 0.0,
+                         valid, mask)
     else:
         K.dense_fold_firstlast(lanes[0], lanes[1], lanes[2], slot, lo, hi, x, valid, ts, mask,
                                fn == "first")

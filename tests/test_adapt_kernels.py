@@ -19,7 +19,9 @@ from hypothesis import given, strategies as st
 
 from oop.adapt import kernels as K
 from oop.adapt.cost import Thresholds
-from oop.adapt.logic import MODE_BIT, VOL_MASK, AdaptConfig
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
+from oop.adapt.groups import MODE_BIT, VOL_MASK
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
 
@@ -193,8 +195,8 @@ def test_logic_accounts_for_every_tuple(batches, kind, mode, forced):
     at the end every in-time tuple's windows were emitted; invariants hold throughout."""
     th = (Thresholds(up=1, down=1, absolute=True) if forced and mode == "adaptive"
           else Thresholds(mode=mode))
-    lg = AdaptConfig(kind, (agg.count(), agg.sum("v")), thresholds=th, n_bins=3).build(
-        {"v": np.dtype(np.int64)})
+    lg = AdaptLogic(AdaptConfig(kind, (agg.count(), agg.sum("v")), thresholds=th, n_bins=3),
+                    {"v": np.dtype(np.int64)})
     t_hi = 0
     for i, b in enumerate(batches):
         g = np.array([r[0] for r in b], np.int64)

@@ -15,7 +15,10 @@ from oop.adapt.kernels import (bin_order, bin_order_reference, group_pairs,
 from oop.adapt.algebra import Rows, block_agg
 from oop.adapt.buffer import LazyBuffer
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.logic import EAGER, LAZY, AdaptConfig, expand, expand_reference
+from oop.adapt.bucket import expand, expand_reference
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
+from oop.adapt.groups import EAGER, LAZY
 from oop.adapt.store import Block, merge_blocks
 from oop.window import aggregates as agg
 from oop.window.kinds import Sliding, Tumbling
@@ -125,14 +128,15 @@ def test_expand_kernel_equals_reference(pairs):
 AGGS = [agg.count(), agg.sum("v"), agg.min("v"), agg.var("v"), agg.first("v"), agg.median("v")]
 
 
-def _block(rows: list[tuple[int, int, bool, int]]) -> Block:
-    """A block from (gid, value, valid, time) rows, via reduce."""
+def _block(rows: list[tuple[int, int, bool, int]], bas: list | None = None) -> Block:
+    """A block from (gid, value, valid, time) rows, via reduce by ``bas`` (partials merge only
+    within one aggregate instance: var/std's shift is its own)."""
     rows = sorted(rows)
     g = np.array([r[0] for r in rows], np.int64)
     r = Rows(np.array([r[1] for r in rows], np.int64), np.array([r[2] for r in rows], bool),
              np.array([r[3] for r in rows], np.int64))
     starts = np.flatnonzero(np.r_[True, np.diff(g) != 0]) if len(g) else np.zeros(0, np.int64)
-    bas = [block_agg(a) for a in AGGS]
+    bas = [block_agg(a) for a in AGGS] if bas is None else bas
     states = [a.reduce(r if a.fn != "count" else Rows(g, np.ones(len(g), bool), r.times), starts)
               for a in bas]
     lengths = np.diff(np.r_[starts, len(g)]).astype(np.int64)
@@ -147,8 +151,8 @@ rows_st = st.lists(st.tuples(st.integers(0, 6), st.integers(-5, 5), st.booleans(
 def test_merge_blocks_equals_reduce_of_union(a, b):
     """merge(A, B) == reduce(A ∪ B): the algebra's merge law, keyed by group."""
     bas = [block_agg(x) for x in AGGS]
-    merged, _ = merge_blocks(bas, _block(a), _block(b))
-    whole = _block(a + b)
+    merged, _ = merge_blocks(bas, _block(a, bas), _block(b, bas))
+    whole = _block(a + b, bas)
     assert merged.gids.tolist() == whole.gids.tolist()
     assert merged.tupcnt.tolist() == whole.tupcnt.tolist()
     for ba, s1, s2 in zip(bas, merged.states, whole.states):
@@ -174,7 +178,7 @@ class GroupStateMachine(RuleBasedStateMachine):
         self.kind = kind
         self.aggs = (agg.count(), agg.sum("v"), agg.median("v"))
         self.cfg = AdaptConfig(kind, self.aggs, n_sources=2, thresholds=th, n_bins=n_bins)
-        self.lg = self.cfg.build({"v": np.dtype(np.int64)})
+        self.lg = AdaptLogic(self.cfg, {"v": np.dtype(np.int64)})
         self.punct = 0
         self.rows: list[dict] = []
         self.min_wid: dict[int, int] = {}
@@ -230,7 +234,7 @@ class GroupStateMachine(RuleBasedStateMachine):
 
     @rule()
     def snapshot_roundtrip(self):
-        lg2 = self.cfg.build({"v": np.dtype(np.int64)})
+        lg2 = AdaptLogic(self.cfg, {"v": np.dtype(np.int64)})
         lg2.restore(self.lg.snapshot())
         lg2._check()
         self.lg = lg2
@@ -278,7 +282,7 @@ def test_bin_order_kernel_equals_reference(gids, n_bins):
 @given(st.lists(st.tuples(st.integers(-30, 30), st.integers(-1, 6)), max_size=30))
 def test_covered_windows_kernel_equals_reference(pairs):
     from oop.adapt.kernels import covered_windows_reference
-    from oop.adapt.logic import covered_windows
+    from oop.adapt.bucket import covered_windows
     lo = np.array([a for a, _ in pairs], np.int64)
     hi = lo + np.array([d for _, d in pairs], np.int64)
     got = covered_windows(lo, hi)
@@ -333,7 +337,7 @@ def test_open_extents_fast_paths_equal_the_scan(kind, steps):
     """The windows a batch opens (and the ``wed`` starts of their extents) are the same
     whether found by the open-span shortcuts or by scanning the batch's windows."""
     cfg = AdaptConfig(kind, (agg.count(),), n_sources=1, thresholds=Thresholds(), n_bins=2)
-    fast, slow = cfg.build({}), cfg.build({})
+    fast, slow = AdaptLogic(cfg, {}), AdaptLogic(cfg, {})
     now = 0
     for rows, step in steps:
         gids = np.array([r[0] for r in rows], np.int64)

@@ -13,7 +13,8 @@
 """
 
 from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.logic import AdaptConfig, AdaptLogic
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
 from oop.adapt.operator import AdaptWID
 from oop.adapt.panes import PanedAdaptWID
 

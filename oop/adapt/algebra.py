@@ -22,9 +22,8 @@ Partials (:data:`State`) are lists of numpy arrays, all of one length.
 Bounded aggregates have fixed-width columns (the lanes of
 :meth:`Agg.lanes`: ``nn``, ``sum``, ``min``, ...), so the size of a partial
 is the sum of its columns' item sizes -- what the cost model's ``aggr`` is
-measured from. ``var``/``std`` keep ``(n, mean, M2)`` merged with Chan's
-formula (numerically stable; the WID operator keeps shifted sums of squares:
-equal up to float rounding). Holistic aggregates (median, quantile,
+measured from. ``var``/``std`` keep ``(n, mean, M2)`` of the shifted values: the algebra of
+:mod:`oop.aggregates.moments` (two-pass reduce, Chan et al.'s merge). Holistic aggregates (median, quantile,
 distinct, heavy hitters, UDAFs) keep a *bag* per partial (an object column of
 value arrays); their merge and finalize run per group in Python (holistic
 aggregates are never AdaptWID's fast path: the cost model keeps their groups
@@ -50,8 +49,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from oop.aggregates.moments import mom_merge_arrays, mom_reduce, variance
 from oop.errors import ConfigError
 from oop.window.aggregates import Agg
+from oop.window.values import ColumnValues, pick_shift
 
 __all__ = ["State", "Rows", "BlockAgg", "block_agg", "state_take", "state_nbytes",
            "state_interleave"]
@@ -126,6 +127,16 @@ class BlockAgg:
         self.holistic = agg.holistic
         #: a sum lane that is float64 whatever the column (mean's)
         self.float_sum = not self.spec.exact_sum
+        #: var/std: the column's shift (its first valid finite value, then fixed), see
+        #: :mod:`oop.aggregates.moments`; part of the operator's snapshot
+        self.shift: float | int | None = None
+
+    def shift_for(self, values: np.ndarray, valid: np.ndarray) -> float | int:
+        """var/std's shift, fixed at the first valid finite value seen (0 until there is one:
+        nothing finite has been folded yet). O(len) until fixed, then O(1)."""
+        if self.shift is None:
+            self.shift = pick_shift(ColumnValues(values, valid))
+        return 0 if self.shift is None else self.shift
 
     # ---- per kind ---------------------------------------------------------------
     def reduce(self, r: Rows, starts: np.ndarray) -> State:
@@ -144,10 +155,7 @@ class BlockAgg:
             red = _MIN if f == "min" else _MAX
             return [nn, red.reduceat(x, starts)]
         if f == "sumsq":
-            x = np.where(r.valid, r.values, 0).astype(np.float64)
-            mean = np.add.reduceat(x, starts) / np.maximum(nn, 1)
-            d = (x - np.repeat(mean, _lengths(starts, n))) * r.valid
-            return [nn, mean, np.add.reduceat(d * d, starts)]
+            return list(mom_reduce(r.values, r.valid, starts, self.shift_for(r.values, r.valid)))
         if f in ("first", "last"):
             seg = np.repeat(np.arange(len(starts)), _lengths(starts, n))
             if f == "first":  # ties by value, NaN the greatest (np.lexsort sorts it last)
@@ -197,14 +205,7 @@ class BlockAgg:
             a[0][idx] += b[0]
             return
         if f == "sumsq":
-            na, ma, m2a = a[0][idx], a[1][idx], a[2][idx]
-            nb, mb, m2b = b
-            n = na + nb
-            nz = np.maximum(n, 1)
-            delta = mb - ma
-            a[1][idx] = ma + delta * nb / nz
-            a[2][idx] = m2a + m2b + delta * delta * na * nb / nz
-            a[0][idx] = n
+            a[0][idx], a[1][idx], a[2][idx] = mom_merge_arrays(a[0][idx], a[1][idx], a[2][idx], *b)
             return
         if f in ("first", "last"):
             ta, va, tb, vb = a[1][idx], a[2][idx], b[1], b[2]
@@ -231,7 +232,7 @@ class BlockAgg:
             with np.errstate(invalid="ignore", divide="ignore"):
                 return pa.array(a[1] / np.maximum(a[0], 1), mask=a[0] == 0)
         if f == "sumsq":
-            v = np.maximum(a[2] / np.maximum(a[0] - 1, 1), 0.0)
+            v = variance(a[0], a[2])
             return pa.array(self.spec.from_variance(v), mask=a[0] < 2)  # type: ignore[attr-defined]
         bags = a[0]
         if f == "quantile":

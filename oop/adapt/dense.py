@@ -112,8 +112,10 @@ def fold_aggs(aggs: Sequence[BlockAgg], lanes: list[list[np.ndarray]], slot: np.
         elif f == "min" or f == "max":
             dense_fold_minmax(ln[0], ln[1], slot, lo, hi, x, valid, mask, f == "min")
         elif f == "sumsq":
-            dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, x.astype(np.float64, copy=False),
-                           valid, mask)
+            k = a.shift_for(x, valid)
+            if x.dtype != np.int64 or not isinstance(k, int):  # int64 - int: exact in int64
+                x, k = x.astype(np.float64, copy=False), float(k)
+            dense_fold_var(ln[0], ln[1], ln[2], slot, lo, hi, x, k, valid, mask)
         else:
             dense_fold_firstlast(ln[0], ln[1], ln[2], slot, lo, hi, x, valid, ts, mask,
                                  f == "first")

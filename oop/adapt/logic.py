@@ -98,149 +98,49 @@ live groups (:meth:`AdaptLogic.live_codes`, :meth:`AdaptLogic.remap_groups`).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
-from typing import Any, Sequence
 
 import numpy as np
-from numba import njit
 from sortedcontainers import SortedSet
 
 from oop.adapt.algebra import BlockAgg, Rows, block_agg, state_take
+from oop.adapt.bucket import covered_windows, expand
 from oop.adapt.buffer import Chunk, LazyBuffer
-from oop.adapt.cost import MemoryCostModel, Thresholds
-from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, close_fold, close_scan,
-                               count_dead, count_transitional,
-                               covered_windows_kernel, group_pairs, route_batch,
-                               match_groups, segment_tupcnt, settle_close)
+from oop.adapt.config import AdaptConfig, Timeline
+from oop.adapt.cost import MemoryCostModel
+from oop.adapt.kernels import (ROW_EAGER, ROW_LATE, close_fold, close_scan, count_transitional,
+                               group_pairs, match_groups, route_batch, segment_tupcnt,
+                               settle_close)
 from oop.adapt.dense import DenseEagerStore, fold_aggs, lane_dtypes
-from oop.adapt.store import Block, EagerStore, merge_blocks
+from oop.adapt.groups import EAGER, GID, GID_MAX, LAZY, MODE_BIT, VOL_MASK
+from oop.adapt.state import LogicState, PeakBytes
+from oop.adapt.store import Block, EagerStore
 from oop.errors import ConfigError
 from oop.progress.measures import SourceOffsets, StreamVolume, WindowExtentDuration
 from oop.progress.watermark import LowWatermark
 from oop.stream.elements import INT64_MIN
-from oop.window.aggregates import Agg
-from oop.window.kinds import Sliding
 
-__all__ = ["AdaptConfig", "AdaptLogic", "expand", "expand_reference", "Timeline"]
+__all__ = ["AdaptLogic"]
 
-LAZY, EAGER = 0, 1
-#: the flag ``alt`` (eager) is bit 30 of ``winVol[g, 0]``: an entry is 4 bytes per source
-MODE_BIT = np.int32(1 << 30)
-VOL_MASK = np.int32((1 << 30) - 1)
-#: group codes as held in partials and buffered tuples (dense codes: < 2**31 groups)
-GID = np.int32
-_GID_MAX = int(np.iinfo(GID).max)
 _NO_GROUPS = np.zeros(0, GID)  # settle_close's inputs when no partial closes
 _NO_TC = np.zeros((0, 1), np.int32)
 _NO_GONE = np.zeros(0, np.int64)
+
 #: a punctuation closes windows run by run where this many empty window ids separate two
 #: closing windows (see AdaptLogic._close_in_runs)
 _SPARSE_GAP = 64
 
 
-@njit(cache=True)
-def expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(row, wid) pairs for every row ``i`` and ``lo[i] <= wid < hi[i]`` (rows in order)."""
-    n = lo.shape[0]
-    total = 0
-    for i in range(n):
-        if hi[i] > lo[i]:
-            total += hi[i] - lo[i]
-    rows = np.empty(total, np.int64)
-    ws = np.empty(total, np.int64)
-    k = 0
-    for i in range(n):
-        for w in range(lo[i], hi[i]):
-            rows[k] = i
-            ws[k] = w
-            k += 1
-    return rows, ws
-
-
-def covered_windows(lo: np.ndarray, hi: np.ndarray) -> np.ndarray | None:
-    """Sorted distinct window ids in ``[lo[i], hi[i])`` over all rows (None: span too wide)."""
-    if len(lo) == 0:
-        return np.zeros(0, np.int64)
-    w0, w1 = int(lo.min()), int(hi.max())
-    if w1 - w0 > 4 * len(lo) + 1024:
-        return None
-    return covered_windows_kernel(lo, hi, w0, w1)
+def _run_ends(closing: list[int]) -> np.ndarray:
+    """The closing windows (ascending) after which more than ``_SPARSE_GAP`` window ids are
+    empty: the ends of all runs but the last. O(len)."""
+    ws = np.asarray(closing, np.int64)
+    return ws[np.flatnonzero(np.diff(ws) > _SPARSE_GAP)]
 
 
 def _valid(ch: Chunk, col: str) -> np.ndarray:
     """Validity of ``col`` in a chunk (no validity column: the column has shown no null)."""
     m = ch.get(col + "?")
     return np.ones(len(ch["gid"]), bool) if m is None else m
-
-
-def expand_reference(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Tuple-at-a-time reference of :func:`expand`."""
-    rows, ws = [], []
-    for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
-        for w in range(a, b):
-            rows.append(i)
-            ws.append(w)
-    return np.asarray(rows, np.int64), np.asarray(ws, np.int64)
-
-
-@dataclass(frozen=True)
-class AdaptConfig:
-    """AdaptWID configuration; :meth:`build` makes the runtime :class:`AdaptLogic`.
-
-    ``kind``: a resolved time-based :class:`~oop.window.kinds.Sliding` or
-    ``Tumbling`` window; ``aggs``: aggregates of :mod:`oop.window.agg`;
-    ``n_sources``: sources whose arrival-time offsets enter Cond. 6.9;
-    ``n_bins``: bins of the lazy buffer.
-    """
-
-    kind: Sliding
-    aggs: tuple[Agg, ...]
-    n_sources: int = 1
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    n_bins: int = 8
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.kind, Sliding):
-            raise ConfigError(
-                f"adaptive_window: window kind {self.kind!r} is not supported; AdaptWID chooses "
-                "per group between partials and buffered tuples over event-time windows -- use "
-                "Tumbling or Sliding, or Stream.window for row-based, landmark and FCA windows"
-            )
-        self.kind.r, self.kind.s  # raises ConfigError if not resolved
-        if not self.aggs:
-            raise ConfigError("adaptive_window: give at least one aggregate, e.g. agg.count()")
-        if self.n_sources < 1 or self.n_sources > 127:
-            raise ConfigError(f"adaptive_window: n_sources={self.n_sources} must be in 1..127")
-        if self.n_bins < 1:
-            raise ConfigError(f"adaptive_window: n_bins={self.n_bins} must be >= 1")
-
-    @property
-    def value_columns(self) -> list[str]:
-        out: list[str] = []
-        for a in self.aggs:
-            if a.column and a.column not in out and not a.spec.counts_rows:
-                out.append(a.column)
-        return out
-
-    def build(self, value_dtypes: dict[str, np.dtype]) -> "AdaptLogic":
-        return AdaptLogic(self, value_dtypes)
-
-
-@dataclass
-class Timeline:
-    """Per punctuation: the punctuation value and groups eager / lazy / transitional, bytes."""
-
-    punct: list[int] = field(default_factory=list)
-    eager: list[int] = field(default_factory=list)
-    lazy: list[int] = field(default_factory=list)
-    transitional: list[int] = field(default_factory=list)
-    partial_bytes: list[int] = field(default_factory=list)
-    buffer_bytes: list[int] = field(default_factory=list)
-    group_bytes: list[int] = field(default_factory=list)
-    wed: list[int] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, list[int]]:
-        return {k: list(v) for k, v in self.__dict__.items()}
 
 
 class AdaptLogic:
@@ -330,7 +230,7 @@ class AdaptLogic:
         self.switches_to_lazy = 0
         self.timeline = Timeline()
         self._flushing = False
-        self.peak = {"partials": 0, "buffer": 0, "groups": 0, "total": 0}
+        self.peak = PeakBytes()
 
     # ---- sizes ------------------------------------------------------------------
     @property
@@ -380,18 +280,8 @@ class AdaptLogic:
                 + self.n_live * self.group_entry_bytes)
 
     def _track_peak(self) -> None:
-        pk = self.peak
-        p = self.eager.nbytes
-        b = self.buffer.n_rows * self.buffer.row_bytes
-        g = self.n_live * self.group_entry_bytes
-        if p > pk["partials"]:
-            pk["partials"] = p
-        if b > pk["buffer"]:
-            pk["buffer"] = b
-        if g > pk["groups"]:
-            pk["groups"] = g
-        if p + b + g > pk["total"]:
-            pk["total"] = p + b + g
+        self.peak.track(self.eager.nbytes, self.buffer.n_rows * self.buffer.row_bytes,
+                        self.n_live * self.group_entry_bytes)
 
     # ---- per-group arrays ---------------------------------------------------------
     def _grow(self, n: int) -> None:
@@ -556,7 +446,7 @@ class AdaptLogic:
         lo, hi = self._lo[:n], self._hi[:n]
         if top is None:
             top = int(gids.max()) + 1
-        if top > _GID_MAX:
+        if top > GID_MAX:
             raise ConfigError(f"adaptive_window: {top} groups exceed the int32 group codes of "
                               "AdaptWID's state; aggregate on fewer groups or use Stream.window")
         self._grow(top)
@@ -738,7 +628,9 @@ class AdaptLogic:
         opened = self.open_wids
         closing = opened[:opened.bisect_left(fo)] if fo > self.first_open else []
         if len(closing) > 1 and closing[-1] - closing[0] >= len(closing) + _SPARSE_GAP:
-            return self._close_in_runs(v, closing)  # a list (cheaper than an irange iterator)
+            ends = _run_ends(closing)  # a list (cheaper than an irange iterator)
+            if ends.size:  # a wide span of many small gaps is closed at once
+                return self._close_in_runs(v, ends)
         self.lwm.advance(v)
         if fo <= self.first_open:
             return []
@@ -815,20 +707,19 @@ class AdaptLogic:
         self._track_peak()
         return out
 
-    def _close_in_runs(self, v: int, closing: list[int]) -> list[tuple[int, Block]]:
-        """Close ``closing`` (windows holding tuples, ascending) run by run: a gap of more
-        than ``_SPARSE_GAP`` empty windows between two of them ends a run, and each run is
-        closed by the punctuation at its end (valid: ``v`` bounds every smaller value).
+    def _close_in_runs(self, v: int, ends: np.ndarray) -> list[tuple[int, Block]]:
+        """Close the held windows run by run: ``ends`` (:func:`_run_ends`) are the last windows
+        of the runs before ``v``'s, and each run is closed by the punctuation at its end (valid:
+        ``v`` bounds every smaller value); the last run by ``v`` itself.
 
         A row far ahead of (or behind) the rest -- a bad clock -- leaves a span of millions
         of empty window ids between the windows a punctuation closes; the close of the
         buffered tuples folds into transient lanes over the closing span, so one close over
         the whole span would allocate (span x groups) cells. Run by run, the lanes span only
         the windows of one run. Cost: one pass over the buffer per run."""
-        ws = np.asarray(closing, np.int64)
         out: list[tuple[int, Block]] = []
-        for b in np.flatnonzero(np.diff(ws) > _SPARSE_GAP):
-            out.extend(self.on_punctuation(self._origin + (int(ws[b]) + 1) * self._slide))
+        for e in ends.tolist():
+            out.extend(self.on_punctuation(self._origin + (e + 1) * self._slide))
         out.extend(self.on_punctuation(v))
         return out
 
@@ -987,34 +878,37 @@ class AdaptLogic:
         t.wed.append(int(self.wed.value))
 
     # ---- snapshot ------------------------------------------------------------------------
-    def snapshot(self) -> Any:
-        g = self.cap
-        return copy.deepcopy({
-            "eager": self.eager.snapshot(), "buffer": self.buffer.snapshot(),
-            "wed": self.wed.snapshot(), "offsets": self.offsets.snapshot(),
-            "lwm": self.lwm.value, "first_open": self.first_open, "active": self.volume.active,
-            "open_wids": list(self.open_wids), "n_groups": self.n_groups,
-            "wv": self._wv[:g], "tupcnt_from": self.tupcnt_from,
-            "counters": (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy),
-            "timeline": self.timeline, "peak": self.peak,
-        })
+    def snapshot(self) -> LogicState:
+        """The state as a :class:`~oop.adapt.state.LogicState` (a deep copy). O(state)."""
+        return copy.deepcopy(LogicState(
+            eager=self.eager.snapshot(), buffer=self.buffer.snapshot(), wed=self.wed.snapshot(),
+            offsets=self.offsets.snapshot(), lwm=self.lwm.value, first_open=self.first_open,
+            active=self.volume.active, open_wids=list(self.open_wids), n_groups=self.n_groups,
+            wv=self._wv[:self.cap], tupcnt_from=self.tupcnt_from,
+            shifts=[a.shift for a in self.aggs], tuples_in=self.tuples_in, late=self.late,
+            switches_to_eager=self.switches_to_eager, switches_to_lazy=self.switches_to_lazy,
+            timeline=self.timeline, peak=self.peak))
 
-    def restore(self, s: Any) -> None:
+    def restore(self, s: LogicState) -> None:
+        """Continue from ``s`` (taken by :meth:`snapshot` of the same configuration). O(state)."""
         s = copy.deepcopy(s)
-        self.eager.restore(s["eager"])
-        self.buffer.restore(s["buffer"])
-        self.wed.restore(s["wed"])
-        self.offsets.restore(s["offsets"])
-        self.lwm.value = s["lwm"]
-        self.volume.active = s["active"]
-        self.first_open = s["first_open"]
-        self.open_wids = SortedSet(s["open_wids"])
+        self.eager.restore(s.eager)
+        for a, k in zip(self.aggs, s.shifts):
+            a.shift = k
+        self.buffer.restore(s.buffer)
+        self.wed.restore(s.wed)
+        self.offsets.restore(s.offsets)
+        self.lwm.value = s.lwm
+        self.volume.active = s.active
+        self.first_open = s.first_open
+        self.open_wids = SortedSet(s.open_wids)
         self._open_span = (0, -1)
-        self._wv, self.tupcnt_from = s["wv"], s["tupcnt_from"]
-        self.cap = len(self._wv) if self.monitor else s["n_groups"]
-        self.n_groups = s["n_groups"]
-        (self.tuples_in, self.late, self.switches_to_eager, self.switches_to_lazy) = s["counters"]
-        self.timeline, self.peak = s["timeline"], s["peak"]
+        self._wv, self.tupcnt_from = s.wv, s.tupcnt_from
+        self.cap = len(self._wv) if self.monitor else s.n_groups
+        self.n_groups = s.n_groups
+        self.tuples_in, self.late = s.tuples_in, s.late
+        self.switches_to_eager, self.switches_to_lazy = s.switches_to_eager, s.switches_to_lazy
+        self.timeline, self.peak = s.timeline, s.peak
         self._recount_live()
 
     # ---- invariants -------------------------------------------------------------------------

@@ -56,7 +56,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.adapt.cost import Thresholds
-from oop.adapt.logic import AdaptConfig, AdaptLogic
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
 from oop.limits import current_budget
@@ -66,12 +67,13 @@ from oop.progress.frontier import MinFrontier
 from oop.stream.elements import Element, Punctuation
 from oop.stream.timecol import check_time_column, time_values
 from oop.window.aggregates import Agg, as_aggs
-from oop.window.keys import KeyEncoder
+from oop.window.keys import KeyEncoder, compaction_remap
 from oop.window.kinds import WindowKind
 from oop.window.kernels import minmax
 from oop.window.values import check_exact_sum, max_abs
 
 __all__ = ["AdaptWID", "KEYS_COMPACT_MIN"]
+
 
 #: key compaction (:meth:`AdaptWID._compact_keys`) is first checked when the key
 #: dictionary holds this many keys, then each time it doubled since the last check
@@ -173,7 +175,7 @@ class AdaptWID(Operator):
                     "aggregates numeric columns -- cast it, or use Stream.window"
                 )
             dtypes[c] = np.dtype(t.to_pandas_dtype())
-        self.logic = self.cfg.build(dtypes)
+        self.logic = AdaptLogic(self.cfg, dtypes)
         self.budget = current_budget()  # shared by the plan's operators (oop.limits)
         if getattr(self.logic, "dense", False):
             eager = self.logic.eager
@@ -342,14 +344,11 @@ class AdaptWID(Operator):
             self._keys_compact_at = 1 << 62
             return
         keep = np.flatnonzero(self._live_codes(n))
-        if 2 * keep.shape[0] >= n:
-            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+        remap, self._keys_compact_at = compaction_remap(keep, n, KEYS_COMPACT_MIN)
+        if remap is None:
             return
-        remap = np.full(n, -1, np.int64)
-        remap[keep] = np.arange(keep.shape[0])
         self.keys.compact(keep)
         self._remap_codes(keep, remap)
-        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.key_compactions += 1
 
     # ---- state -----------------------------------------------------------------------------
@@ -375,7 +374,7 @@ class AdaptWID(Operator):
             "switches_to_eager": lg.switches_to_eager,
             "switches_to_lazy": lg.switches_to_lazy,
             "state_bytes": lg.state_bytes(),
-            "peak_bytes": dict(lg.peak),
+            "peak_bytes": lg.peak.as_dict(),
             "aggr_bytes": lg.aggr,
             "tup_bytes": lg.tup,
             "wed": lg.wed.value,

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from oop.adapt.logic import AdaptConfig
+from oop.adapt.config import AdaptConfig
+from oop.adapt.logic import AdaptLogic
 from oop.adapt.operator import AdaptWID
 from oop.adapt.store import Block, merge_blocks
 from oop.errors import ConfigError
@@ -58,7 +59,7 @@ class PanedAdaptWID(AdaptWID):
         pane_cfg = AdaptConfig(Tumbling(self.pane, k.o), self.cfg.aggs,
                                n_sources=self.cfg.n_sources, thresholds=self.cfg.thresholds,
                                n_bins=self.cfg.n_bins)
-        self.logic = pane_cfg.build(dict(self.logic.value_dtypes))
+        self.logic = AdaptLogic(pane_cfg, dict(self.logic.value_dtypes))
         self.panes: dict[int, Block] = {}
         self.pane_bytes = 0
         self.peak_pane_bytes = 0

@@ -394,7 +394,8 @@ class BufferingWindow(DropsLate):
                     "numeric, boolean, temporal and decimal columns; use the WID window "
                     "(oop.window) for strings")
         # columns summed exactly in int64, by the window operators' rule (decimals, and
-        # integers under sum); mean/var/std of integers sum in float64 (their "fsum" lane)
+        # integers under sum); mean of integers and var/std of any column sum value - shift
+        # in float64 (their "fsum" lane, oop.aggregates.moments)
         self.decimals = {c for c in self.value_cols if pa.types.is_decimal(info.schema.field(c).type)}
         self.sum_max = exact_sum_columns(lane_infos(self.aggs, info.schema))
         fields = [info.schema.field(c) for c in self.by]
@@ -587,8 +588,8 @@ class BufferingWindow(DropsLate):
                 continue
             op = "sum" if sp.arithmetic else str(sp.value_op)
             if (op == "sum" and a.column not in self.sum_max
-                    and self.buf_vals[a.column][0].dtype == np.int64):
-                op = "fsum"  # mean/var/std of an integer column: summed in float64
+                    and (self.buf_vals[a.column][0].dtype == np.int64 or sp.value_op == "sumsq")):
+                op = "fsum"  # mean of an integer column, var/std of any: value - shift
             _, _, _, nn, acc = lane(a.column, op)
             null = nn == 0
             ft = self.output.schema.field(a.name).type  # type: ignore[union-attr]
@@ -636,7 +637,7 @@ class BufferingWindow(DropsLate):
         v, valid = self.buf_vals[col]
         if op not in ("sumsq", "fsum"):
             return v, valid
-        li = LaneInfo(Lane("sum" if op == "fsum" else "sumsq", col), np.float64)
+        li = LaneInfo(Lane("sumsq", col), np.float64)  # the shifted input of both lanes
         vals, shift = lane_input(li, ColumnValues(v, valid), self.shift)
         return (vals - shift if shift else vals), valid
 

@@ -61,7 +61,7 @@ from oop.stream.elements import Element, JointPunctuation, Punctuation
 from oop.stream.timecol import parse_duration, time_arrow_type, time_values
 from oop.aggregates import REGISTRY
 from oop.window.aggregates import Agg
-from oop.window.keys import KeyEncoder
+from oop.window.keys import KeyEncoder, compaction_remap
 
 __all__ = ["PairWindow", "pair_window_reference"]
 
@@ -69,6 +69,8 @@ __all__ = ["PairWindow", "pair_window_reference"]
 _OPS = ("rows", "sum", "min", "max")
 _SUPPORTED = tuple(n for n, s in REGISTRY.items() if s.value_op in _OPS)
 _CELL = ("__c0", "__c1", "__code")
+
+
 #: key compaction (:meth:`PairWindow._compact_keys`) is first checked when the key
 #: dictionary holds this many keys, then each time it doubled since the last check
 KEYS_COMPACT_MIN = 4096
@@ -261,15 +263,12 @@ class PairWindow(Operator):
         n = self.enc.n_codes
         codes = self.state.column("__code").to_numpy()
         keep = np.unique(codes)
-        if 2 * keep.shape[0] >= n:
-            self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * n)
+        remap, self._keys_compact_at = compaction_remap(keep, n, KEYS_COMPACT_MIN)
+        if remap is None:
             return
-        remap = np.full(n, -1, np.int64)
-        remap[keep] = np.arange(keep.shape[0])
         self.enc.compact(keep)
         i = self.state.schema.get_field_index("__code")
         self.state = self.state.set_column(i, "__code", pa.array(remap[codes], pa.int64()))
-        self._keys_compact_at = max(KEYS_COMPACT_MIN, 2 * keep.shape[0])
         self.key_compactions += 1
 
     def _finalize(self, done: pa.Table) -> pa.RecordBatch:

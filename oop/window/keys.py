@@ -51,7 +51,25 @@ import pyarrow.compute as pc
 from oop.hashing import mix64
 from oop.window.interner import StringInterner, is_internable
 
-__all__ = ["KeyEncoder", "ValueRanks", "sortable"]
+__all__ = ["KeyEncoder", "ValueRanks", "sortable", "compaction_remap"]
+
+
+def compaction_remap(keep: np.ndarray, n: int, least: int) -> tuple[np.ndarray | None, int]:
+    """The compaction rule of a key dictionary of ``n`` codes of which ``keep`` (ascending)
+    are still held: compact when more than half are dead. Returns the remap (old code -> new
+    code, -1 for a forgotten one; None: no compaction) and the code count at which to check
+    next (``2 x`` the codes left, at least ``least``: the operator's ``KEYS_COMPACT_MIN``). O(n).
+
+    >>> compaction_remap(np.array([1, 4]), 6, 8)[0].tolist()
+    [-1, 0, -1, -1, 1, -1]
+    >>> compaction_remap(np.array([0, 1, 2]), 4, 8)
+    (None, 8)
+    """
+    if 2 * keep.shape[0] >= n:
+        return None, max(least, 2 * n)
+    remap = np.full(n, -1, np.int64)
+    remap[keep] = np.arange(keep.shape[0])
+    return remap, max(least, 2 * keep.shape[0])
 
 _DIRECT_LIMIT = 1 << 22
 _EMPTY = -1

@@ -12,7 +12,7 @@ Output row per (key, session)::
 
 Aggregates: count, sum, mean, min, max, var, std, first, last over integer
 or floating columns, with the NaN/null rules of docs/semantics.md (their
-sub-aggregates merge: Chan's pairwise update for var/std). Holistic ones
+sub-aggregates merge: var/std by :func:`oop.aggregates.moments.mom_merge`). Holistic ones
 (median, quantile, distinct, heavy hitters, UDAFs) are refused.
 
 Lateness (the rule of every window operator, docs/design.md §1): a tuple
@@ -73,6 +73,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.aggregates import REGISTRY
+from oop.aggregates.moments import mom_merge_segments, shift_values, variance
 from oop.errors import ConfigError, ValueRangeError
 from oop.limits import current_budget
 from oop.metrics import StateSize
@@ -82,7 +83,7 @@ from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, parse_duration, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
-from oop.window.values import check_exact_sum, max_abs
+from oop.window.values import ColumnValues, check_exact_sum, max_abs, pick_shift
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
            "SUPPORTED"]
@@ -192,28 +193,6 @@ def _seg_tv(ts, vals, nn, bounds, want_last):  # type: ignore[no-untyped-def]
     return ot, ov
 
 
-@numba.njit(cache=True)
-def _seg_moments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
-    """Chan et al.'s pairwise merge of (count, mean, M2) of the finite values per segment."""
-    m = bounds.shape[0] - 1
-    oc = np.zeros(m, np.int64)
-    om = np.zeros(m, np.float64)
-    o2 = np.zeros(m, np.float64)
-    for j in range(m):
-        n, mu, s2 = 0, 0.0, 0.0
-        for i in range(bounds[j], bounds[j + 1]):
-            k = cnt[i]
-            if k == 0:
-                continue
-            tot = n + k
-            d = mean[i] - mu
-            mu += d * k / tot
-            s2 += m2[i] + d * d * n * k / tot
-            n = tot
-        oc[j], om[j], o2[j] = n, mu, s2
-    return oc, om, o2
-
-
 # ---- the state -------------------------------------------------------------------------
 class _Sessions:
     """Flat arrays of sessions, each key's contiguous and sorted by start: ``code``,
@@ -263,7 +242,7 @@ class _Sessions:
                 v = col + (":fv" if lane == "ft" else ":lv")
                 out[k], out[v] = _seg_tv(s[k], s[v], s[col + ":nn"], bounds, lane == "lt")
             elif lane == "mean":
-                out[col + ":fin2"], out[k], out[col + ":m2"] = _seg_moments(
+                out[col + ":fin2"], out[k], out[col + ":m2"] = mom_merge_segments(
                     s[col + ":fin"], s[k], s[col + ":m2"], bounds)
         for k in [k for k in out if k.endswith(":fin2")]:
             del out[k]  # the moment kernel's count equals the added ``fin`` lane
@@ -358,6 +337,8 @@ class SessionAggregate(Operator):
         self.enc = KeyEncoder(self.by)
         # per integer column with a sum lane: the largest |value| seen (bounds every sum)
         self.sum_max = {c: 0 for c in cols if not self.col_float[c] and "sum" in self.lanes[c]}
+        #: column -> var/std shift: its first valid finite value, then fixed
+        self.shift: dict[str, float | int | None] = {}
         self.state = self._empty()
         self.lwm = INT64_MIN
         self.out_punct: int | None = None
@@ -416,7 +397,9 @@ class SessionAggregate(Operator):
                 else:
                     fin = valid & np.isfinite(v) if v.dtype == np.float64 else valid
                     a[c + ":fin"] = fin.astype(np.int64)
-                    a[c + ":mean"] = np.where(fin, v, 0).astype(np.float64)
+                    if self.shift.get(c) is None:  # var/std: x - shift (oop.aggregates.moments)
+                        self.shift[c] = pick_shift(ColumnValues(v, fin))
+                    a[c + ":mean"] = np.where(fin, shift_values(v, self.shift[c]), 0.0)
                     a[c + ":m2"] = np.zeros(n, np.float64)
                     a[c + ":nf"] = (valid & ~fin).astype(np.int64)
         return _Sessions(a)
@@ -578,9 +561,7 @@ class SessionAggregate(Operator):
         elif op in ("first", "last"):
             v = a[f"{c}:{op[0]}v"]
         else:  # var, std
-            with np.errstate(invalid="ignore", divide="ignore"):
-                v = np.maximum(a[f"{c}:m2"], 0.0) / (nn - 1)
-            v = np.where(a[f"{c}:nf"] > 0, np.nan, v)
+            v = np.where(a[f"{c}:nf"] > 0, np.nan, variance(nn, a[f"{c}:m2"]))
             v = sp.from_variance(v)  # type: ignore[attr-defined]
             null = nn < 2
         return pa.array(v, mask=null if null.any() else None).cast(typ)
@@ -612,7 +593,7 @@ class SessionAggregate(Operator):
         return {**super().snapshot(), "lwm": self.lwm, "out_punct": self.out_punct,
                 "enc": self.enc.snapshot(), "state": dict(self.state.a),
                 "plan": dict(self.plan_info), "keys_compact_at": self._keys_compact_at,
-                "sum_max": dict(self.sum_max)}
+                "sum_max": dict(self.sum_max), "shift": dict(self.shift)}
 
     def restore(self, state: Any) -> None:
         super().restore(state)
@@ -622,6 +603,7 @@ class SessionAggregate(Operator):
         self.plan_info = dict(state["plan"])
         self._keys_compact_at = state["keys_compact_at"]
         self.sum_max = dict(state["sum_max"])
+        self.shift = dict(state.get("shift", {c: 0.0 for c in self.cols}))  # older: unshifted
 
     def _check(self) -> None:
         """Invariants: a key's sessions are contiguous and sorted by start; they do not
