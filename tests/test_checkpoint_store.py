@@ -170,7 +170,26 @@ def test_newer_format_is_refused(tmp_path, monkeypatch):
     save(ex, store)
     monkeypatch.undo()
     ex2, _ = PLANS["oa-join"](t).executor()
-    with pytest.raises(CheckpointError, match=r"written by a newer oop \(format 2 > 1\); upgrade"):
+    v = store_mod.FORMAT_VERSION
+    with pytest.raises(CheckpointError,
+                       match=rf"written by a newer oop \(format {v + 1} > {v}\); upgrade"):
+        load(ex2, store)
+
+
+def test_older_format_is_refused_not_skipped(tmp_path, monkeypatch):
+    """A checkpoint of an older format (operator state laid out differently) is an error
+    that says what to do, not a damaged file to skip (which would silently start over)."""
+    t = table()
+    ex, _ = PLANS["oa-join"](t).executor()
+    ex.run(stop_after_rounds=3)
+    store = CheckpointStore(tmp_path)
+    monkeypatch.setattr(store_mod, "FORMAT_VERSION", store_mod.FORMAT_VERSION - 1)
+    save(ex, store)
+    monkeypatch.undo()
+    ex2, _ = PLANS["oa-join"](t).executor()
+    v = store_mod.FORMAT_VERSION
+    with pytest.raises(CheckpointError, match=rf"older oop \(format {v - 1} < {v}.*delete the "
+                                              r"--checkpoint-dir to start over"):
         load(ex2, store)
 
 

@@ -44,7 +44,9 @@ __all__ = ["CheckpointStore", "FORMAT_VERSION", "MAGIC", "oop_version"]
 
 MAGIC = b"OOPCKPT\n"
 #: bumped when the file layout or the tree encoding changes incompatibly
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: window stores tag their layout; AdaptWID state is typed (``oop.adapt.state``) and keeps
+the variance shift. Format 1 files are refused with an error that says so."""
 _NAME = re.compile(r"^ckpt-(\d{8,})\.oopckpt$")
 _TMP = re.compile(r"^\.ckpt-\d{8,}\.oopckpt\.tmp-\d+$")
 _U32 = struct.Struct("<I")
@@ -196,8 +198,8 @@ class CheckpointStore:
     def read(path: Path) -> tuple[dict[str, Any], Any, dict[str, Any]]:
         """``(manifest, tree, arrays)`` of one file.
 
-        Raises :class:`CheckpointError`: ``newer`` in the message for a file of a
-        newer format, otherwise the file is damaged (bad magic, short, checksum).
+        Raises :class:`CheckpointError`: ``newer`` (``older``) in the message for a file
+        of a newer (older) format, otherwise the file is damaged (bad magic, short, checksum).
         """
         data = memoryview(path.read_bytes())
         head = len(MAGIC) + _U32.size
@@ -208,6 +210,12 @@ class CheckpointStore:
             raise _NewerFormat(
                 f"checkpoint {path} was written by a newer oop (format {fmt} > "
                 f"{FORMAT_VERSION}); upgrade oop to resume from it"
+            )
+        if fmt < FORMAT_VERSION:
+            raise _NewerFormat(
+                f"checkpoint {path} was written by an older oop (format {fmt} < "
+                f"{FORMAT_VERSION}: operator state changed); finish that run with the oop "
+                "that wrote it, or delete the --checkpoint-dir to start over"
             )
         if len(data) < head + _DIGEST or \
                 hashlib.sha256(data[:-_DIGEST]).digest() != bytes(data[-_DIGEST:]):
@@ -236,7 +244,7 @@ class CheckpointStore:
                ) -> tuple[dict[str, Any], Any, dict[str, Any]] | None:
         """The newest good checkpoint as ``(manifest, tree, arrays)``, or None if there is none.
 
-        Damaged files are skipped with a warning. A file of a newer format raises
+        Damaged files are skipped with a warning. A file of another format raises
         :class:`CheckpointError`; so does one whose manifest ``fingerprint`` differs
         from ``fingerprint`` (when given). ``describe(manifest)`` may add what differs.
         """
@@ -260,4 +268,5 @@ class CheckpointStore:
 
 
 class _NewerFormat(CheckpointError):
-    """A checkpoint file of a newer format than this oop reads."""
+    """A checkpoint file of another format than this oop reads (newer or older): raised,
+    never skipped as damaged."""
