@@ -42,6 +42,9 @@ def port():
                 time.sleep(0.025)
         else:
             pytest.fail(f"redis-server on port {p} did not answer PING")
+        # under pytest-xdist another worker's server could have taken the port between
+        # free_port() and the bind: then ours exited and the PING reached theirs
+        assert client.info("server")["process_id"] == proc.pid, f"port {p} taken: rerun"
         yield p
     finally:
         client.close()
