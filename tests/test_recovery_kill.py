@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pytest
 
 import oop
+from oop.checkpoint import FORMAT_VERSION
 from oop.io.amount import Amount
 
 from _recovery_util import (ROOT, Job, bag, cli_job, driver_job, env, kill_until_done,
@@ -205,7 +206,7 @@ def test_refusals_other_query_newer_format_and_truncated_fallback(
     newest.write_bytes(bytes(raw))
     p = run(job.command())
     assert p.returncode == 2 and "newer" in _one_line(p.stderr), p.stderr
-    raw[8:12] = (1).to_bytes(4, "little")
+    raw[8:12] = FORMAT_VERSION.to_bytes(4, "little")
     newest.write_bytes(bytes(raw[: len(raw) // 2]))  # truncated
     t0 = time.monotonic()
     p = run(job.command())
