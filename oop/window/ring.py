@@ -356,7 +356,7 @@ class Ring:
             assert single
             hi = lo + 1 if any(li.key[0] != "rows" and li.key not in done for li in self.lanes) else lo
         for li in self.lanes:
-            op, col = li.key
+            op, col = li.lane.op, li.lane.column  # a shifted sum lane folds as a sum
             if op == "rows" or li.key in done:
                 continue
             cv = cols[col]  # type: ignore[index]
