@@ -103,6 +103,14 @@ def exact_var(x: list) -> float:
     return float(sum((v - m) ** 2 for v in f) / (len(f) - 1))
 
 
+def _pane_residue(t: pa.Table) -> float:
+    """An absolute bound on what Paned-WID's add-new/subtract-old pane sums leave of earlier
+    panes' rounding in a window's shifted sums: ``n * spread**2`` of the whole table (the
+    shift is one of its values), times REL."""
+    v = t.column("val").to_numpy()
+    return 16 * REL * len(v) * float(v.max() - v.min()) ** 2 if len(v) else 0.0
+
+
 def _check(got: pa.Table, cells: dict[tuple, list], equal: bool, n_in: int,
            windows_per_tuple: Callable[[int], int] | None, floor: float = 0.0) -> None:
     """``got``'s count/var/std per cell against the exact ones; ``floor``: an absolute error
@@ -161,9 +169,13 @@ def test_every_window_operator_gives_the_exact_var(data: st.DataObject) -> None:
     per = rng // slide
     results = [_run(t, batches, _adapt(kind, th)) for th in ("eager", "lazy", "adaptive")]
     results += [_buffering(kind, diff, t) for diff in (False, True)]
-    results += [_run(t, batches, _window(kind, m)) for m in ("wid", "paned")]
+    results += [_run(t, batches, _window(kind, "wid"))]
     for got in results:
         _check(got, cells, equal, t.num_rows, lambda n: n * per)
+    # Paned-WID's differential sums keep a residue of earlier panes' rounding: see
+    # test_shifted_sum_lane_beside_sum_and_mean
+    _check(_run(t, batches, _window(kind, "paned")), cells, equal, t.num_rows,
+           lambda n: n * per, _pane_residue(t))
 
 
 def test_sum_lanes_of_floats_far_from_zero() -> None:
@@ -245,8 +257,7 @@ def test_shifted_sum_lane_beside_sum_and_mean(data: st.DataObject) -> None:
     sums = [agg.sum("val")] if floats else []  # an int64 sum of epoch ns would overflow
     aggs = AGGS + sums + [agg.mean("val")]
     cells = _cells_fixed(t, 10, 10)
-    v = t.column("val").to_numpy()
-    floor = 16 * REL * len(v) * float(v.max() - v.min()) ** 2 if len(v) else 0.0
+    floor = _pane_residue(t)
     kws: list[dict] = [{"method": "wid"}, {"method": "paned"}, {"threads": 2},
                        {"late": "update"}, {}]
     outs = []
