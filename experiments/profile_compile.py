@@ -2,8 +2,9 @@
 
 Runs one query of ``bench_startup.QUERIES`` in a fresh process with an empty
 ``NUMBA_CACHE_DIR`` and a ``numba:compile`` listener that times every
-compilation (exclusive of nested compilations of callees), then prints
-kernel, signature and seconds, largest first.
+compilation (exclusive of nested compilations of callees) in CPU seconds of
+the compiling thread (steadier than wall time on a shared machine), then
+prints kernel, signature and seconds, largest first.
 
     python experiments/profile_compile.py "usage: replay sliding"
 """
@@ -25,10 +26,10 @@ from numba.core import event
 _stack, _rows = [], []
 class _L(event.Listener):
     def on_start(self, ev):
-        _stack.append([time.perf_counter(), 0.0])
+        _stack.append([time.thread_time(), 0.0])
     def on_end(self, ev):
         t0, inner = _stack.pop()
-        d = time.perf_counter() - t0
+        d = time.thread_time() - t0
         if _stack:
             _stack[-1][1] += d
         disp = ev.data["dispatcher"]

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 
 import pyarrow as pa
@@ -13,40 +10,17 @@ import pytest
 from oop.errors import SourceError
 from oop.io.protocol import IDLE, SourceConnector
 from oop.io.redis_source import RedisStreamSource, parse_redis_url
+from _redis_server import SERVER, free_port, redis_server
 
 redis = pytest.importorskip("redis")
-SERVER = shutil.which("redis-server")
 pytestmark = pytest.mark.skipif(SERVER is None, reason="redis-server binary not installed "
                                                        "(Debian package redis-server)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def port():
-    p = free_port()
-    proc = subprocess.Popen([SERVER, "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--daemonize", "no"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(host="127.0.0.1", port=p)
-    try:
-        for _ in range(200):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                time.sleep(0.025)
-        else:
-            pytest.fail(f"redis-server on port {p} did not answer PING")
+    with redis_server() as (p, _client):
         yield p
-    finally:
-        client.close()
-        proc.kill()
-        proc.wait(5)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
+from _redis_server import SERVER, redis_server
 from oop.cli import main
 from oop.window import Tumbling, agg
 from oop.window.reference import window_oracle
@@ -206,32 +206,13 @@ def test_closed_stdout_is_an_error_not_a_truncated_success(feed, tmp_path):
     assert any(line.startswith("oop: error:") for line in r.stderr.splitlines()), r.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def redis_url():
-    exe = shutil.which("redis-server")
-    if exe is None:
+    if SERVER is None:
         pytest.skip("redis-server is not installed (apt-get install redis-server)")
-    port = _free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    import redis
-
-    client = redis.Redis(host="127.0.0.1", port=port)
-    for _ in range(100):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}", client
-    proc.terminate()
-    proc.wait(timeout=10)
+    pytest.importorskip("redis")
+    with redis_server() as (port, client):
+        yield f"redis://127.0.0.1:{port}", client
 
 
 def test_redis_stream_input_until_idle(feed, redis_url):

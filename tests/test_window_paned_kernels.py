@@ -29,7 +29,7 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.window import Sliding, WindowAggregate, agg
 from oop.window.paned_kernels import (pane_ids, pane_ids_ref, paned_emit, paned_emit_fused,
-                                      paned_emit_ref)
+                                      paned_emit_ref, paned_emit_rows)
 from oop.window.reference import window_oracle
 
 from test_window import assert_same_rows
@@ -109,6 +109,54 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, f
             for p in range(base, min(plo_last, top)):
                 assert not rows[(p & mask) * C:(p & mask) * C + C].any()
                 assert not sums[(p & mask) * C:(p & mask) * C + C].any()
+            live -= dead
+            assert live == int(np.count_nonzero(rows))
+            panes = {key: v for key, v in panes.items() if key[0] >= plo_last}
+            base = max(base, plo_last)
+        else:
+            assert dead == 0
+        prev = (plo_last, (last + 1) * s // g)
+        w += nw
+
+
+@settings(max_examples=60)
+@given(script=emit_scripts(), zero=st.booleans(), cont=st.lists(st.booleans(), max_size=5))
+def test_paned_emit_rows_equals_reference_over_punctuations(script, zero, cont):
+    """The row-count-only kernel (holistic queries) == reference, also when a punctuation does
+    not continue the previous one (the running count is then rebuilt from the panes)."""
+    g, s, r, o, n, runs, _, seed = script
+    rng = np.random.default_rng(seed)
+    w0 = int(rng.integers(-3, 3))
+    first_p = ((w0 + 1) * s - r) // g
+    last_p = (w0 + sum(runs)) * s // g
+    R = 1 << int(math.ceil(math.log2(max(last_p - first_p + 1, 2))))
+    C = n + int(rng.integers(0, 3))
+    mask = R - 1
+    rows = np.zeros(R * C, np.int64)
+    panes = {}
+    for p in range(first_p, last_p):
+        for c in range(n):
+            if rng.random() < 0.5:
+                rows[(p & mask) * C + c] = k = int(rng.integers(1, 4))
+                panes[(p, c)] = [k, 0.0]
+    base, top = first_p, last_p
+    live = int(np.count_nonzero(rows))
+    run = np.full(C, 99, np.int64)  # garbage: the first window must not read it
+    prev, w = (0, 0), w0
+    for k, nw in enumerate(runs):
+        inc0 = k > 0 and (cont[k] if k < len(cont) else True)
+        if not inc0:
+            run[:] = 99
+        codes, start, end, cnt, dead = paned_emit_rows(rows, run, C, mask, base, top, n, w, nw,
+                                                       s, r, g, o, prev[0], prev[1], inc0, zero)
+        exp = paned_emit_ref(panes, w, nw, s, r, g, o)
+        got = list(zip(codes.tolist(), start.tolist(), end.tolist(), cnt.tolist()))
+        assert got == [(c, a, b, v[0]) for c, a, b, v in exp]
+        last = w + nw - 1
+        plo_last = ((last + 1) * s - r) // g
+        if zero:  # every pane below the last window's first pane is reset, and counted
+            assert not any(rows[(p & mask) * C:(p & mask) * C + C].any()
+                           for p in range(base, min(plo_last, top)))
             live -= dead
             assert live == int(np.count_nonzero(rows))
             panes = {key: v for key, v in panes.items() if key[0] >= plo_last}

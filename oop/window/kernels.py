@@ -401,38 +401,50 @@ def update_ref(op: str, cells: dict, codes, lo, hi, vals=None, times=None, valid
     return cells
 
 
-@nb.njit(cache=True, inline="always")
-def _key_lt(a1, b1, x1, a2, b2, x2):
-    """(a1, b1, x1) < (a2, b2, x2) lexicographically; a NaN ``x`` sorts after every number."""
-    if a1 != a2:
-        return a1 < a2
-    if b1 != b2:
-        return b1 < b2
-    return x1 < x2 or (x2 != x2 and x1 == x1)
-
-
-@nb.njit(cache=True, nogil=True)
-def merge_counted(a1, b1, x1, n1, a2, b2, x2, n2):
+def merge_counted(a1: np.ndarray, b1: np.ndarray, x1: np.ndarray, n1: np.ndarray,
+                  a2: np.ndarray, b2: np.ndarray, x2: np.ndarray, n2: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Merge two (a, b, x)-sorted counted runs; equal keys add their counts. O(len1 + len2).
 
     Used by :class:`~oop.window.store.Multiset`: keys are (unit, code, value)
     when compacting, (code, code, value) when merging the panes of a window.
     Each run must hold distinct keys (NaN values are never equal: they stay
-    separate rows, as after ``np.lexsort``).
+    separate rows, as after ``np.lexsort``). ``x`` is int64 (value codes) or
+    float64 (values): both go to one compiled kernel, as int64 bits and their
+    float64 view (no copy), so a query with both kinds compiles it once.
     """
+    isf = x1.dtype.kind == "f"
+    dt = np.float64 if isf else np.int64
+    x1 = np.ascontiguousarray(x1, dt)
+    x2 = np.ascontiguousarray(x2, dt)
+    a, b, x, n = _merge_counted_bits(a1, b1, x1.view(np.int64), x1.view(np.float64), n1,
+                                     a2, b2, x2.view(np.int64), x2.view(np.float64), n2, isf)
+    return a, b, x.view(dt), n
+
+
+@nb.njit(cache=True, nogil=True)
+def _merge_counted_bits(a1, b1, x1, f1, n1, a2, b2, x2, f2, n2, isf):
+    """:func:`merge_counted` over ``x`` as int64 bits ``x1``/``x2``, with their float64 views
+    ``f1``/``f2``: with ``isf`` the values are floats, compared as floats (NaN after every
+    number and never equal), else the int64 codes themselves."""
     m1, m2 = a1.shape[0], a2.shape[0]
     cap = m1 + m2
     a = np.empty(cap, np.int64)
     b = np.empty(cap, np.int64)
-    x = np.empty(cap, x1.dtype)
+    x = np.empty(cap, np.int64)
     n = np.empty(cap, np.int64)
     i = j = k = 0
     while i < m1 and j < m2:
-        if a1[i] == a2[j] and b1[i] == b2[j] and x1[i] == x2[j]:
+        if isf:
+            u, v = f1[i], f2[j]
+            eq_x, lt_x = u == v, u < v or (v != v and u == u)
+        else:
+            eq_x, lt_x = x1[i] == x2[j], x1[i] < x2[j]
+        if a1[i] == a2[j] and b1[i] == b2[j] and eq_x:
             a[k], b[k], x[k], n[k] = a1[i], b1[i], x1[i], n1[i] + n2[j]
             i += 1
             j += 1
-        elif _key_lt(a1[i], b1[i], x1[i], a2[j], b2[j], x2[j]):
+        elif (a1[i] < a2[j] if a1[i] != a2[j] else (b1[i] < b2[j] if b1[i] != b2[j] else lt_x)):
             a[k], b[k], x[k], n[k] = a1[i], b1[i], x1[i], n1[i]
             i += 1
         else:

@@ -47,6 +47,7 @@ from oop.hashing import mix64
 from oop.window.kernels import _sel_better, nan_max, nan_min
 
 __all__ = ["pane_ids", "pane_ids_ref", "paned_emit", "paned_emit_ref", "paned_emit_hash",
+           "paned_emit_rows",
            "paned_emit_sel", "paned_emit_sel_ref", "paned_quantiles", "paned_quantiles_ref",
            "paned_distinct", "paned_distinct_ref", "paned_heavy", "paned_heavy_ref"]
 
@@ -226,10 +227,73 @@ paned_emit = _make_paned_emit(False)
 paned_emit_fused = _make_paned_emit(True)
 
 
-def emit_kernel(n_i: int, n_f: int) -> Any:
+def emit_kernel(n_i: int, n_f: int, fuse: bool = True) -> Any:
     """The emission kernel for ``n_i`` int and ``n_f`` float lanes: the fused one where its
-    step can apply, else the general one (which does not compile the fused step)."""
-    return paned_emit_fused if n_i == 1 and n_f <= 2 else paned_emit
+    step can apply and ``fuse`` asks for it, else the general one (which does not compile the
+    fused step). A query with holistic aggregates passes ``fuse`` false: its sum lanes'
+    emission is a small part of a punctuation's work, and the fused step would add ~0.3 s to
+    its first run's compilation (with the row count as its only lane it uses
+    :func:`paned_emit_rows` instead)."""
+    return paned_emit_fused if fuse and n_i == 1 and n_f <= 2 else paned_emit
+
+
+@nb.njit(cache=True, nogil=True)
+def paned_emit_rows(rows, run, C, mask, base, top, n, w0, nw, s, r, g, o, prev_plo, prev_phi,
+                    inc0, zero):
+    """:func:`paned_emit` for the row count alone: the emission of a query whose only lanes
+    ride along with holistic aggregates (their cells are the codes with rows > 0).
+
+    Same windows, running state and reset of the leaving panes (``zero``) as
+    :func:`paned_emit` with one int lane and no float lane; integer sums do not
+    drift, so the window steps differentially whenever it continues the previous
+    one (``inc0`` or ``k > 0``) and is recomputed from its panes only otherwise. A
+    small kernel of its own: its first-run compilation is a fraction of the
+    general one's (lane tuples, float lanes, key lookup, NaN bound), which a
+    holistic query would otherwise pay for one count. Returns (codes,
+    window_start, window_end, counts, live cells reset); cells ordered by
+    (window, code), only those with a count > 0. Cost: O(windows x codes).
+    """
+    cap = nw * n
+    codes = np.empty(cap, np.int64)
+    start = np.empty(cap, np.int64)
+    end = np.empty(cap, np.int64)
+    cnt = np.empty(cap, np.int64)
+    m = 0
+    dead = 0
+    p_lo, p_hi = prev_plo, prev_phi
+    for k in range(nw):
+        e = (w0 + k + 1) * s
+        plo = (e - r) // g
+        phi = e // g
+        if inc0 or k > 0:  # entering panes [p_hi, phi), leaving panes [p_lo, plo)
+            a_lo, a_hi, d_lo = max(p_hi, base), min(phi, top), max(p_lo, base)
+        else:  # from scratch: the window's panes enter an empty state
+            run[:n] = 0
+            a_lo, a_hi, d_lo = max(plo, base), min(phi, top), plo
+        for p in range(a_lo, a_hi):
+            rr = (p & mask) * C
+            for c in range(n):
+                run[c] += rows[rr + c]
+        for p in range(d_lo, min(plo, top)):
+            rr = (p & mask) * C
+            for c in range(n):
+                run[c] -= rows[rr + c]
+        if zero:  # panes below plo: the first window resets everything below it
+            for p in range(base if k == 0 else max(p_lo, base), min(plo, top)):
+                rr = (p & mask) * C
+                for c in range(n):
+                    dead += rows[rr + c] != 0
+                    rows[rr + c] = 0
+        p_lo, p_hi = plo, phi
+        we = o + e
+        m0 = m
+        for c in range(n):  # branch-free compaction of the live codes
+            codes[m] = c
+            cnt[m] = run[c]
+            m += run[c] > 0
+        start[m0:m] = we - r
+        end[m0:m] = we
+    return codes[:m], start[:m], end[:m], cnt[:m], dead
 
 
 @nb.njit(cache=True, inline="always")
@@ -980,10 +1044,13 @@ def _d_slot(tc, tv, c, v, mask):
     return h
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, nogil=True)
 def _d_rehash(tc, tv, tm, need):
     """A table of power-of-two size >= 4 x (live entries + ``need``) holding only the live
-    (multiplicity > 0) entries."""
+    (multiplicity > 0) entries.
+
+    A compiled function of its own, not inlined: the cold path of :func:`_d_fold` (once per
+    doubling), so :func:`_d_move` does not compile a second copy of the probe loop."""
     live = 0
     for h in range(tc.shape[0]):
         live += tc[h] != _D_EMPTY and tm[h] > 0
