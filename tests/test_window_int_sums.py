@@ -86,7 +86,8 @@ def test_only_an_integer_sum_keeps_an_int64_sum_lane():
         [agg.sum("a"), agg.mean("a"), agg.mean("b"), agg.var("f"), agg.mean("d")], schema)}
     assert dtypes[("sum", "a")] == np.int64  # shared by sum and mean: exact, checked
     assert dtypes[("sum", "b")] == np.float64  # mean only: float, like Spark's avg
-    assert dtypes[("sum", "f")] == np.float64
+    assert dtypes[("ssum", "f")] == np.float64  # var of a float: its own shifted sum lane
+    assert ("sum", "f") not in dtypes  # no sum/mean of f: no unshifted lane
     assert dtypes[("sum", "d")] == np.int64  # decimals stay unscaled int64
 
 

@@ -34,9 +34,9 @@ Eq. 6.4, differential panes), which the centred state does not do exactly; their
 ``S = sum(x - K)`` and ``SS = sum((x - K)**2)`` (the textbook algorithm on shifted data,
 accurate while ``K`` lies near the cell's data: ``kappa**2``). They enter the algebra through
 :func:`m2_from_sums` -- ``M2 = SS - S*S/n``, with a cancellation guard -- and finalize with
-the same :func:`variance` (:func:`variance_from_sums`). (The ring's ``S`` of a float column
-is still its unshifted sum lane minus ``n * K``: far from 0 it keeps fewer digits, see
-docs/semantics.md.) NaN / inf values make the variance NaN.
+the same :func:`variance` (:func:`variance_from_sums`). The ring's ``S`` of a float column
+is a lane of its own (``oop.window.values.LaneInfo.shifted``), apart from the unshifted sum
+lane ``sum``/``mean`` read. NaN / inf values make the variance NaN.
 
 The scalar reference (:class:`Moment`) computes in exact arithmetic (ints and the Fractions
 floats are), rounded once.

@@ -96,7 +96,8 @@ from oop.window.params import WindowOptions, WindowParams
 from oop.window.ring import TO_HASH, Ring
 from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
                                column_values, exact_sum_columns, int_valued, is_numeric_type,
-                               lane_array, lane_infos, max_abs, shifted_sum)
+                               lane_array, lane_infos, max_abs, moment_sum_key,
+                               shifted_sum, SHIFTED_SUM)
 from oop.window.udaf import is_compiled as udaf_is_compiled, udaf_window, udaf_windows
 
 __all__ = ["WindowAggregate", "choose_method"]
@@ -945,8 +946,10 @@ class WindowAggregate(Operator):
         if f in ("sum", "sumsq"):  # mean, var, std: from the shifted sum
             assert self.ring is not None
             shift = self.ring.shift.get(c, 0)  # type: ignore[arg-type]
-            s = lanes[("sum", c)]
-            sd = shifted_sum(s, nn, shift, s.dtype == np.float64 and int_valued(ct))
+            sk = moment_sum_key(c, ct) if f == "sumsq" else ("sum", c)
+            s = lanes[sk]
+            sd = shifted_sum(s, nn, shift, s.dtype == np.float64
+                             and (int_valued(ct) or sk[0] == SHIFTED_SUM))
         if f == "sum":  # mean
             with np.errstate(invalid="ignore", divide="ignore"):
                 return lane_array((sd / nn + shift) / scale, null, typ)

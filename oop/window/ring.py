@@ -78,6 +78,17 @@ def check_state_size(R: int, C: int, n_lanes: int, lo: int, hi: int) -> None:
             "the right unit, or use a shorter range / coarser slide")
 
 
+def _readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view: the fused kernels take a homogeneous tuple of value arrays,
+    and a column read zero-copy from Arrow is read-only while a computed lane input (a shifted
+    or cast column) is not. O(1)."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 def tumble_units(times: np.ndarray, origin: int, size: int) -> np.ndarray:
     """The tumbling WIDs ``floor((times - origin) / size)`` (004 §6.1), as
     :meth:`oop.window.kinds.Sliding.wids` gives them for ``range == slide``."""
@@ -334,7 +345,7 @@ class Ring:
         dummy_i, dummy_f = np.zeros(1, np.int64), np.zeros(1, np.float64)
         nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
         facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
-        fvals = tuple(lane_input(li, cols[li.lane.column], self.shift)[0]  # type: ignore[index]
+        fvals = tuple(_readonly(lane_input(li, cols[li.lane.column], self.shift)[0])  # type: ignore[index]
                       for li in ff) or (dummy_f,)
         done = {li.key for li in fn} | {li.key for li in ff} | skip
         if lo is None and all(li.key[0] == "rows" or li.key in done for li in self.lanes):
@@ -356,7 +367,7 @@ class Ring:
             assert single
             hi = lo + 1 if any(li.key[0] != "rows" and li.key not in done for li in self.lanes) else lo
         for li in self.lanes:
-            op, col = li.key
+            op, col = li.lane.op, li.lane.column  # a shifted sum lane folds as a sum
             if op == "rows" or li.key in done:
                 continue
             cv = cols[col]  # type: ignore[index]

@@ -319,7 +319,7 @@ class SlideByTupleAggregate(WindowAggregate):
                 times, self.rows_seen, self.kind.slide_rows, self.ids, self.slots, self.is_win,
                 self.nbins, self.free, self.nfree, self.next_slot, self.r, start, LOG_BUDGET)
             for li, (vals, valid, shift) in zip(self.lanes, inputs):
-                op = li.key[0]
+                op = li.lane.op  # a shifted sum lane (values.LaneInfo.shifted) folds as a sum
                 tacc = self.ltarr.get(li.key, _NO_TIMES)
                 tid = np.iinfo(np.int64).max if op == "first" else np.iinfo(np.int64).min
                 sbt_replay(self.larr[li.key], tacc, li.dtype(li.identity()), tid, lk, la, lb,

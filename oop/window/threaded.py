@@ -418,7 +418,7 @@ class ThreadedWindow(Operator):
                 cv = column_values(batch, c)
                 if c not in self.sumsq_cols and cv.values.dtype != np.int64:
                     self.shift_cols = [x for x in self.shift_cols if x != c]
-                    continue  # a float column's sum lane is never shifted
+                    continue  # float, no var/std: its plain sum lane is never shifted
                 v = pick_shift(cv)
                 if v is not None:
                     self.shifts[c] = v

@@ -10,8 +10,9 @@ operators that feed them:
 - :class:`ColumnValues` / :func:`column_values`: one Arrow column as numpy (int64 for integers,
   booleans, temporal types and unscaled decimals; float64 for floats) plus a uint8 validity;
   :func:`decimal_unscaled`, :func:`decimal_array` and :func:`lane_array` go back and forth.
-- Variance shifts: :func:`pick_shift`, :func:`lane_input`, :func:`shifted_sum` (integer values
-  enter float lanes shifted, so means and variances of epoch-nanosecond values stay exact).
+- Variance shifts: :func:`pick_shift`, :func:`lane_input`, :func:`shifted_sum`,
+  :func:`moment_sum_key` (values enter the var/std lanes shifted, so variances of values far
+  from 0 -- epoch nanoseconds, ``1e9 + 1e-3`` noise -- keep their low digits).
 - Exact integer sums: :func:`exact_sum_columns`, :func:`max_abs`, :func:`check_exact_sum`.
 - Non-finite floats (:func:`note_nonfinite`) and value ranks of min/max/first/last lanes
   (:func:`remap_ranks`, :func:`held_ranks`).
@@ -37,6 +38,9 @@ __all__ = ["LaneInfo", "ColumnValues", "lane_infos", "column_values"]
 _I64MAX = np.iinfo(np.int64).max
 _I64MIN = np.iinfo(np.int64).min
 
+#: the storage key op of a float column's shifted ``sum`` lane (:attr:`LaneInfo.shifted`); its
+#: kernels are the ``sum`` lane's
+SHIFTED_SUM = "ssum"
 
 
 @dataclass(frozen=True)
@@ -45,10 +49,14 @@ class LaneInfo:
 
     lane: Lane
     dtype: Any  # np.int64 or np.float64
+    #: a float column's ``sum`` lane that var/std read: it sums ``value - shift``
+    #: (:func:`lane_input`) and is stored under :data:`SHIFTED_SUM`, beside the plain ``sum``
+    #: lane a ``sum``/``mean`` of the same column reads
+    shifted: bool = False
 
     @property
     def key(self) -> tuple[str, str | None]:
-        return (self.lane.op, self.lane.column)
+        return (SHIFTED_SUM if self.shifted else self.lane.op, self.lane.column)
 
     def identity(self) -> Any:
         op = self.lane.op
@@ -120,11 +128,24 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
     (:func:`check_exact_sum`) -- when the query asks for ``sum`` of that
     column, and float64 when only ``mean``/``var``/``std`` read it (as
     Spark's ``avg`` does: a mean of epoch-nanosecond values must not wrap).
+
+    The ``sum`` lane ``var``/``std`` of a float column read is its own
+    shifted lane (:attr:`LaneInfo.shifted`, key :func:`moment_sum_key`):
+    ``sum(value - shift)`` cannot be derived from the unshifted sum
+    without cancellation far from 0, and the unshifted sum (what
+    ``sum``/``mean`` read, unchanged) not from the shifted one without a
+    second rounding. So a query with var/std *and* sum/mean of one float
+    column keeps both lanes; every other query keeps one, as before.
     """
     exact_sums = {a.column for a in aggs if a.spec.exact_sum}
     out: dict[tuple[str, str | None], LaneInfo] = {("rows", None): LaneInfo(Lane("rows"), np.int64)}
     for a in aggs:
+        moments = "sumsq" in a.spec.lane_ops
         for ln in a.lanes():
+            kind = _numeric_kind(schema.field(ln.column).type) if ln.column else "other"
+            if moments and ln.op == "sum" and kind == "float":
+                out.setdefault((SHIFTED_SUM, ln.column), LaneInfo(ln, np.float64, shifted=True))
+                continue
             if (ln.op, ln.column) in out:
                 continue
             if ln.op in ("rows", "nn"):
@@ -133,12 +154,17 @@ def lane_infos(aggs: Sequence[Agg], schema: pa.Schema) -> list[LaneInfo]:
                 dt = np.float64
             else:
                 assert ln.column is not None
-                kind = _numeric_kind(schema.field(ln.column).type)
                 dt = np.float64 if kind == "float" else np.int64
                 if ln.op == "sum" and kind == "int" and ln.column not in exact_sums:
                     dt = np.float64
             out[(ln.op, ln.column)] = LaneInfo(ln, dt)
     return list(out.values())
+
+
+def moment_sum_key(column: str, typ: pa.DataType) -> tuple[str, str]:
+    """The key of the ``sum`` lane var/std of ``column`` (type ``typ``) read: the shifted lane
+    of a float column (:attr:`LaneInfo.shifted`), else the column's one ``sum`` lane."""
+    return (SHIFTED_SUM if _numeric_kind(typ) == "float" else "sum", column)
 
 
 def exact_sum_columns(lanes: Sequence[LaneInfo]) -> dict[str, int]:
@@ -206,18 +232,22 @@ def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[
     """The values lane ``li``'s kernel folds for column values ``cv``, and the shift a
     ``sumsq`` kernel subtracts.
 
-    Integer (and unscaled decimal) values enter the float lanes shifted:
-    ``sumsq`` sums ``(value - shift)**2`` and the float ``sum`` lane of an
+    Values enter the float lanes shifted: ``sumsq`` sums ``(value - shift)**2``
+    (the kernel subtracts the returned shift), the float ``sum`` lane of an
     integer column (mean/var/std only, see :func:`lane_infos`) sums
     ``value - shift``, the difference taken in int64 before the float
     conversion -- exact for a spread below ``2**53``, so the mean and the
-    variance of epoch-nanosecond values keep their low digits.
+    variance of epoch-nanosecond values keep their low digits -- and the
+    shifted ``sum`` lane of a float column (var/std, :attr:`LaneInfo.shifted`)
+    sums ``value - shift`` in float64 (exact for values within a factor 2 of the
+    shift, Sterbenz). The plain float ``sum`` lane (sum/mean) is unshifted.
     ``shifts[column]`` is picked (:func:`pick_shift`) from the first batch
     with a valid value and then fixed (an all-null batch folds nothing).
     """
     op, col = li.key
     v = cv.values
-    if op == "sumsq" or (op == "sum" and li.dtype == np.float64 and v.dtype == np.int64):
+    if li.shifted or op == "sumsq" or (op == "sum" and li.dtype == np.float64
+                                       and v.dtype == np.int64):
         shift = shifts.get(col)
         if shift is None:
             shift = pick_shift(cv)
@@ -227,6 +257,8 @@ def lane_input(li: LaneInfo, cv: ColumnValues, shifts: dict[str, Any]) -> tuple[
                 shifts[col] = shift
         if v.dtype == np.int64:
             return (v - np.int64(shift)).astype(np.float64), 0.0
+        if li.shifted:
+            return v - float(shift), 0.0
         return v, float(shift)
     return v.astype(li.dtype, copy=False), 0.0
 
@@ -235,8 +267,8 @@ def shifted_sum(s: np.ndarray, nn: np.ndarray, shift: Any, lane_shifted: bool) -
     """The sum of ``value - shift`` per cell as float64, from a ``sum`` lane ``s`` over ``nn``
     values.
 
-    ``lane_shifted``: the lane already holds it (the float lane of an integer column, see
-    :func:`lane_input`). An int64 lane (integers under ``sum``, unscaled decimals) subtracts
+    ``lane_shifted``: the lane already holds it (the float lane of an integer column, the
+    shifted lane of a float column, see :func:`lane_input`). An int64 lane (integers under ``sum``, unscaled decimals) subtracts
     ``nn * shift`` in int64 -- wrapping, and exact whenever the difference fits, even if the
     sum does not; a float lane subtracts in float64.
     """
