@@ -82,7 +82,6 @@ from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.progress.watermark import time_bounds  # the sources' (min, max) kernel: one compile
 from oop.stream.elements import INT64_MIN, Element, Punctuation
-from oop.stream.late import LatePolicy
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, output_type
 from oop.window.bucket import BucketLogic
@@ -91,6 +90,7 @@ from oop.window.evaluator import Evaluator, WidEvaluator
 from oop.window.hashstore import HashCells
 from oop.window.keys import KeyEncoder, ValueRanks, sortable
 from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window.late import LateRule
 from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
 from oop.window.params import WindowOptions, WindowParams
 from oop.window.ring import TO_HASH, Ring
@@ -210,11 +210,7 @@ class WindowAggregate(Operator):
                 f"{name}: {type(kind).__name__} needs its own operator; use Stream.window, "
                 "which plans it (oop.window.plan.window_operator)"
             )
-        if self.late is LatePolicy.UPDATE and kind.row_based:
-            raise ConfigError(f"{name}: late='update' needs an event-time window, not rows")
-        if self.late is LatePolicy.UPDATE and isinstance(kind, Landmark):
-            raise ConfigError(f"{name}: late='update' is not supported on landmark windows "
-                              "(every pane would have to be kept forever)")
+        LateRule.refuse_kind(name, self.late, kind)
         self.method: str | None = None if method == "auto" else method
         self.plan_info: dict[str, Any] = {"method_config": method}
         self.removed_late = 0
@@ -229,16 +225,7 @@ class WindowAggregate(Operator):
         check_agg_types(self.aggs, info.schema, self.name)
         self.unit = info.unit(attr)
         self.kind = self.kind_config if self.kind_config.row_based else self.kind_config.resolve(self.unit)
-        from oop.stream.timecol import parse_duration
-
-        self.lateness = parse_duration(self.lateness_config, self.unit)
-        if self.lateness < 0:
-            raise ConfigError(f"{self.name}: allowed_lateness must be >= 0, got {self.lateness}")
-        if self.lateness and self.late is not LatePolicy.UPDATE:
-            raise ConfigError(
-                f"{self.name}: allowed_lateness={self.lateness_config!r} only applies with "
-                "late='update' (revise emitted windows); set late='update' or drop it"
-            )
+        self.rule = LateRule.resolve(self.name, self.late, self.lateness_config, self.unit)
         self.time = attr
         self.schema_in = info.schema
         self.bucket = BucketLogic(self.kind)
@@ -283,8 +270,7 @@ class WindowAggregate(Operator):
         fields += [pa.field(a.name, self._out_type(a)) for a in self.aggs]
         if self.emit_wid:
             fields.append(pa.field("wid", pa.int64()))
-        if self.late is LatePolicy.UPDATE:
-            fields.append(pa.field("is_revision", pa.bool_()))
+        fields += self.rule.output_fields()
         self.out_schema = pa.schema(fields)
         return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
 
@@ -299,7 +285,7 @@ class WindowAggregate(Operator):
             from oop.window.paned import PaneCombiner
 
             pc = PaneCombiner(self.kind, self.lanes, self.aggs,
-                              cache_pane_states=self.late is not LatePolicy.UPDATE)
+                              cache_pane_states=self.rule.may_cache_pane_states)
             self.plan_info["pane"] = pc.g
             self.units = pc
         else:
@@ -314,7 +300,7 @@ class WindowAggregate(Operator):
         each pane's live cells; min/max/first/last and landmark windows read
         dense pane rows).
         """
-        return self.units.hash_lanes_ok(self.lanes) and self.late is not LatePolicy.UPDATE
+        return self.units.hash_lanes_ok(self.lanes) and self.rule.may_hash()
 
     def _auto_may_hash(self) -> bool:
         """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
@@ -421,8 +407,8 @@ class WindowAggregate(Operator):
         """Whether hash cells can hold the state when the span of open units is sparse: WID
         (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
         u = self.units
-        return self.layout_config == "auto" and u.hash_lanes_ok(self.lanes) and (
-            self.late is not LatePolicy.UPDATE or u.hash_revisions_ok())
+        return (self.layout_config == "auto" and u.hash_lanes_ok(self.lanes)
+                and self.rule.may_hash(u.hash_revisions_ok()))
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
         """Whether the dense ring, grown to units ``[min(base, low), max(top, ring top))``,
@@ -603,19 +589,11 @@ class WindowAggregate(Operator):
         times = time_values(batch, self.time, self.inputs[0].name)
         out: list[Element] = []
         revise = None
-        # Paned-WID: (pane ids, min, max, smallest time) before the late check
-        panes = self.units.early_ids(times, self.late is LatePolicy.UPDATE)
-        if self.kind.row_based:
-            pass
-        elif self.late is LatePolicy.UPDATE:
-            too_late = times < self.lwm - self.lateness if self.lwm > INT64_MIN else None
-            if too_late is not None and too_late.any():
-                self.metrics.count_late("late_dropped", int(too_late.sum()))
-                keep = ~too_late
-                batch, times = batch.filter(pa.array(keep)), times[keep]
-            revise = times < self.lwm if self.lwm > INT64_MIN else None
-        elif self.lwm > INT64_MIN and (panes is None or panes[3] < self.lwm):
-            batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
+        # Paned-WID: (pane ids, min, max, smallest time) before the late check (not when
+        # revising); a smallest time >= lwm means no row is late
+        panes = self.units.early_ids(times, self.rule.revises)
+        if not self.kind.row_based and (panes is None or panes[3] < self.lwm):
+            batch, times, revise = self.rule.split(self, batch, times, self.lwm, self.time)
             panes = None  # late rows left: ids of the rest below
         if isinstance(self.kind, Landmark):
             before = times < self.kind.o
@@ -789,8 +767,9 @@ class WindowAggregate(Operator):
             self.budget.report(self, self.state_size().bytes)
         if emit_punct:
             frontier = self.emitted
-            if self.late is LatePolicy.UPDATE and not self.kind.row_based:
-                frontier = self.bucket.first_open(self.lwm - self.lateness) if self.lwm > INT64_MIN else frontier
+            kept_from = self.rule.revisable_from(self.lwm)  # None without late='update'
+            if kept_from is not None:  # emitted windows after it may still be revised
+                frontier = self.bucket.first_open(kept_from)
             if frontier is not None:
                 v = int(self.kind.extents(np.array([frontier]))[1][0])
                 if self.out_punct is None or v > self.out_punct:
@@ -809,8 +788,9 @@ class WindowAggregate(Operator):
     def _purge(self) -> None:
         assert self.ring is not None and self.emitted is not None
         keep = self.emitted
-        if self.late is LatePolicy.UPDATE and self.lwm > INT64_MIN:
-            keep = min(keep, self.bucket.first_open(self.lwm - self.lateness))
+        kept_from = self.rule.revisable_from(self.lwm)
+        if kept_from is not None:
+            keep = min(keep, self.bucket.first_open(kept_from))
         unit = self.units.first_unit_needed(keep)
         c = self._clean  # units whose live cells _emit_windows already reset
         clean = c is not None and self.ring.base >= c[0] and min(unit, self.ring.top) <= c[1]
@@ -833,14 +813,14 @@ class WindowAggregate(Operator):
         """(live codes, lane values at those codes) of window ``w``."""
         assert self.ring is not None
         return self.units.window_cells(self.ring, w, self.enc.n_codes,
-                                       differential_ok=self.late is not LatePolicy.UPDATE)
+                                       differential_ok=not self.rule.revises)
 
     def _emit_windows(self, wids: list[int], revision: bool,
                       only: dict[int, np.ndarray] | None = None) -> pa.RecordBatch | None:
         if only is None and self.ring is not None:
             # every window in one pass (WID: over the store's block of window cells; Paned-WID:
             # compiled differential sums + select blocks); None: window by window below
-            update = self.late is LatePolicy.UPDATE
+            update = self.rule.revises
             e = self.units.emit_cells(self.ring, wids, self.enc.n_codes, self._key_lut, update)
             if e is not None:
                 if not update:
@@ -919,8 +899,7 @@ class WindowAggregate(Operator):
             arrays.append(self._finalize(a, codes, wid, lanes, parts))
         if self.emit_wid:
             arrays.append(pa.array(wid))
-        if self.late is LatePolicy.UPDATE:
-            arrays.append(pa.array(np.full(codes.shape[0], revision)))
+        arrays += self.rule.flag_columns(codes.shape[0], revision)
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)
 
     def _finalize(self, a: Agg, codes: np.ndarray, wid: np.ndarray, lanes: dict,
@@ -969,7 +948,7 @@ class WindowAggregate(Operator):
         typ = self.out_schema.field(a.name).type
         q = sp.quantile_of(a)
         # the evaluator's all-windows-in-one-call shortcuts (Paned-WID); None: window by window
-        u, update = self.units, self.late is LatePolicy.UPDATE
+        u, update = self.units, self.rule.revises
         if q is not None:
             res = u.quantiles(ms, parts, q)
             if res is not None:
@@ -1124,7 +1103,7 @@ class WindowAggregate(Operator):
         self.enc._check()
         if self.ring is not None:
             self.ring._check()
-            if self.emitted is not None and self.late is not LatePolicy.UPDATE:
+            if self.emitted is not None and not self.rule.revises:
                 first_needed = self.units.first_unit_needed(self.emitted)
                 assert (self.ring.base >= first_needed or self.ring.live == 0
                         or self.method != "wid"), (self.ring.base, first_needed)

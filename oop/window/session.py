@@ -80,9 +80,10 @@ from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
 from oop.stream.elements import INT64_MAX, INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
-from oop.stream.timecol import check_time_column, parse_duration, time_arrow_type, time_values
+from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
+from oop.window.late import LateRule
 from oop.window.values import ColumnValues, check_exact_sum, max_abs, pick_shift
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
@@ -323,12 +324,7 @@ class SessionAggregate(Operator):
         self.unit = info.unit(attr)
         self.kind = self.kind_config.resolve(self.unit)
         self.gap = self.kind.g
-        self.lateness = parse_duration(self.lateness_config, self.unit)
-        if self.lateness < 0:
-            raise ConfigError(f"{self.name}: allowed_lateness must be >= 0, got {self.lateness}")
-        if self.lateness and self.late is not LatePolicy.UPDATE:
-            raise ConfigError(f"{self.name}: allowed_lateness={self.lateness_config!r} only "
-                              "applies with late='update'; set late='update' or drop it")
+        self.rule = LateRule.resolve(self.name, self.late, self.lateness_config, self.unit)
         self.time, self.schema_in = attr, info.schema
         self.cols = cols
         self.col_float = {c: pa.types.is_floating(info.schema.field(c).type) for c in cols}
@@ -350,8 +346,7 @@ class SessionAggregate(Operator):
         fields += [pa.field("window_start", tt), pa.field("window_end", tt)]
         fields += [pa.field(a.name, output_type(a, info.schema.field(a.column).type
                                                 if a.column else None)) for a in self.aggs]
-        if self.late is LatePolicy.UPDATE:
-            fields += [pa.field("is_revision", pa.bool_()), pa.field("is_retraction", pa.bool_())]
+        fields += self.rule.output_fields(retractions=True)
         self.out_schema = pa.schema(fields)
         return StreamInfo(info.name, self.out_schema, {"window_end": self.unit}, "window_end")
 
@@ -409,16 +404,7 @@ class SessionAggregate(Operator):
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.time, self.inputs[0].name)
-        update = self.late is LatePolicy.UPDATE
-        if self.lwm > INT64_MIN:
-            if update:
-                bound = self.lwm - self.lateness
-                too_late = times < bound
-                if too_late.any():
-                    self.metrics.count_late("late_dropped", int(too_late.sum()))
-                    batch, times = batch.filter(pa.array(~too_late)), times[~too_late]
-            else:
-                batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
+        batch, times, _ = self.rule.split(self, batch, times, self.lwm, self.time)
         if batch.num_rows == 0:
             return []
         if int(times.max()) > INT64_MAX - self.gap:
@@ -441,7 +427,7 @@ class SessionAggregate(Operator):
         merged, order, bounds = both.merge(self.gap)
         self._guard(merged.nbytes() + rest.nbytes())
         out: list[Element] = []
-        if update:
+        if self.rule.revises:
             out = self._revise(both, merged, order, bounds, len(part))
         self.state = _Sessions.concat([rest, merged]) if len(rest) else merged
         if self.enc.n_codes >= self._keys_compact_at:
@@ -485,7 +471,7 @@ class SessionAggregate(Operator):
             return []
         self.lwm = int(p.value)
         out = self._close(self.lwm)
-        lo = self.lwm - self.lateness
+        lo = self.rule.horizon(self.lwm)
         st = self.state
         if len(st):
             gone = st.a["last"] + self.gap <= lo
@@ -514,7 +500,7 @@ class SessionAggregate(Operator):
         if c.shape[0] > 1 and (c[1:] < c[:-1]).any():  # by key (a key's rows are by start)
             idx = idx[np.argsort(c, kind="stable")]
         batch = self._build(st.take(idx), False, False)
-        if self.late is LatePolicy.UPDATE:
+        if self.rule.revises:  # kept (marked emitted) until lwm - L passes their end
             st.a["emitted"] |= due
         else:
             self.state = st.take(np.flatnonzero(~due))
@@ -535,9 +521,7 @@ class SessionAggregate(Operator):
                                                                   self.time_type)]
         for g in self.aggs:
             arrays.append(self._finalize(g, a))
-        if self.late is LatePolicy.UPDATE:
-            n = len(s)
-            arrays += [pa.array(np.full(n, revision)), pa.array(np.full(n, retraction))]
+        arrays += self.rule.flag_columns(len(s), revision, retraction)
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)
 
     def _finalize(self, g: Agg, a: dict[str, np.ndarray]) -> pa.Array:
@@ -615,7 +599,7 @@ class SessionAggregate(Operator):
         assert int((~same).sum()) + 1 == np.unique(code).shape[0] or not len(code), \
             "a key's sessions are not contiguous"
         assert (start[1:][same] >= end[:-1][same]).all(), "sessions of one key intersect"
-        if self.late is not LatePolicy.UPDATE and self.lwm > INT64_MIN:
+        if not self.rule.revises and self.lwm > INT64_MIN:
             assert (end > self.lwm).all()
         self.enc._check()
 

@@ -49,6 +49,7 @@ from oop.window import aggregate as _aggregate
 from oop.window.aggregate import SELECT, WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import SlideByTuple
+from oop.window.late import LateRule
 from oop.window.values import held_ranks, lane_input, remap_ranks
 from oop.window.kernels import _lt, nan_max as _nan_max, nan_min as _nan_min
 
@@ -201,8 +202,8 @@ class SlideByTupleAggregate(WindowAggregate):
         if method == "paned":
             raise ConfigError(f"{name}: panes do not help slide-by-tuple windows (one tuple per "
                               "pane, 004 §6.2); use method='wid' or 'auto'")
-        if kw.get("late") is not None and LatePolicy.parse(kw["late"]) is LatePolicy.UPDATE:
-            raise ConfigError(f"{name}: late='update' is not supported on slide-by-tuple windows")
+        late = kw.get("late")
+        LateRule.refuse_kind(name, None if late is None else LatePolicy.parse(late), kind)
         super().__init__(_AsSliding(kind), aggs, method="wid", **kw)
         if any(a.holistic for a in self.aggs):
             raise ConfigError(
@@ -304,8 +305,7 @@ class SlideByTupleAggregate(WindowAggregate):
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.time, self.inputs[0].name)
-        if self.lwm > INT64_MIN:
-            batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
+        batch, times, _ = self.rule.split(self, batch, times, self.lwm, self.time)
         n = batch.num_rows
         if n == 0:
             return []

@@ -290,8 +290,7 @@ class ThreadedWindow(Operator):
         out = self.template.open(inputs)
         t = self.template
         self.time = t.time
-        self.late = t.late
-        self.lateness = t.lateness
+        self.rule = t.rule
         cols = [self.time] + [c for c in dict.fromkeys(a.column for a in t.aggs if a.column)
                               if c != self.time]
         fields = [info.schema.field(c) for c in cols] + [pa.field(KEY, pa.int64())]
@@ -335,15 +334,7 @@ class ThreadedWindow(Operator):
         if batch.num_rows == 0:
             return []
         times = time_values(batch, self.time, self.inputs[0].name)
-        if self.late is LatePolicy.UPDATE:
-            if self.lwm > INT64_MIN:
-                too_late = times < self.lwm - self.lateness
-                if too_late.any():
-                    self.metrics.count_late("late_dropped", int(too_late.sum()))
-                    keep = ~too_late
-                    batch, times = batch.filter(pa.array(keep)), times[keep]
-        elif self.lwm > INT64_MIN:
-            batch, times = self.drop_late_rows(batch, times, self.lwm, self.late, self.time)
+        batch, times, _ = self.rule.split(self, batch, times, self.lwm, self.time)
         if batch.num_rows == 0:
             return []
         early = self._compact_keys() if self.enc.n_codes >= self._keys_compact_at else []
@@ -366,7 +357,7 @@ class ThreadedWindow(Operator):
                 futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi],
                                              dict(self.shifts))))
         self.pending.append((False, futs))
-        if self.late is LatePolicy.UPDATE:
+        if self.rule.revises:
             early.extend(self._collect(keep_punctuations=self.lag))
         return early
 
