@@ -44,9 +44,10 @@ __all__ = ["CheckpointStore", "FORMAT_VERSION", "MAGIC", "oop_version"]
 
 MAGIC = b"OOPCKPT\n"
 #: bumped when the file layout or the tree encoding changes incompatibly
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """2: window stores tag their layout; AdaptWID state is typed (``oop.adapt.state``) and keeps
-the variance shift. Format 1 files are refused with an error that says so."""
+the variance shift. 3: the WID / Paned-WID, partitioned-rows and session window states are
+typed (``oop.window.state``). Older files are refused with an error that says so."""
 _NAME = re.compile(r"^ckpt-(\d{8,})\.oopckpt$")
 _TMP = re.compile(r"^\.ckpt-\d{8,}\.oopckpt\.tmp-\d+$")
 _U32 = struct.Struct("<I")

@@ -94,6 +94,7 @@ from oop.window.late import LateRule
 from oop.window.multiset import Multiset, group_bounds, quantiles_from_counts
 from oop.window.params import WindowOptions, WindowParams
 from oop.window.ring import TO_HASH, Ring
+from oop.window.state import WindowState
 from oop.window.values import (NO_NULLS, ColumnValues, check_agg_types, check_exact_sum,
                                column_values, exact_sum_columns, int_valued, is_numeric_type,
                                lane_array, lane_infos, max_abs, moment_sum_key,
@@ -1062,42 +1063,43 @@ class WindowAggregate(Operator):
         nbytes += self.units.nbytes()
         return StateSize(items, nbytes)
 
-    def snapshot(self) -> Any:
-        return {
-            **super().snapshot(), "lwm": self.lwm, "emitted": self.emitted, "out_punct": self.out_punct,
-            "method": self.method, "plan": dict(self.plan_info), "bucket": self.bucket.snapshot(),
-            "enc": self.enc.snapshot(), "ring": None if self.ring is None else self.ring.snapshot(),
-            "ms": {k: v.snapshot() for k, v in self.holistic.items()},
-            "venc": {k: v.snapshot() for k, v in self.value_enc.items()},
-            "vranks": {k: v.snapshot() for k, v in self.value_ranks.items()},
-            "units": self.units.snapshot(),
-            "sum_max": dict(self.sum_max), "span_hash": self._span_hash,
-            "keys_compact_at": self._keys_compact_at,
-        }
+    def snapshot(self) -> WindowState:
+        """The whole state, copied (:class:`~oop.window.state.WindowState`). O(state)."""
+        return WindowState(
+            base=super().snapshot(), lwm=self.lwm, emitted=self.emitted,
+            out_punct=self.out_punct, method=self.method, plan=dict(self.plan_info),
+            bucket=self.bucket.snapshot(), enc=self.enc.snapshot(),
+            ring=None if self.ring is None else self.ring.snapshot(),
+            ms={k: v.snapshot() for k, v in self.holistic.items()},
+            venc={k: v.snapshot() for k, v in self.value_enc.items()},
+            vranks={k: v.snapshot() for k, v in self.value_ranks.items()},
+            units=self.units.snapshot(), sum_max=dict(self.sum_max),
+            span_hash=self._span_hash, keys_compact_at=self._keys_compact_at)
 
-    def restore(self, state: Any) -> None:
-        super().restore(state)
+    def restore(self, state: WindowState) -> None:
+        """Load a :meth:`snapshot` into this freshly opened operator. O(state)."""
+        super().restore(state.base)
         self._lut_n = None  # the key-value cache follows the restored dictionary
         self._rank_cache = {}  # and so do the value ranks
-        self.lwm, self.emitted, self.out_punct = state["lwm"], state["emitted"], state["out_punct"]
-        self.sum_max = dict(state["sum_max"])
-        self._span_hash = state.get("span_hash", False)
-        self._keys_compact_at = state.get("keys_compact_at", KEYS_COMPACT_MIN)
-        if state["method"] is not None:
-            self._set_method(state["method"], {})
-        self.plan_info = dict(state["plan"])
-        self.bucket.restore(state["bucket"])
-        self.enc.restore(state["enc"])
-        if state["ring"] is not None:
-            self._set_ring(store_for_snapshot(self.lanes, state["ring"]))
-            self.ring.restore(state["ring"])
-        for k, v in state["ms"].items():
+        self.lwm, self.emitted, self.out_punct = state.lwm, state.emitted, state.out_punct
+        self.sum_max = dict(state.sum_max)
+        self._span_hash = state.span_hash
+        self._keys_compact_at = state.keys_compact_at
+        if state.method is not None:
+            self._set_method(state.method, {})
+        self.plan_info = dict(state.plan)
+        self.bucket.restore(state.bucket)
+        self.enc.restore(state.enc)
+        if state.ring is not None:
+            self._set_ring(store_for_snapshot(self.lanes, state.ring))
+            self.ring.restore(state.ring)
+        for k, v in state.ms.items():
             self.holistic[k].restore(v)
-        for k, v in state["venc"].items():
+        for k, v in state.venc.items():
             self.value_enc[k].restore(v)
-        for k, v in state["vranks"].items():
+        for k, v in state.vranks.items():
             self.value_ranks[k].restore(v)
-        self.units.restore(state["units"])
+        self.units.restore(state.units)
 
     def _check(self) -> None:
         self.enc._check()

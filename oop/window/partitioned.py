@@ -69,6 +69,7 @@ from oop.stream.timecol import time_values
 from oop.window.aggregate import WindowAggregate
 from oop.window.aggregates import Agg
 from oop.window.kinds import PartitionedRows
+from oop.window.state import PartitionedState
 from oop.window.ring import Ring, check_state_size
 
 __all__ = ["PartitionedRowsAggregate"]
@@ -205,14 +206,14 @@ class PartitionedRowsAggregate(WindowAggregate):
         base = super().state_size()
         return StateSize(base.items, base.bytes + self.done.nbytes + self.counters.nbytes)
 
-    def snapshot(self) -> Any:
-        return {**super().snapshot(), "done": self.done.copy(), "counters": self.counters.copy()}
+    def snapshot(self) -> PartitionedState:  # type: ignore[override]
+        return PartitionedState(super().snapshot(), self.done.copy(), self.counters.copy())
 
-    def restore(self, state: Any) -> None:
-        super().restore(state)
+    def restore(self, state: PartitionedState) -> None:  # type: ignore[override]
+        super().restore(state.window)
         if self.ring is not None:
             self.ring.fixed = True
-        self.done, self.counters = state["done"].copy(), state["counters"].copy()
+        self.done, self.counters = state.done.copy(), state.counters.copy()
         self._scratch(self.done.shape[0])
 
     def _check(self) -> None:

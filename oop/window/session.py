@@ -84,6 +84,7 @@ from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
 from oop.window.late import LateRule
+from oop.window.state import SessionState
 from oop.window.values import ColumnValues, check_exact_sum, max_abs, pick_shift
 
 __all__ = ["Session", "SessionAggregate", "SessionReference", "session_reference", "session_oracle",
@@ -573,21 +574,24 @@ class SessionAggregate(Operator):
         return StateSize(len(self.state) + self.enc.n_codes,
                          self.state.nbytes() + self.enc.nbytes())
 
-    def snapshot(self) -> Any:
-        return {**super().snapshot(), "lwm": self.lwm, "out_punct": self.out_punct,
-                "enc": self.enc.snapshot(), "state": dict(self.state.a),
-                "plan": dict(self.plan_info), "keys_compact_at": self._keys_compact_at,
-                "sum_max": dict(self.sum_max), "shift": dict(self.shift)}
+    def snapshot(self) -> SessionState:
+        """The whole state, copied (:class:`~oop.window.state.SessionState`). O(state)."""
+        return SessionState(
+            base=super().snapshot(), lwm=self.lwm, out_punct=self.out_punct,
+            enc=self.enc.snapshot(), sessions={k: v.copy() for k, v in self.state.a.items()},
+            plan=dict(self.plan_info), keys_compact_at=self._keys_compact_at,
+            sum_max=dict(self.sum_max), shift=dict(self.shift))
 
-    def restore(self, state: Any) -> None:
-        super().restore(state)
-        self.lwm, self.out_punct = state["lwm"], state["out_punct"]
-        self.enc.restore(state["enc"])
-        self.state = _Sessions({k: np.asarray(v) for k, v in state["state"].items()})
-        self.plan_info = dict(state["plan"])
-        self._keys_compact_at = state["keys_compact_at"]
-        self.sum_max = dict(state["sum_max"])
-        self.shift = dict(state.get("shift", {c: 0.0 for c in self.cols}))  # older: unshifted
+    def restore(self, state: SessionState) -> None:
+        """Load a :meth:`snapshot` into this freshly opened operator. O(state)."""
+        super().restore(state.base)
+        self.lwm, self.out_punct = state.lwm, state.out_punct
+        self.enc.restore(state.enc)
+        self.state = _Sessions({k: np.array(v) for k, v in state.sessions.items()})
+        self.plan_info = dict(state.plan)
+        self._keys_compact_at = state.keys_compact_at
+        self.sum_max = dict(state.sum_max)
+        self.shift = dict(state.shift)
 
     def _check(self) -> None:
         """Invariants: a key's sessions are contiguous and sorted by start; they do not
