@@ -84,6 +84,7 @@ from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, as_aggs, output_type
 from oop.window.kinds import Size, WindowKind, _check_positive, _int
 from oop.window.late import LateRule
+from oop.window.output import as_time_array
 from oop.window.state import SessionState
 from oop.window.values import ColumnValues, check_exact_sum, max_abs, pick_shift
 
@@ -514,11 +515,9 @@ class SessionAggregate(Operator):
     # ---- emission --------------------------------------------------------------------
     def _build(self, s: _Sessions, revision: bool, retraction: bool) -> pa.RecordBatch:
         """Output rows of sessions ``s`` (sorted by code, start). O(rows), vectorized."""
-        from oop.window.aggregate import _as_type
-
         a = s.a
         arrays: list[pa.Array] = list(self.enc.keys(a["code"]))
-        arrays += [_as_type(a["start"], self.time_type), _as_type(a["last"] + self.gap,
+        arrays += [as_time_array(a["start"], self.time_type), as_time_array(a["last"] + self.gap,
                                                                   self.time_type)]
         for g in self.aggs:
             arrays.append(self._finalize(g, a))
