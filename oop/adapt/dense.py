@@ -53,10 +53,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from oop.adapt.algebra import BlockAgg
-from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense_count_new,
-                               dense_pop_slots, dense_release,
-                               dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
-                               dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
+from oop.adapt.kernels.dense import (dense_assign_slots, dense_assign_slots_sel,
+                                     dense_count_new, dense_pop_slots, dense_release,
+                                     dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
+                                     dense_fold_rows, dense_fold_sum, dense_fold_var,
+                                     dense_last_w)
 from oop.adapt.store import Block
 from oop.errors import StateLimitError
 from oop.limits import ADVICE, fmt_bytes
