@@ -29,7 +29,7 @@ Bytes (:attr:`nbytes`) are what is held: every lane array at its allocated
 int32, ``last_w`` int64) at capacity, and the group -> slot entry (int32) of
 each allocated slot (the group-code-indexed map spans every group ever seen,
 like the key dictionary: its live entries are counted, as in
-:mod:`oop.adapt.logic`). Capacity grows by 1.5x (slots) / 2x (ring rows) and
+:mod:`oop.adapt.core`). Capacity grows by 1.5x (slots) / 2x (ring rows) and
 shrinks (compaction) when under a quarter is used.
 
 >>> from oop.window import aggregates as agg
