@@ -128,16 +128,7 @@ class BatchPath(GroupModes):
                     f"adaptive_window: {self.volume.active} tuples in open windows exceed "
                     "AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
         self._start_extents(lo, hi, cls, n_late, wlo, whi)
-        cols: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
-        for col, (v, m) in values.items():
-            if m is not None and col + "?" not in self.buffer.dtypes and not m.all():
-                self.buffer.add_column(col + "?", np.dtype(np.bool_), True)  # first null
-            if col + "?" in self.buffer.dtypes:
-                if m is None:
-                    m = np.ones(n, np.bool_)
-            else:
-                m = None  # no null in this column yet: nothing to carry
-            cols[col] = (v, m)
+        cols = self._carried(values, n)
         pulled = None
         if len(sw):
             self.switches_to_eager += len(sw)
@@ -157,6 +148,22 @@ class BatchPath(GroupModes):
             self._to_eager(pulled, *self._wids(pulled["ts"]))
         self._track_peak()
         return n_late
+
+    def _carried(self, values: dict[str, tuple[np.ndarray, np.ndarray | None]],
+                 n: int) -> dict[str, tuple[np.ndarray, np.ndarray | None]]:
+        """The batch's value columns as they are carried into state: a validity array only
+        for a column that has shown a null (its first null adds a validity column to B). O(n)."""
+        cols: dict[str, tuple[np.ndarray, np.ndarray | None]] = {}
+        for col, (v, m) in values.items():
+            if m is not None and col + "?" not in self.buffer.dtypes and not m.all():
+                self.buffer.add_column(col + "?", np.dtype(np.bool_), True)  # first null
+            if col + "?" in self.buffer.dtypes:
+                if m is None:
+                    m = np.ones(n, np.bool_)
+            else:
+                m = None  # no null in this column yet: nothing to carry
+            cols[col] = (v, m)
+        return cols
 
     def _chunk(self, gids: np.ndarray, ts: np.ndarray, src: np.ndarray,
                cols: dict[str, tuple[np.ndarray, np.ndarray | None]], idx: np.ndarray) -> Chunk:
