@@ -84,7 +84,8 @@ class GroupModes(LogicCore):
     def live_codes(self, n: int) -> np.ndarray:
         """A bool per group code ``< n``: does any state still hold it -- a partial (eager
         store), a buffered tuple (B) or, monitored, ``winVol > 0`` (which counts both,
-        :meth:`_check`) -- for key compaction. O(n + partial slots + |B|)."""
+        :meth:`~oop.adapt.logic.AdaptLogic._check`) -- for key compaction. O(n + partial
+        slots + |B|)."""
         live = np.zeros(n, bool)
         if self.monitor:
             g = min(n, self.n_groups)
