@@ -17,7 +17,7 @@ typingctx  # oop/window/interner.py: numba @intrinsic signature (typingctx, ...)
 _.__class__  # oop/sql/__init__.py: the module made callable (oop.sql(script, tables))
 
 # dataclass fields that are results: read through repr / asdict / JSON reports
-ROW_LAZY  # oop/adapt/kernels.py: the row class 1 of route_batch (written by the kernel)
+ROW_LAZY  # oop/adapt/kernels/route.py: the row class 1 of route_batch (written by the kernel)
 wall_at_row  # oop/experiments/harness.py: a trace column
 latency_p95_ms  # oop/experiments/latacc.py: the latency/accuracy report row
 completion_delay_ms

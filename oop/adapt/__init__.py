@@ -4,6 +4,9 @@
 * :class:`~oop.adapt.cost.Thresholds`, :class:`~oop.adapt.cost.MemoryCostModel` --
   Eq. 6.5 / 6.8 / Cond. 6.9 and the two switching thresholds;
 * :class:`~oop.adapt.logic.AdaptLogic` -- the group state machine, testable without a plan;
+  its parts: :mod:`~oop.adapt.core` (what is held), :mod:`~oop.adapt.modes` (the eager /
+  lazy switch), :mod:`~oop.adapt.batch` (a batch), :mod:`~oop.adapt.close` (a punctuation);
+  compiled kernels by family in :mod:`oop.adapt.kernels`;
 * :class:`~oop.adapt.buffer.LazyBuffer` (binned buffer B); partials H in
   :class:`~oop.adapt.dense.DenseEagerStore` (bounded aggregates: (open-window ring x
   eager-group slot) lanes, numba fold per batch) or :class:`~oop.adapt.store.EagerStore`

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from oop.adapt.kernels import covered_windows_kernel
+from oop.adapt.kernels.groupby import covered_windows_kernel
 
 __all__ = ["expand", "expand_reference", "covered_windows"]
 

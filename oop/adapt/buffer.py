@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from oop.adapt.kernels import bin_order, take_scan
+from oop.adapt.kernels.buffer import bin_order, take_scan
 
 __all__ = ["LazyBuffer", "Chunk"]
 

@@ -29,7 +29,7 @@ Bytes (:attr:`nbytes`) are what is held: every lane array at its allocated
 int32, ``last_w`` int64) at capacity, and the group -> slot entry (int32) of
 each allocated slot (the group-code-indexed map spans every group ever seen,
 like the key dictionary: its live entries are counted, as in
-:mod:`oop.adapt.logic`). Capacity grows by 1.5x (slots) / 2x (ring rows) and
+:mod:`oop.adapt.core`). Capacity grows by 1.5x (slots) / 2x (ring rows) and
 shrinks (compaction) when under a quarter is used.
 
 >>> from oop.window import aggregates as agg
@@ -53,10 +53,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from oop.adapt.algebra import BlockAgg
-from oop.adapt.kernels import (dense_assign_slots, dense_assign_slots_sel, dense_count_new,
-                               dense_pop_slots, dense_release,
-                               dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
-                               dense_fold_rows, dense_fold_sum, dense_fold_var, dense_last_w)
+from oop.adapt.kernels.dense import (dense_assign_slots, dense_assign_slots_sel,
+                                     dense_count_new, dense_pop_slots, dense_release,
+                                     dense_fold_count, dense_fold_firstlast, dense_fold_minmax,
+                                     dense_fold_rows, dense_fold_sum, dense_fold_var,
+                                     dense_last_w)
 from oop.adapt.store import Block
 from oop.errors import StateLimitError
 from oop.limits import ADVICE, fmt_bytes

@@ -12,7 +12,7 @@ window is this one (004: "the number of tuples that will expire when the
 aggregate is released"), which is what ``winVol`` drops by when the window
 closes. ``tupcnt`` has no columns when nothing monitors ``winVol`` (forced
 eager / lazy) or when it is derived from the partial's row count (tumbling,
-one source: see :mod:`oop.adapt.logic`). Group codes are int32.
+one source: see :mod:`oop.adapt.core`). Group codes are int32.
 
 :class:`EagerStore` maps window id -> block. Because punctuation is linear,
 whole blocks close at once: the Aggregate pops the block of every window the
