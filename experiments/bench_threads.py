@@ -25,6 +25,10 @@ the rest of the one-thread engine time is the window (late check, keys,
 aggregation, emission).
 
     python experiments/bench_threads.py --rows 10000000 --threads 1 --threads 2 --threads 3 --repeat 3
+
+``--method adapt`` runs the same study with AdaptWID (``oop replay --method adapt``;
+``--threads 3`` partitions it, :class:`oop.adapt.threaded.ThreadedAdapt`); its results go
+to ``results/bench_threads_adapt.json``.
 """
 
 from __future__ import annotations
@@ -48,12 +52,13 @@ from bench_replay import QUERIES  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_threads.json"
 
 
-def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, Any]:
+def run_oop(data: Path, query: list[str], out: Path, threads: int,
+            method: str = "auto") -> dict[str, Any]:
     metrics = out.parent / f"m-{out.name}.json"
     cmd = [sys.executable, "-m", "oop.cli", "replay", "--input", str(data), "--time", "ts",
            "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
            "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
-           "--quiet", "--threads", str(threads)]
+           "--quiet", "--threads", str(threads), "--method", method]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(proc.pid, 0)
@@ -62,7 +67,7 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int) -> dict[str, 
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
     m = json.loads(metrics.read_text())
-    return {"threads": threads, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
+    return {"threads": threads, "method": method, "wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime,
             "engine_wall_s": m["wall_s"], "tuples_per_s": m["tuples_in"] / wall,
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
@@ -103,8 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data", help="reuse this folder of generated input (made if missing)")
     ap.add_argument("--no-stages", action="store_true", help="skip the per-stage figures")
-    ap.add_argument("--json", default=str(RESULTS))
+    ap.add_argument("--method", default="auto", choices=["auto", "wid", "paned", "adapt"],
+                    help="oop replay --method (default auto)")
+    ap.add_argument("--json", default=None,
+                    help=f"results file (default {RESULTS.name}, or bench_threads_adapt.json "
+                         "with --method adapt)")
     args = ap.parse_args(argv)
+    if args.json is None:
+        args.json = str(RESULTS if args.method != "adapt"
+                        else RESULTS.with_name("bench_threads_adapt.json"))
     counts = args.threads or [1, 2]
     if 1 not in counts:
         counts = [1, *counts]
@@ -122,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 for th in counts:
                     out = Path(tmp) / f"out-{name.split()[0]}-{r}-{th}"
                     res = {"rows": args.rows, "query": name, "repeat": r,
-                           **run_oop(data, q, out, th)}
+                           **run_oop(data, q, out, th, args.method)}
                     outs[th] = out
                     results.append(res)
                     print(json.dumps(res), flush=True)

@@ -24,7 +24,9 @@ Bucket, ``wed``, the source offsets and the closing punctuation all use it.
 
 On a punctuation ``P(time, v)`` (for several inputs: when the min over the
 inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
-(one batch, window order), purge its partials and the buffered tuples whose
+(one batch, ordered by window, then by group code -- the keys' order of first
+appearance, as WID emits: the order does not depend on which groups were
+eager or lazy, so a run on key partitions reproduces it, :mod:`oop.adapt.threaded`), purge its partials and the buffered tuples whose
 last window it was, re-evaluate eager groups, then emit ``P(window_end, v)``.
 Punctuation on other attributes (and group-wise / joint punctuation) says
 nothing about ``window_end`` and is dropped.
@@ -93,6 +95,18 @@ def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray | N
     return np.asarray(arr.to_numpy(zero_copy_only=False)), None
 
 
+def _emission_order(end: np.ndarray, gids: np.ndarray) -> np.ndarray | None:
+    """The permutation putting output rows in (window end, group code) order; None when
+    they are in it. ``end`` is non-decreasing (windows close in order) and a window holds
+    each group once. O(rows) to check, O(rows log rows) to sort."""
+    if gids.shape[0] < 2:
+        return None
+    down = (gids[1:] < gids[:-1]) & (end[1:] == end[:-1])
+    if not down.any():
+        return None
+    return np.lexsort((gids, end))
+
+
 class AdaptWID(Operator):
     """Per-group adaptive eager/lazy window aggregation. See the module docstring.
 
@@ -139,6 +153,8 @@ class AdaptWID(Operator):
         self._src_bufs: dict[int, np.ndarray] = {}  # per-port source column (not state)
         self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
         self.key_compactions = 0
+        #: how the query runs (``oop.adapt.threaded`` adds why it is not on threads)
+        self.plan_info: dict[str, Any] = {"method": "adapt"}
 
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -314,7 +330,9 @@ class AdaptWID(Operator):
             parts = [a.finalize(b.states[j]) for b in blocks]
             parts = [p if p.type == t else p.cast(t) for p in parts]
             cols.append(pa.concat_arrays(parts))
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+        out = pa.RecordBatch.from_arrays(cols, schema=schema)
+        order = _emission_order(end, gids)
+        return out if order is None else out.take(pa.array(order))
 
     # ---- key compaction ----------------------------------------------------------------
     def _live_codes(self, n: int) -> np.ndarray:
@@ -350,6 +368,38 @@ class AdaptWID(Operator):
         self.keys.compact(keep)
         self._remap_codes(keep, remap)
         self.key_compactions += 1
+
+    def held_key_values(self) -> np.ndarray | None:
+        """The values of the one integer key column that some state still holds (None: the
+        key is not one integer column). Used by a run on key partitions
+        (:class:`~oop.adapt.threaded.ThreadedAdapt`) to compact its global dictionary; call
+        only between elements. Cost O(state + keys)."""
+        if len(self.by) != 1:
+            return None
+        keep = np.flatnonzero(self._live_codes(self.keys.n_codes))
+        if not keep.shape[0]:
+            return np.empty(0, np.int64)
+        vals = self.keys.keys(keep)[0]
+        if not pa.types.is_integer(vals.type):
+            return None
+        return np.asarray(vals.to_numpy(zero_copy_only=False), np.int64)
+
+    def rekey(self, old_to_new: np.ndarray) -> None:
+        """Replace every value ``v`` of the one integer key column by ``old_to_new[v]`` (-1:
+        no state holds that key any more, :meth:`held_key_values`): the dead keys are
+        forgotten first (a key compaction), then the dictionary's values are replaced, the
+        codes unchanged. Cost O(state + keys)."""
+        n = self.keys.n_codes
+        if not n:
+            return
+        keep = np.flatnonzero(self._live_codes(n))
+        if keep.shape[0] < n:
+            remap = np.full(n, -1, np.int64)
+            remap[keep] = np.arange(keep.shape[0])
+            self.keys.compact(keep)
+            self._remap_codes(keep, remap)
+            self.key_compactions += 1
+        self.keys.remap_values(old_to_new)
 
     # ---- state -----------------------------------------------------------------------------
     def state_size(self) -> StateSize:
