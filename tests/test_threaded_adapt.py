@@ -140,7 +140,13 @@ def test_late_tuples_are_decided_as_on_one_thread(kind, thresholds, lag, steps, 
 def test_keys_forgotten_and_coming_back_keep_the_one_thread_order(data):
     """A rotating key set with the compaction threshold patched low: the global dictionary
     compacts when one thread's does, so even keys that come back (new codes) leave in the
-    one-thread order; the dictionary stays bounded by the live keys."""
+    one-thread order, and the dictionary has the one-thread size.
+
+    With ``thresholds="adaptive"`` one thread also keeps an eager group with no tuple left
+    in its table H (its mode flag), and which groups are eager is each partition's own
+    decision: the dictionaries may then compact at other times, and a key that came back
+    may sit elsewhere within its window -- the same rows as a multiset, the same late
+    count (forced eager or lazy: the exact order)."""
     old = adapt_operator.KEYS_COMPACT_MIN
     adapt_operator.KEYS_COMPACT_MIN = data.draw(st.sampled_from([2, 4, 8]))
     try:
@@ -176,9 +182,13 @@ def test_keys_forgotten_and_coming_back_keep_the_one_thread_order(data):
             outs.append((pa.Table.from_batches([b for b in out if isinstance(b, pa.RecordBatch)],
                                                schema=op.output.schema), most))
         (t1, most1), (tn, mostn) = outs
+        assert many.metrics.late == one.metrics.late
+        if thresholds == "adaptive":
+            assert _sorted(tn) == _sorted(t1)
+            return
         assert tn.equals(t1), (tn.to_pylist(), t1.to_pylist())
-        assert mostn == most1 and many.metrics.late == one.metrics.late
-        assert (many.plan_info.get("global_key_compactions", 0) > 0) == (one.key_compactions > 0)
+        assert mostn == most1
+        assert many.plan_info.get("global_key_compactions", 0) == one.key_compactions
     finally:
         adapt_operator.KEYS_COMPACT_MIN = old
 

@@ -541,7 +541,9 @@ class ThreadedWindow(Operator):
         code = np.asarray(merged.column(0).to_numpy(), np.int64)
         end = merged.column(2).to_numpy()
         end = np.asarray(end.view(np.int64) if end.dtype.kind == "M" else end, np.int64)
-        if len(batches) > 1:
+        if len(batches) > 1 or not _is_sorted(end, code, 0, code.shape[0]):
+            # one partition's run too may be out of code order: its local codes follow the
+            # global ones only until one side compacts its dictionary
             order = merge_order(end, code, bounds)
             if (order != np.arange(order.shape[0])).any():
                 merged = merged.take(pa.array(order))
