@@ -1,5 +1,8 @@
 """ThreadedWindow: one window aggregation run as N key partitions on N threads.
 
+(:class:`oop.adapt.threaded.ThreadedAdapt` partitions AdaptWID the same way, through
+the hooks of :class:`ThreadedWindow`.)
+
 What it computes: exactly what :class:`~oop.window.aggregate.WindowAggregate`
 (WID / Paned-WID, ``method`` auto/wid/paned) computes over the same input,
 row for row and **in the same row order** -- it is that operator, split by
