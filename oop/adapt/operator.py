@@ -336,9 +336,21 @@ class AdaptWID(Operator):
 
     # ---- key compaction ----------------------------------------------------------------
     def _live_codes(self, n: int) -> np.ndarray:
-        """A bool per group code ``< n``: held by some state (a subclass adds its own)."""
-        assert self.logic is not None
-        return self.logic.live_codes(n)
+        """A bool per group code ``< n``: some state holds one of its tuples -- a partial, a
+        buffered tuple, a count in ``winVol`` (a subclass adds its own). An entry of H
+        with ``winVol`` 0 whose eager flag alone is left is not held (004 §6.3 removes
+        such groups from H): so the rule does not depend on which groups are eager, and a
+        run on key partitions, each deciding eager / lazy from its own measurements,
+        compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
+        lg = self.logic
+        assert lg is not None
+        live = lg.live_codes(n)
+        g = min(n, lg.n_groups)
+        if lg.monitor and g:
+            live[:g] = lg.wv[:g].any(axis=1)  # winVol without the flag bit
+            live[lg.eager.held_gids()] = True
+            live[lg.buffer.held_gids()] = True
+        return live
 
     def _remap_codes(self, keep: np.ndarray, remap: np.ndarray) -> None:
         """Renumber every group code held (a subclass renumbers its own state too)."""
