@@ -27,6 +27,7 @@ from hypothesis import given, settings, strategies as st
 import oop
 from oop.adapt import operator as adapt_operator
 from oop.adapt.operator import AdaptWID
+from oop.adapt.order import window_code_order, window_code_order_reference
 from oop.adapt.threaded import ThreadedAdapt, adapt_threadable
 from oop.errors import ConfigError, ValueRangeError
 from oop.operators.base import StreamInfo
@@ -45,6 +46,31 @@ EXACT = [agg.count(), agg.sum("val"), agg.min("val"), agg.max("val"), agg.first(
 FLOATY = [agg.mean("val"), agg.var("val"), agg.median("val"), agg.distinct("val")]
 KINDS = [Tumbling(7), Tumbling(5, origin=3), Sliding(10, 3), Sliding(9, 6, origin=2)]
 THRESHOLDS = ["adaptive", "eager", "lazy"]
+
+
+# ---- the output order kernel vs its reference ----------------------------------------
+@st.composite
+def closed_windows(draw):
+    """Rows of a punctuation's output: windows in order, distinct codes within each (dense
+    or sparse ranges), in any order within a window."""
+    end, gids = [], []
+    for w in range(draw(st.integers(0, 5))):
+        top = draw(st.sampled_from([8, 40, 1000]))
+        codes = draw(st.lists(st.integers(0, top), unique=True, max_size=30))
+        end += [10 * w] * len(codes)
+        gids += codes
+    return np.asarray(end, np.int64), np.asarray(gids, np.int64)
+
+
+@given(rows=closed_windows())
+def test_window_code_order_is_a_sort_by_window_then_code(rows):
+    end, gids = rows
+    scratch = np.full(1001, -1, np.int64)
+    order, moved = window_code_order(end, gids, scratch)
+    ref = window_code_order_reference(end, gids)
+    assert order.tolist() == ref.tolist()
+    assert moved == (ref.tolist() != list(range(len(gids))))
+    assert (scratch == -1).all()  # left clean for the next call
 
 
 # ---- stream level ----------------------------------------------------------------------

@@ -26,7 +26,8 @@ On a punctuation ``P(time, v)`` (for several inputs: when the min over the
 inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
 (one batch, ordered by window, then by group code -- the keys' order of first
 appearance, as WID emits: the order does not depend on which groups were
-eager or lazy, so a run on key partitions reproduces it, :mod:`oop.adapt.threaded`), purge its partials and the buffered tuples whose
+eager or lazy, so a run on key partitions reproduces it, :mod:`oop.adapt.threaded`;
+:func:`~oop.adapt.order.window_code_order`), purge its partials and the buffered tuples whose
 last window it was, re-evaluate eager groups, then emit ``P(window_end, v)``.
 Punctuation on other attributes (and group-wise / joint punctuation) says
 nothing about ``window_end`` and is dropped.
@@ -60,6 +61,7 @@ import pyarrow.compute as pc
 from oop.adapt.cost import Thresholds
 from oop.adapt.config import AdaptConfig
 from oop.adapt.logic import AdaptLogic
+from oop.adapt.order import window_code_order
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
 from oop.limits import current_budget
@@ -93,18 +95,6 @@ def _values(batch: pa.RecordBatch, col: str) -> tuple[np.ndarray, np.ndarray | N
         v = np.asarray(pc.fill_null(arr, zero).to_numpy(zero_copy_only=False))
         return v, valid
     return np.asarray(arr.to_numpy(zero_copy_only=False)), None
-
-
-def _emission_order(end: np.ndarray, gids: np.ndarray) -> np.ndarray | None:
-    """The permutation putting output rows in (window end, group code) order; None when
-    they are in it. ``end`` is non-decreasing (windows close in order) and a window holds
-    each group once. O(rows) to check, O(rows log rows) to sort."""
-    if gids.shape[0] < 2:
-        return None
-    down = (gids[1:] < gids[:-1]) & (end[1:] == end[:-1])
-    if not down.any():
-        return None
-    return np.lexsort((gids, end))
 
 
 class AdaptWID(Operator):
@@ -153,6 +143,7 @@ class AdaptWID(Operator):
         self._src_bufs: dict[int, np.ndarray] = {}  # per-port source column (not state)
         self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
         self.key_compactions = 0
+        self._order_scratch = np.full(0, -1, np.int64)  # window_code_order's, all -1
         #: how the query runs (``oop.adapt.threaded`` adds why it is not on threads)
         self.plan_info: dict[str, Any] = {"method": "adapt"}
 
@@ -331,8 +322,13 @@ class AdaptWID(Operator):
             parts = [p if p.type == t else p.cast(t) for p in parts]
             cols.append(pa.concat_arrays(parts))
         out = pa.RecordBatch.from_arrays(cols, schema=schema)
-        order = _emission_order(end, gids)
-        return out if order is None else out.take(pa.array(order))
+        if len(gids) < 2:
+            return out
+        if len(self._order_scratch) < self.keys.n_codes:
+            self._order_scratch = np.full(max(self.keys.n_codes, 2 * len(self._order_scratch)),
+                                          -1, np.int64)
+        order, moved = window_code_order(end, np.asarray(gids, np.int64), self._order_scratch)
+        return out.take(pa.array(order)) if moved else out
 
     # ---- key compaction ----------------------------------------------------------------
     def _live_codes(self, n: int) -> np.ndarray:

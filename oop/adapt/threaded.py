@@ -3,7 +3,7 @@
 What it computes: exactly what :class:`~oop.adapt.operator.AdaptWID` computes over the
 same input (``SELECT by..., window_start, window_end, aggs... GROUP BY by, wid`` over
 Tumbling / Sliding windows, 004 §6.3) -- the same rows **in the same order** (by window,
-then by key code, :func:`~oop.adapt.operator._emission_order`) and the same late count.
+then by key code, :func:`~oop.adapt.order.window_code_order`) and the same late count.
 It is :class:`~oop.window.threaded.ThreadedWindow` (punctuation to every partition,
 global key codes, ``code mod N`` scatter, Meld-style merge by ``(window_end, code)``,
 pipelining ``lag``) with one AdaptWID per partition, grouping by the global key code.
