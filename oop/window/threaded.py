@@ -222,9 +222,10 @@ def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
               presets: dict[str, Any]) -> list[Element]:
     """A partition's share of a batch: its ``rows`` (in arrival order) into its operator,
     after setting the attributes ``presets`` (what one thread would know by then: the
-    variance shifts, :meth:`ThreadedWindow._presets`)."""
+    variance shifts, :meth:`ThreadedWindow._presets`; each a dict, copied: the operator
+    may update its own)."""
     for attr, value in presets.items():
-        setattr(op, attr, value)
+        setattr(op, attr, dict(value))
     return op.on_batch(batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows)))
 
 
