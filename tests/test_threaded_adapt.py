@@ -123,6 +123,10 @@ def test_threads_give_the_one_thread_rows_in_order_and_the_oracle(kind, data):
         assert_same_rows(res.table, one.table, exact=not floaty or thresholds != "adaptive")
         assert res.punctuations == one.punctuations
         assert res.late_total == one.late_total == 0
+    # WID on the same feed: the same rows in the same order (both by window, then key code)
+    s = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(), schema=t.schema)
+    wid = s.window(kind, EXACT, by="key", method="wid").run().table
+    assert one.table.select(wid.column_names).equals(wid)
     # the from-scratch batch group-by: the same rows (exact aggregates exactly)
     exp = window_oracle(t, kind, EXACT, by="key", time="ts", unit="ms")
     got = one.table.select(exp.column_names).cast(exp.schema)
