@@ -165,7 +165,7 @@ class Stream:
         time: str | None = None,
         threads: int = 1,
     ) -> "Stream":
-        """Window aggregation (WID / Paned-WID, 004 ch. 6); see :mod:`oop.window`.
+        """Window aggregation (WID / Paned-WID / AdaptWID, 004 ch. 6); see :mod:`oop.window`.
 
         Output: ``by`` columns, ``window_start``, ``window_end``, one column per
         aggregate (+ ``wid``, + ``is_revision`` with ``late="update"``),
@@ -176,8 +176,13 @@ class Stream:
         after a join or a column made by :meth:`derive_time`; only punctuation
         on it closes windows. ``threads``: run on that many key partitions, one thread
         each (:mod:`oop.window.threaded`: same rows in the same order; tumbling and
-        sliding windows with a ``by`` key, else one thread).
+        sliding windows with a ``by`` key, else one thread). ``method="adapt"``: AdaptWID,
+        as :meth:`adaptive_window` (its late rule, no ``late`` / ``emit_wid`` options).
         """
+        if method == "adapt":
+            return self._adapt_window(kind, aggs, by=by, late=late,
+                                      allowed_lateness=allowed_lateness, emit_wid=emit_wid,
+                                      name=name, time=time, threads=threads)
         from oop.window.plan import window_operator
 
         return self.via(window_operator(kind, aggs, by=by, method=method, late=late,
@@ -194,6 +199,7 @@ class Stream:
         thresholds: Any = "adaptive",
         name: str = "adaptwid",
         time: str | None = None,
+        threads: int = 1,
     ) -> "Stream":
         """AdaptWID (004 §6.3): per-group eager/lazy window aggregation; see :mod:`oop.adapt`.
 
@@ -203,14 +209,31 @@ class Stream:
         this one (their arrival-time offsets enter Cond. 6.9). ``thresholds``:
         ``"adaptive"``, ``"eager"`` (WID), ``"lazy"`` (buffering) or an
         ``oop.adapt.Thresholds``. ``time``: the progressing attribute to window
-        on (default: the primary one), as in :meth:`window`.
+        on (default: the primary one), as in :meth:`window`. ``threads``: run on that
+        many key partitions (:mod:`oop.adapt.threaded`: same rows in the same order; with
+        a ``by`` key and one source, else one thread, the reason in ``plan_info``).
         """
-        from oop.adapt.operator import AdaptWID
+        from oop.adapt.threaded import adaptive_operator
 
         others = list(sources or ())
-        op = AdaptWID(kind, aggs, by=by, n_inputs=1 + len(others), thresholds=thresholds,
-                      name=name, time=time)
+        op = adaptive_operator(kind, aggs, by=by, n_inputs=1 + len(others),
+                               thresholds=thresholds, name=name, time=time, threads=threads)
         return self.via(op, *others)
+
+    def _adapt_window(self, kind: Any, aggs: Any, *, by: str | Sequence[str],
+                      late: LatePolicy | str | None, allowed_lateness: int | str,
+                      emit_wid: bool, name: str, time: str | None, threads: int) -> "Stream":
+        """``window(method="adapt")``: AdaptWID, refusing the options it does not have."""
+        from oop.errors import ConfigError
+
+        given = [f"{k}={v!r}" for k, v, none in (("late", late, None),
+                                                 ("allowed_lateness", allowed_lateness, 0),
+                                                 ("emit_wid", emit_wid, False)) if v != none]
+        if given:
+            raise ConfigError(f"window {name!r}: method='adapt' (AdaptWID) counts its late "
+                              f"tuples and has no {', '.join(given)}; drop it, or use "
+                              "method='auto'")
+        return self.adaptive_window(kind, aggs, by=by, name=name, time=time, threads=threads)
 
     def pair_window(self, aggs: Any, *, times: tuple[str, str] = ("ts", "ts_right"),
                     sizes: tuple[Any, Any] = (1, 1), origins: tuple[int, int] = (0, 0),

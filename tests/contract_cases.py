@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from oop.adapt.operator import AdaptWID
 from oop.adapt.panes import PanedAdaptWID
+from oop.adapt.threaded import ThreadedAdapt
 from oop.iop_baseline.buffering_window import BufferingWindow
 from oop.iop_baseline.gigascope import GigascopeHighLevel, GigascopeLowLevel
 from oop.iop_baseline.merge import Merge
@@ -246,6 +247,9 @@ CASES: list[ContractCase] = [
                  lambda: AdaptWID(Tumbling(4), AGGS, by="key"), weight=_count_sum()),
     ContractCase("paned-adaptwid", PanedAdaptWID,
                  lambda: PanedAdaptWID(Tumbling(4), AGGS, by="key"), weight=_count_sum()),
+    ContractCase("threaded-adaptwid", ThreadedAdapt,
+                 lambda: ThreadedAdapt(Tumbling(4), AGGS, threads=2, by="key"),
+                 weight=_count_sum(), no_snapshot="on several threads cannot be checkpointed"),
     # -- joins (004 ch. 7) --
     ContractCase("oa-join-band", OAJoin, lambda: OAJoin(BAND), inputs=(INFO, INFO_R),
                  feed=two_feeds, expected=_join_expected(BAND)),

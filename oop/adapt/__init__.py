@@ -12,7 +12,10 @@
   eager-group slot) lanes, numba fold per batch) or :class:`~oop.adapt.store.EagerStore`
   (sorted blocks, holistic aggregates); :mod:`oop.adapt.algebra` (block aggregates from
   :mod:`oop.window.agg`);
-* :class:`~oop.adapt.panes.PanedAdaptWID` -- the pane-enhanced variant.
+* :class:`~oop.adapt.panes.PanedAdaptWID` -- the pane-enhanced variant.;
+* :class:`~oop.adapt.threaded.ThreadedAdapt` -- AdaptWID on N key partitions, one thread
+  each, the one-thread rows in the one-thread order (``threads=N``);
+  :mod:`oop.adapt.order` -- that order (window, then key code).
 """
 
 from oop.adapt.cost import MemoryCostModel, Thresholds

@@ -24,7 +24,10 @@ Bucket, ``wed``, the source offsets and the closing punctuation all use it.
 
 On a punctuation ``P(time, v)`` (for several inputs: when the min over the
 inputs grows, Meld rule): emit every window ``w`` with ``end(w) <= v``
-(one batch, window order), purge its partials and the buffered tuples whose
+(one batch, ordered by window, then by group code -- the keys' order of first
+appearance, as WID emits: the order does not depend on which groups were
+eager or lazy, so a run on key partitions reproduces it, :mod:`oop.adapt.threaded`;
+:func:`~oop.adapt.order.window_code_order`), purge its partials and the buffered tuples whose
 last window it was, re-evaluate eager groups, then emit ``P(window_end, v)``.
 Punctuation on other attributes (and group-wise / joint punctuation) says
 nothing about ``window_end`` and is dropped.
@@ -58,6 +61,7 @@ import pyarrow.compute as pc
 from oop.adapt.cost import Thresholds
 from oop.adapt.config import AdaptConfig
 from oop.adapt.logic import AdaptLogic
+from oop.adapt.order import window_code_order
 from oop.adapt.store import Block
 from oop.errors import ConfigError, SchemaMismatchError
 from oop.limits import current_budget
@@ -139,6 +143,9 @@ class AdaptWID(Operator):
         self._src_bufs: dict[int, np.ndarray] = {}  # per-port source column (not state)
         self._keys_compact_at = KEYS_COMPACT_MIN  # see _compact_keys
         self.key_compactions = 0
+        self._order_scratch = np.full(0, -1, np.int64)  # window_code_order's, all -1
+        #: how the query runs (``oop.adapt.threaded`` adds why it is not on threads)
+        self.plan_info: dict[str, Any] = {"method": "adapt"}
 
     # ---- opening -------------------------------------------------------------------
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
@@ -314,13 +321,32 @@ class AdaptWID(Operator):
             parts = [a.finalize(b.states[j]) for b in blocks]
             parts = [p if p.type == t else p.cast(t) for p in parts]
             cols.append(pa.concat_arrays(parts))
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
+        out = pa.RecordBatch.from_arrays(cols, schema=schema)
+        if len(gids) < 2:
+            return out
+        if len(self._order_scratch) < self.keys.n_codes:
+            self._order_scratch = np.full(max(self.keys.n_codes, 2 * len(self._order_scratch)),
+                                          -1, np.int64)
+        order, moved = window_code_order(end, np.asarray(gids, np.int64), self._order_scratch)
+        return out.take(pa.array(order)) if moved else out
 
     # ---- key compaction ----------------------------------------------------------------
     def _live_codes(self, n: int) -> np.ndarray:
-        """A bool per group code ``< n``: held by some state (a subclass adds its own)."""
-        assert self.logic is not None
-        return self.logic.live_codes(n)
+        """A bool per group code ``< n``: some state holds one of its tuples -- a partial, a
+        buffered tuple, a count in ``winVol`` (a subclass adds its own). An entry of H
+        with ``winVol`` 0 whose eager flag alone is left is not held (004 §6.3 removes
+        such groups from H): so the rule does not depend on which groups are eager, and a
+        run on key partitions, each deciding eager / lazy from its own measurements,
+        compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
+        lg = self.logic
+        assert lg is not None
+        live = lg.live_codes(n)
+        g = min(n, lg.n_groups)
+        if lg.monitor and g:
+            live[:g] = lg.wv[:g].any(axis=1)  # winVol without the flag bit
+            live[lg.eager.held_gids()] = True
+            live[lg.buffer.held_gids()] = True
+        return live
 
     def _remap_codes(self, keep: np.ndarray, remap: np.ndarray) -> None:
         """Renumber every group code held (a subclass renumbers its own state too)."""
@@ -350,6 +376,38 @@ class AdaptWID(Operator):
         self.keys.compact(keep)
         self._remap_codes(keep, remap)
         self.key_compactions += 1
+
+    def held_key_values(self) -> np.ndarray | None:
+        """The values of the one integer key column that some state still holds (None: the
+        key is not one integer column). Used by a run on key partitions
+        (:class:`~oop.adapt.threaded.ThreadedAdapt`) to compact its global dictionary; call
+        only between elements. Cost O(state + keys)."""
+        if len(self.by) != 1:
+            return None
+        keep = np.flatnonzero(self._live_codes(self.keys.n_codes))
+        if not keep.shape[0]:
+            return np.empty(0, np.int64)
+        vals = self.keys.keys(keep)[0]
+        if not pa.types.is_integer(vals.type):
+            return None
+        return np.asarray(vals.to_numpy(zero_copy_only=False), np.int64)
+
+    def rekey(self, old_to_new: np.ndarray) -> None:
+        """Replace every value ``v`` of the one integer key column by ``old_to_new[v]`` (-1:
+        no state holds that key any more, :meth:`held_key_values`): the dead keys are
+        forgotten first (a key compaction), then the dictionary's values are replaced, the
+        codes unchanged. Cost O(state + keys)."""
+        n = self.keys.n_codes
+        if not n:
+            return
+        keep = np.flatnonzero(self._live_codes(n))
+        if keep.shape[0] < n:
+            remap = np.full(n, -1, np.int64)
+            remap[keep] = np.arange(keep.shape[0])
+            self.keys.compact(keep)
+            self._remap_codes(keep, remap)
+            self.key_compactions += 1
+        self.keys.remap_values(old_to_new)
 
     # ---- state -----------------------------------------------------------------------------
     def state_size(self) -> StateSize:

@@ -72,8 +72,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--punctuation", metavar="SPEC",
                    help=f"{SPEC_HELP} (required: it decides which tuples count as late)")
     add_output_flags(p)
-    p.add_argument("--method", default="auto", choices=["auto", "wid", "paned"],
-                   help="window evaluation: WID, Paned-WID, or chosen by cost model (default)")
+    p.add_argument("--method", default="auto", choices=["auto", "wid", "paned", "adapt"],
+                   help="window evaluation: WID, Paned-WID, AdaptWID (eager/lazy per key, "
+                        "tumbling and sliding windows), or chosen by cost model (default)")
     add_runtime_flags(p, batch_size=DEFAULT_BATCH_SIZE,
                       batch_help=f"rows per batch read (default {DEFAULT_BATCH_SIZE}); results "
                                  "do not depend on it")
@@ -112,6 +113,9 @@ def check_args(args: argparse.Namespace) -> None:
         if args.arrival and args.arrival_bound is not None:
             raise ConfigError("--arrival-bound reorders in memory and cannot resume; with "
                               "--checkpoint-dir use --arrival on a finite file input")
+    if args.method == "adapt" and args.late == "update":
+        raise ConfigError("--method adapt (AdaptWID) counts late tuples and emits no "
+                          "revisions: drop --late update, or use --method auto")
     if args.threads is not None and args.threads < 1:
         raise ConfigError(f"--threads {args.threads}: give at least 1")
     if args.threads is not None and args.threads > 1 and args.checkpoint_dir is not None:

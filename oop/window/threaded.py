@@ -1,5 +1,8 @@
 """ThreadedWindow: one window aggregation run as N key partitions on N threads.
 
+(:class:`oop.adapt.threaded.ThreadedAdapt` partitions AdaptWID the same way, through
+the hooks of :class:`ThreadedWindow`.)
+
 What it computes: exactly what :class:`~oop.window.aggregate.WindowAggregate`
 (WID / Paned-WID, ``method`` auto/wid/paned) computes over the same input,
 row for row and **in the same row order** -- it is that operator, split by
@@ -216,9 +219,13 @@ def threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str]) -
 
 
 def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
-              shifts: dict[str, Any]) -> list[Element]:
-    """A partition's share of a batch: its ``rows`` (in arrival order) into its operator."""
-    op.preset_shift = shifts
+              presets: dict[str, Any]) -> list[Element]:
+    """A partition's share of a batch: its ``rows`` (in arrival order) into its operator,
+    after setting the attributes ``presets`` (what one thread would know by then: the
+    variance shifts, :meth:`ThreadedWindow._presets`; each a dict, copied: the operator
+    may update its own)."""
+    for attr, value in presets.items():
+        setattr(op, attr, dict(value))
     return op.on_batch(batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows)))
 
 
@@ -231,11 +238,14 @@ class _Partition:
         self.state = StateSize()
         self.out_punct: int | None = None  # latest P(window_end, v) it emitted
         self.cpu_s = 0.0  # CPU time its thread spent on its elements
+        self.late: dict[str, int] = {}  # its late counters after its last element (a copy)
 
     def _run(self, fn: Callable[[], list[Element]]) -> list[Element]:
         t0 = _time.thread_time()
         out = fn()
         self.state = self.op.state_size()
+        if self.op.metrics.late:
+            self.late = dict(self.op.metrics.late)
         self.cpu_s += _time.thread_time() - t0
         return out
 
@@ -244,7 +254,16 @@ class _Partition:
 
 
 class ThreadedWindow(Operator):
-    """WindowAggregate over ``threads`` key partitions (see the module docstring)."""
+    """WindowAggregate over ``threads`` key partitions (see the module docstring).
+
+    The partitioned operator is a hook: :meth:`_one_operator` builds the one-thread
+    operator of the query (the template, which validates it and gives the output schema,
+    and each partition, grouping by ``__oop_key``), :meth:`_adopt` reads from the template
+    what this operator needs, :meth:`_presets` what a partition must know before a batch,
+    :meth:`_keys_compact_min` the compaction threshold. A subclass partitions another
+    operator that emits in the same order -- by window, then by key code -- and holds
+    ``held_key_values`` / ``rekey``: :class:`oop.adapt.threaded.ThreadedAdapt`.
+    """
 
     def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg], *, threads: int,
                  by: str | Sequence[str] = (), method: str = "auto",
@@ -257,8 +276,8 @@ class ThreadedWindow(Operator):
         if why is not None:
             raise ConfigError(f"{name}: cannot run on {threads} threads: {why}; use threads=1")
         if threads < 2:
-            raise ConfigError(f"{name}: threads={threads}; ThreadedWindow needs >= 2 "
-                              "(one thread is the plain window operator)")
+            raise ConfigError(f"{name}: threads={threads}; {type(self).__name__} needs >= 2 "
+                              "(one thread is the plain operator)")
         if lag not in (0, 1):
             raise ConfigError(f"{name}: lag={lag}; use 0 (results at once) or 1 (pipelined)")
         self.n = threads
@@ -266,6 +285,9 @@ class ThreadedWindow(Operator):
         self.kw: dict[str, Any] = dict(kind=kind, aggs=as_aggs(aggs), method=method, late=late,
                                        allowed_lateness=allowed_lateness, emit_wid=emit_wid,
                                        layout=layout, time=time)
+        self.shifts: dict[str, Any] = {}
+        self.shift_cols: list[str] = []
+        self.sumsq_cols: set[str] = set()
         self._plan: dict[str, Any] = {"threads": threads}
         #: pipeline stages (objects with ``cpu_s``: oop.plan.background) whose CPU time the
         #: plan summary reports, e.g. ``{"writer_cpu_s": sink}`` (set by ``oop replay``)
@@ -283,16 +305,11 @@ class ThreadedWindow(Operator):
         if KEY in info.schema.names:
             raise ConfigError(f"{self.name}: the input has a column {KEY!r}, which the threaded "
                               "window uses internally; rename it or use threads=1")
-        kw = dict(self.kw)
         # the one-thread operator: validates the query, gives the output schema, the time
         # column, the late policy, and decides the method on the first batch
-        self.template = one_window_operator(by=self.by, name=self.name, **kw)
+        self.template = self._one_operator(self.by, self.name)
         out = self.template.open(inputs)
-        t = self.template
-        self.time = t.time
-        self.rule = t.rule
-        cols = [self.time] + [c for c in dict.fromkeys(a.column for a in t.aggs if a.column)
-                              if c != self.time]
+        cols = self._adopt(self.template)
         fields = [info.schema.field(c) for c in cols] + [pa.field(KEY, pa.int64())]
         self.part_cols = cols
         self.part_schema = pa.schema(fields)
@@ -302,17 +319,12 @@ class ThreadedWindow(Operator):
         # the global key dictionary is this operator's own state (the partitions charge theirs)
         self.budget = current_budget()
         self._charged_codes = 0
-        self._keys_compact_at = _aggregate.KEYS_COMPACT_MIN  # see _compact_keys
+        self._keys_compact_at = self._keys_compact_min()  # see _compact_keys
         self.parts: list[_Partition] = []
         for i in range(self.n):
-            op = one_window_operator(by=[KEY], name=f"{self.name}[{i}]", **kw)
+            op = self._one_operator([KEY], f"{self.name}[{i}]")
             op.open([pinfo])
             self.parts.append(_Partition(op, ThreadPoolExecutor(1, f"oop-{self.name}-{i}")))
-        self.shifts: dict[str, Any] = {}
-        self.shift_cols = sorted({li.lane.column for li in t.lanes if li.lane.column and (
-            li.key[0] == "sumsq" or (li.key[0] == "sum" and li.dtype == np.float64))}
-            - set(t.value_ranks))
-        self.sumsq_cols = {li.lane.column for li in t.lanes if li.key[0] == "sumsq"}
         self.out_schema = out.schema
         self.n_keys = len(self.by)
         self.lwm = INT64_MIN
@@ -321,6 +333,41 @@ class ThreadedWindow(Operator):
         self._cpu0 = _time.thread_time()  # the driving thread's CPU time, see flush
         self._cpu_batch = self._cpu_merge = 0.0  # of which: batches in, merging results out
         return out
+
+    # ---- the partitioned operator (hooks) ---------------------------------------------
+    def _one_operator(self, by: Sequence[str], name: str) -> Operator:
+        """The one-thread operator of this query grouping by ``by`` (not opened)."""
+        return one_window_operator(by=by, name=name, **self.kw)
+
+    def _adopt(self, t: Any) -> list[str]:
+        """Read the opened template ``t``: time column, late rule, the shifted
+        variance columns; returns the columns the partitions need (time first)."""
+        self.time = t.time
+        self.rule = t.rule
+        self.shift_cols = sorted({li.lane.column for li in t.lanes if li.lane.column and (
+            li.key[0] == "sumsq" or (li.key[0] == "sum" and li.dtype == np.float64))}
+            - set(t.value_ranks))
+        self.sumsq_cols = {li.lane.column for li in t.lanes if li.key[0] == "sumsq"}
+        return [self.time] + [c for c in dict.fromkeys(a.column for a in t.aggs if a.column)
+                              if c != self.time]
+
+    def _keys_compact_min(self) -> int:
+        """The key count at which the global dictionary is first checked for dead keys
+        (the one-thread operator's own ``KEYS_COMPACT_MIN``, read at each use)."""
+        return int(_aggregate.KEYS_COMPACT_MIN)
+
+    def _presets(self, batch: pa.RecordBatch, times: np.ndarray | None,
+                 codes: np.ndarray) -> dict[str, Any]:
+        """Before ``batch`` goes to the partitions: the one-thread decisions its first rows
+        make (the method, by the cost model on the first batch; the variance shifts), as
+        attributes set on each partition's operator."""
+        if self.template.method is None:  # the one-thread cost model, on the same first batch
+            assert times is not None
+            self.template._decide(times, codes)
+            for p in self.parts:
+                p.op._set_method(self.template.method, dict(self.template.plan_info))
+        self._pick_shifts(batch)
+        return {"preset_shift": dict(self.shifts)}
 
     # ---- elements -----------------------------------------------------------
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:
@@ -338,28 +385,29 @@ class ThreadedWindow(Operator):
         if batch.num_rows == 0:
             return []
         early = self._compact_keys() if self.enc.n_codes >= self._keys_compact_at else []
+        return early + self._scatter(batch, times)
+
+    def _scatter(self, batch: pa.RecordBatch, times: np.ndarray | None) -> list[Element]:
+        """Encode ``batch``'s keys (global codes), hand each partition its rows, on its
+        own thread; returns what ``late="update"`` revisions leave now. ``times``: the
+        batch's times, for :meth:`_presets`. O(rows)."""
         codes = self.enc.encode(batch)
         if self.enc.n_codes > self._charged_codes:  # the dictionary grew: within --max-state?
             self._charged_codes = self.enc.n_codes
             self.budget.grow(self, self.name, self.enc.nbytes(),
                              f"global key dictionary of {self.enc.n_codes} live keys")
-        if self.template.method is None:  # the one-thread cost model, on the same first batch
-            self.template._decide(times, codes)
-            for p in self.parts:
-                p.op._set_method(self.template.method, dict(self.template.plan_info))
-        self._pick_shifts(batch)
+        presets = self._presets(batch, times, codes)
         order, bounds = partition_rows(codes, self.n)
         arrays = [batch.column(c) for c in self.part_cols] + [pa.array(codes, pa.int64())]
         sub = pa.RecordBatch.from_arrays(arrays, schema=self.part_schema)
         futs = []
         for p, lo, hi in zip(self.parts, bounds[:-1].tolist(), bounds[1:].tolist()):
             if hi > lo:  # each partition gathers its own rows, on its own thread
-                futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi],
-                                             dict(self.shifts))))
+                futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi], presets)))
         self.pending.append((False, futs))
         if self.rule.revises:
-            early.extend(self._collect(keep_punctuations=self.lag))
-        return early
+            return self._collect(keep_punctuations=self.lag)
+        return []
 
     def _compact_keys(self) -> list[Element]:
         """Forget the global keys no partition holds any more, by the rule of
@@ -387,7 +435,7 @@ class ThreadedWindow(Operator):
             live[v] = True
         keep = np.flatnonzero(live)
         if 2 * keep.shape[0] >= n:
-            self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * n)
+            self._keys_compact_at = max(self._keys_compact_min(), 2 * n)
             return out
         remap = np.full(n, -1, np.int64)
         remap[keep] = np.arange(keep.shape[0])
@@ -396,7 +444,7 @@ class ThreadedWindow(Operator):
             f.result()
         self._charged_codes = self.enc.n_codes
         self.budget.report(self, self.enc.nbytes())
-        self._keys_compact_at = max(_aggregate.KEYS_COMPACT_MIN, 2 * keep.shape[0])
+        self._keys_compact_at = max(self._keys_compact_min(), 2 * keep.shape[0])
         self._plan["global_key_compactions"] = self._plan.get("global_key_compactions", 0) + 1
         return out
 
@@ -488,7 +536,9 @@ class ThreadedWindow(Operator):
         code = np.asarray(merged.column(0).to_numpy(), np.int64)
         end = merged.column(2).to_numpy()
         end = np.asarray(end.view(np.int64) if end.dtype.kind == "M" else end, np.int64)
-        if len(batches) > 1:
+        if len(batches) > 1 or not _is_sorted(end, code, 0, code.shape[0]):
+            # one partition's run too may be out of code order: its local codes follow the
+            # global ones only until one side compacts its dictionary
             order = merge_order(end, code, bounds)
             if (order != np.arange(order.shape[0])).any():
                 merged = merged.take(pa.array(order))

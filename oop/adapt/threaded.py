@@ -1,0 +1,168 @@
+"""ThreadedAdapt: AdaptWID run as N key partitions on N threads.
+
+What it computes: exactly what :class:`~oop.adapt.operator.AdaptWID` computes over the
+same input (``SELECT by..., window_start, window_end, aggs... GROUP BY by, wid`` over
+Tumbling / Sliding windows, 004 §6.3) -- the same rows **in the same order** (by window,
+then by key code, :func:`~oop.adapt.order.window_code_order`) and the same late count.
+It is :class:`~oop.window.threaded.ThreadedWindow` (punctuation to every partition,
+global key codes, ``code mod N`` scatter, Meld-style merge by ``(window_end, code)``,
+pipelining ``lag``) with one AdaptWID per partition, grouping by the global key code.
+
+What differs from the window's partitioning, and why:
+
+* **Late tuples are decided in the partitions.** AdaptWID's late rule is its own (a
+  tuple is late when all its windows are complete under the last punctuation, not when
+  it is behind the punctuation) and every partition sees every punctuation in the same
+  place, so each row is decided once, by the same rule and bound, in its partition; the
+  counters are summed (:attr:`_Partition.late <oop.window.threaded._Partition>`).
+* **Codes as one thread gives them.** AdaptWID encodes a batch's keys before it drops
+  the late rows, so the global dictionary does too (a key first seen in a late tuple
+  gets its code then), and it is compacted when one thread compacts: after a
+  punctuation's windows are emitted, by :func:`~oop.window.keys.compaction_remap` with
+  ``oop.adapt.operator.KEYS_COMPACT_MIN``, a key being live while a tuple of it is held
+  (:meth:`AdaptWID._live_codes <oop.adapt.operator.AdaptWID._live_codes>`, whichever
+  groups are eager) -- so the key codes, and with them the row order, are the
+  one-thread ones.
+* **The exact-sum bound is global.** One thread checks an integer ``sum`` against the
+  largest ``|value|`` of the whole column; each partition is told that bound before
+  its batch (``sum_max``), so an overflow is refused exactly where one thread refuses.
+
+Eager or lazy is decided per partition: Cond. 6.9's measured terms (``wed``, the
+stream volume, the sources' offsets) are the partition's, so a group may be eager on
+one thread and lazy on several. The rows do not depend on it -- the keys, windows and
+every count, integer sum, min / max / first / last, quantile and distinct count are
+identical -- except in the last bits of float arithmetic: eager folds a group's
+values into its partials batch by batch, lazy folds its buffered tuples bin by bin,
+so a float ``sum`` / ``mean`` / ``var`` can round differently (the 4M-row tumbling
+benchmark: 88 of 1.13M sums, at most 2.8e-16 relative). Forced ``thresholds="eager"``
+or ``"lazy"``: identical to the bit. The state and the switch counts can differ.
+
+Punctuation rule: as AdaptWID (emits every window with ``end <= v``, purges it,
+forwards ``P("window_end", v)``), minimum over the partitions. Not partitioned
+(:func:`adapt_threadable` says why; :func:`adaptive_operator` then builds one AdaptWID
+and records the reason in its ``plan_info["one_thread"]``): several ``sources`` (their
+offsets enter Cond. 6.9 by port), no ``by`` key, windows other than tumbling and
+sliding. Checkpoints: :meth:`snapshot` refuses in one line.
+
+Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound
+and the scatter, O(output rows x log N) for the merge; the partitions the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from oop.adapt import operator as _adapt
+from oop.adapt.cost import Thresholds
+from oop.adapt.operator import AdaptWID
+from oop.operators.base import Operator
+from oop.stream.elements import Element
+from oop.window.aggregates import Agg, as_aggs
+from oop.window.kinds import WindowKind
+from oop.window.late import LateRule
+from oop.window.threaded import ThreadedWindow, threadable
+from oop.window.values import max_abs
+
+__all__ = ["ThreadedAdapt", "adapt_threadable", "adaptive_operator"]
+
+
+def adapt_threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str],
+                     n_inputs: int = 1) -> str | None:
+    """Why this AdaptWID query cannot run on key partitions (None: it can)."""
+    if n_inputs > 1:
+        return (f"{n_inputs} sources: Cond. 6.9 measures each source's arrival offsets over "
+                "the whole stream")
+    return threadable(kind, aggs, by)
+
+
+def adaptive_operator(kind: WindowKind, aggs: Agg | Sequence[Agg], *, by: Sequence[str] = (),
+                      n_inputs: int = 1, thresholds: Thresholds | str | None = None,
+                      name: str = "adaptwid", time: str | None = None,
+                      threads: int = 1) -> Operator:
+    """AdaptWID for this query: on ``threads`` key partitions (:class:`ThreadedAdapt`) where
+    :func:`adapt_threadable` allows, else one AdaptWID whose ``plan_info["one_thread"]``
+    says why (when ``threads > 1`` was asked for). O(1)."""
+    by = [by] if isinstance(by, str) else list(by)
+    if threads > 1:
+        why = adapt_threadable(kind, aggs, by, n_inputs)
+        if why is None:
+            return ThreadedAdapt(kind, aggs, threads=threads, by=by, thresholds=thresholds,
+                                 name=name, time=time)
+    op = AdaptWID(kind, aggs, by=by, n_inputs=n_inputs, thresholds=thresholds, name=name,
+                  time=time)
+    if threads > 1:
+        op.plan_info["one_thread"] = f"threads={threads} not used: {why}"
+    return op
+
+
+class ThreadedAdapt(ThreadedWindow):
+    """AdaptWID over ``threads`` key partitions (see the module docstring)."""
+
+    def __init__(self, kind: WindowKind, aggs: Agg | Sequence[Agg], *, threads: int,
+                 by: str | Sequence[str] = (), thresholds: Thresholds | str | None = None,
+                 n_bins: int = 8, name: str = "adaptwid", time: str | None = None,
+                 lag: int = 0) -> None:
+        super().__init__(kind, aggs, threads=threads, by=by, name=name, time=time, lag=lag)
+        self.adapt_kw: dict[str, Any] = dict(kind=kind, aggs=as_aggs(aggs),
+                                             thresholds=thresholds, n_bins=n_bins, time=time)
+        self.sum_max: dict[str, int] = {}
+
+    # ---- the partitioned operator ----------------------------------------------------
+    def _one_operator(self, by: Sequence[str], name: str) -> Operator:
+        return AdaptWID(by=by, name=name, **self.adapt_kw)
+
+    def _adopt(self, t: Any) -> list[str]:
+        """AdaptWID's time column; no late policy here (the partitions decide); the
+        integer ``sum`` columns whose bound is global."""
+        self.time = t._time
+        self.rule = LateRule(None)  # never revises: the partitions decide late rows
+        self.sum_max = dict(t.sum_max)
+        return [self.time] + [c for c in t.cfg.value_columns if c != self.time]
+
+    def _keys_compact_min(self) -> int:
+        return int(_adapt.KEYS_COMPACT_MIN)
+
+    def _presets(self, batch: pa.RecordBatch, times: np.ndarray | None,
+                 codes: np.ndarray) -> dict[str, Any]:
+        """The bound of every exact integer sum over the whole column so far (one thread's
+        ``sum_max``; a partition's own is never larger). O(rows) per such column."""
+        if not self.sum_max:
+            return {}
+        for c in self.sum_max:
+            v = _adapt._values(batch, c)[0]
+            self.sum_max[c] = max(self.sum_max[c], max_abs(v.astype(np.int64, copy=False)))
+        return {"sum_max": dict(self.sum_max)}
+
+    # ---- elements ----------------------------------------------------------------------
+    def _on_batch(self, batch: pa.RecordBatch) -> list[Element]:
+        """Every row to its partition (late ones too: the partition counts them, by
+        AdaptWID's rule against the same punctuation)."""
+        if batch.num_rows == 0:
+            return []
+        self.check_schema(batch, 0)
+        return self._scatter(batch, None)  # no time decision here
+
+    def on_punctuation(self, p: Element, port: int = 0) -> list[Element]:
+        """As the window; then, when one thread would (after the close, the dictionary at
+        its check size), the global key compaction."""
+        before = self.lwm
+        out = super().on_punctuation(p, port)
+        if self.lwm > before and self.enc.n_codes >= self._keys_compact_at:
+            out.extend(self._compact_keys())
+        return out
+
+    def _collect(self, keep_punctuations: int) -> list[Element]:
+        out = super()._collect(keep_punctuations)
+        late: dict[str, int] = {}
+        for part in self.parts:
+            for k, v in part.late.items():
+                late[k] = late.get(k, 0) + v
+        self.metrics.late = late
+        return out
+
+    def adapt_metrics(self) -> dict[str, Any]:
+        """Each partition's :meth:`AdaptWID.adapt_metrics` (their modes are their own)."""
+        return {"partitions": [p.op.adapt_metrics() for p in self.parts]}
