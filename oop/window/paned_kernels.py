@@ -401,8 +401,11 @@ def _nonzero(lane, rr, n):
 
 @nb.njit(cache=True, inline="always")
 def _fill(a, lo, hi, v):
+    """``a[lo:hi] = v`` for ``0 <= lo``, without compiling a slice assignment (6358094). The
+    index is unsigned: numba then drops its negative-index wraparound, and the loop vectorizes
+    like the slice's (a signed index cost the fused emission ~4% on 10k keys)."""
     for t in range(lo, hi):
-        a[t] = v
+        a[np.uint64(t)] = v
 
 
 @nb.njit(cache=True, inline="always")
