@@ -145,6 +145,19 @@ def test_rule_examples():
     assert fold(agg.median("v"), [1.0, 2.0, NAN]) == 2.0
 
 
+@settings(max_examples=80)
+@given(st.lists(st.one_of(st.floats(), st.sampled_from([1e150, -1e150, 1e149, NAN, INF])),
+                max_size=40), st.sampled_from([1e150, 1.0, INF]))
+def test_all_abs_below_equals_reference(xs, bound):
+    """The all-finite check of every Paned-WID float batch (``note_nonfinite``): kernel ==
+    value-by-value reference, NaN never below any bound."""
+    from oop.window.kernels import all_abs_below, all_abs_below_ref
+
+    v = np.asarray(xs, np.float64)
+    assert all_abs_below(v, bound) == all_abs_below_ref(v, bound)
+    assert all_abs_below_ref(v, bound) == bool(np.all(np.abs(v) < bound))
+
+
 # ---- every method == the oracle ---------------------------------------------------------------
 @st.composite
 def hostile_feeds(draw, max_rows=40):
