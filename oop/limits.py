@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import inspect
 import os
 import resource
 import threading
@@ -235,6 +236,33 @@ def state_budget(limit: int | None) -> Iterator[StateBudget]:
         yield b
     finally:
         _current.reset(token)
+
+
+def weak_guard(fn: Callable[[int, str], None] | None) -> Callable[[int, str], None] | None:
+    """``fn`` as a structure of its owner keeps it: a bound method (the owner's own check) is
+    held through a weak reference to the owner, anything else as it is.
+
+    Held strongly, owner -> structure -> method -> owner is a reference cycle: a dropped
+    operator and its whole state (a window ring is megabytes) then wait for the cyclic
+    garbage collector instead of going at once, and the next run's state is fresh memory
+    (page faults) instead of the memory just freed. Once the owner is gone the check does
+    nothing.
+
+    >>> class Owner:
+    ...     def check(self, nbytes, what=""):
+    ...         raise MemoryError(nbytes)
+    >>> o = Owner(); g = weak_guard(o.check); del o
+    >>> g(8, "lanes")  # owner gone: nothing to check
+    """
+    if fn is None or not inspect.ismethod(fn):
+        return fn
+    ref = weakref.WeakMethod(fn)
+
+    def guard(nbytes: int, what: str = "") -> None:
+        check = ref()
+        if check is not None:
+            check(nbytes, what)
+    return guard
 
 
 def guard_for(owner: Any, name: str, budget: StateBudget, own_limit: int | None,

@@ -145,6 +145,19 @@ def test_rule_examples():
     assert fold(agg.median("v"), [1.0, 2.0, NAN]) == 2.0
 
 
+@settings(max_examples=80)
+@given(st.lists(st.one_of(st.floats(), st.sampled_from([1e150, -1e150, 1e149, NAN, INF])),
+                max_size=40), st.sampled_from([1e150, 1.0, INF]))
+def test_all_abs_below_equals_reference(xs, bound):
+    """The all-finite check of every Paned-WID float batch (``note_nonfinite``): kernel ==
+    value-by-value reference, NaN never below any bound."""
+    from oop.window.kernels import all_abs_below, all_abs_below_ref
+
+    v = np.asarray(xs, np.float64)
+    assert all_abs_below(v, bound) == all_abs_below_ref(v, bound)
+    assert all_abs_below_ref(v, bound) == bool(np.all(np.abs(v) < bound))
+
+
 # ---- every method == the oracle ---------------------------------------------------------------
 @st.composite
 def hostile_feeds(draw, max_rows=40):
@@ -323,6 +336,30 @@ def test_row_and_slide_by_tuple_windows_follow_the_rule(feed, n, kind_name):
     res = oop.from_batches(t.to_batches(max_chunksize=7), time="ts", unit="ms",
                            punctuation=oop.External(), schema=t.schema
                            ).window(kind, aggs, by="key").run()
+    _check(res.table, t, kind, aggs)
+
+
+@pytest.mark.parametrize("kind_name", ["RowSliding", "PartitionedRows", "SlideByTuple"])
+def test_row_and_slide_by_tuple_windows_cast_no_nan(kind_name):
+    """NaN / infinite values reach the count lanes (rows, non-null count) without a cast to
+    int64: no RuntimeWarning ("invalid value encountered in cast"), and the rule's results."""
+    import warnings
+
+    from oop.window.kinds import PartitionedRows, RowSliding, SlideByTuple
+
+    kind = {"RowSliding": RowSliding(4, 2), "PartitionedRows": PartitionedRows(3, 1),
+            "SlideByTuple": SlideByTuple(6, 1)}[kind_name]
+    aggs = BOUNDED if kind_name == "SlideByTuple" else AGGS
+    vals = [NAN, 1.5, INF, None, -INF, 2.0, NAN, 3.0, None, NAN]
+    t = pa.table({"ts": pa.array([0, 2, 1, 3, 3, 5, 4, 7, 6, 8], pa.int64()),
+                  "key": pa.array([0, 1, 0, 0, 1, 1, 0, 1, 0, 0], pa.int64()),
+                  "val": pa.array(vals, pa.float64())})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = oop.from_batches(t.to_batches(max_chunksize=3), time="ts", unit="ms",
+                               punctuation=oop.External(), schema=t.schema
+                               ).window(kind, aggs, by="key").run()
+    assert res.table.num_rows > 0
     _check(res.table, t, kind, aggs)
 
 

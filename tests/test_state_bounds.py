@@ -130,6 +130,33 @@ def test_operator_max_state_bytes():
                          schema=t.schema).via(op).run()
 
 
+@pytest.mark.parametrize("layout", ["dense", "hash"])
+@pytest.mark.parametrize("method", ["wid", "paned"])
+def test_a_dropped_window_operator_goes_at_once(method, layout):
+    """The ring's growth check holds its operator weakly (``oop.limits.weak_guard``): no
+    operator -> ring -> operator cycle, so a dropped operator and its lanes are freed by
+    reference counting, not at the cyclic collector's next pass (a process running query after
+    query kept each one's state until then; the next one's state was fresh memory)."""
+    import gc
+    import weakref
+
+    from oop.window import WindowAggregate
+
+    t, items = _pill_feed(0, n=2000, keys=50)
+    op = WindowAggregate(Sliding(10_000, 1_000), SUMS, by=["key"], method=method, layout=layout)
+    res = oop.from_batches(items, time="ts", unit="ms", punctuation=oop.External(),
+                           schema=t.schema).via(op).run()
+    assert res.table.num_rows > 0 and op.ring.guard is not None
+    refs = [weakref.ref(op), weakref.ref(op.ring)]
+    gc.collect()
+    gc.disable()
+    try:
+        del op, res
+        assert [r() for r in refs] == [None, None]
+    finally:
+        gc.enable()
+
+
 def test_budget_is_shared_by_the_operators_of_a_plan():
     b = StateBudget(1000)
     b.grow("a", "op a", 600)

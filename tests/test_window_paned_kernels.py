@@ -50,6 +50,22 @@ def test_pane_ids_equal_floor_division(times, o, g):
     assert tmin == int(t.min())
 
 
+def check_purge(zero, lanes, mask, C, base, top, plo_last, live, dead, panes):
+    """After an emission call that reset (``zero``) the leaving panes: every pane in ``[base,
+    plo_last)`` is 0 in every lane and ``dead`` counted exactly the live cells it reset (lane 0 =
+    row count); without ``zero`` nothing was reset. Returns the next call's (live, base, panes)."""
+    if not zero:
+        assert dead == 0
+        return live, base, panes
+    for p in range(base, min(plo_last, top)):
+        rr = (p & mask) * C
+        for lane in lanes:
+            assert not lane[rr:rr + C].any()
+    live -= dead
+    assert live == int(np.count_nonzero(lanes[0]))
+    return live, max(base, plo_last), {key: v for key, v in panes.items() if key[0] >= plo_last}
+
+
 @st.composite
 def emit_scripts(draw):
     """A sliding geometry (range r, slide s, pane g) and punctuations emitting runs of windows."""
@@ -105,16 +121,8 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, f
         assert got == [(key(c), a, b, v[0], v[1]) for c, a, b, v in exp]
         last = w + nw - 1
         plo_last = ((last + 1) * s - r) // g
-        if zero:  # every pane below the last window's first pane is reset, and counted
-            for p in range(base, min(plo_last, top)):
-                assert not rows[(p & mask) * C:(p & mask) * C + C].any()
-                assert not sums[(p & mask) * C:(p & mask) * C + C].any()
-            live -= dead
-            assert live == int(np.count_nonzero(rows))
-            panes = {key: v for key, v in panes.items() if key[0] >= plo_last}
-            base = max(base, plo_last)
-        else:
-            assert dead == 0
+        live, base, panes = check_purge(zero, (rows, sums), mask, C, base, top, plo_last, live,
+                                        dead, panes)
         prev = (plo_last, (last + 1) * s // g)
         w += nw
 
@@ -154,15 +162,8 @@ def test_paned_emit_rows_equals_reference_over_punctuations(script, zero, cont):
         assert got == [(c, a, b, v[0]) for c, a, b, v in exp]
         last = w + nw - 1
         plo_last = ((last + 1) * s - r) // g
-        if zero:  # every pane below the last window's first pane is reset, and counted
-            assert not any(rows[(p & mask) * C:(p & mask) * C + C].any()
-                           for p in range(base, min(plo_last, top)))
-            live -= dead
-            assert live == int(np.count_nonzero(rows))
-            panes = {key: v for key, v in panes.items() if key[0] >= plo_last}
-            base = max(base, plo_last)
-        else:
-            assert dead == 0
+        live, base, panes = check_purge(zero, (rows,), mask, C, base, top, plo_last, live, dead,
+                                        panes)
         prev = (plo_last, (last + 1) * s // g)
         w += nw
 

@@ -18,7 +18,7 @@ import numba as nb
 import numpy as np
 
 __all__ = [
-    "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
+    "all_abs_below", "all_abs_below_ref", "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
     "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "distinct_codes",
     "cut_chunks",
     "update_ref",
@@ -45,6 +45,22 @@ def nan_min(a, b):
 def nan_max(a, b):
     """max under the NaN rule: NaN when either is NaN."""
     return a if (a > b or a != a) else b
+
+
+@nb.njit(cache=True, nogil=True)
+def all_abs_below(v, bound):
+    """Whether every ``|v[i]| < bound`` (False at a NaN): one branch-free (SIMD) pass over a
+    float column -- the all-finite check of :func:`~oop.window.values.note_nonfinite` on
+    every batch, where numpy's ``min`` and ``max`` read the column twice. Cost: O(n)."""
+    ok = True
+    for i in range(v.shape[0]):
+        ok &= abs(v[i]) < bound
+    return ok
+
+
+def all_abs_below_ref(v: "np.ndarray", bound: float) -> bool:
+    """Reference of :func:`all_abs_below`, value by value."""
+    return all(abs(float(x)) < bound for x in v)
 
 
 @nb.njit(cache=True, nogil=True)

@@ -175,15 +175,8 @@ def _make_paned_emit(fuse: bool) -> Any:
                     since += 1
                     p_lo, p_hi = plo, phi
                     continue
-                if a_hi - a_lo == 1 and d_hi - d_lo == 1:  # slide = pane: one pass per lane
-                    ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
-                    for q in range(n_i):
-                        _step(irun[q], ilanes[q], ra, rd, n)
-                    for q in range(n_f):
-                        _step(frun[q], flanes[q], ra, rd, n)
-                else:
-                    _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
-                                   mask, C, n)
+                _step_sums(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C,
+                           n)
                 since += 1
             else:
                 _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),
@@ -353,6 +346,22 @@ def _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
 
 
 @nb.njit(cache=True, inline="always")
+def _step_sums(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C, n):
+    """One differential window step of the sum lanes (004 Eq. 6.2), shared by
+    :func:`paned_emit` and :func:`paned_emit_sel`: one pass per lane when one pane enters
+    (``a_lo``) and one leaves (``d_lo``) -- a slide of one pane --, else
+    :func:`_add_sub_panes` over the entering ``[a_lo, a_hi)`` and leaving ``[d_lo, d_hi)``."""
+    if a_hi - a_lo == 1 and d_hi - d_lo == 1:
+        ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
+        for q in range(n_i):
+            _step(irun[q], ilanes[q], ra, rd, n)
+        for q in range(n_f):
+            _step(frun[q], flanes[q], ra, rd, n)
+    else:
+        _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C, n)
+
+
+@nb.njit(cache=True, inline="always")
 def _recompute(irun, ilanes, n_i, frun, flanes, n_f, lo, hi, mask, C, n):
     """Running sums from scratch: the panes ``[lo, hi)`` summed (the periodic drift reset)."""
     for q in range(n_i):
@@ -392,8 +401,11 @@ def _nonzero(lane, rr, n):
 
 @nb.njit(cache=True, inline="always")
 def _fill(a, lo, hi, v):
+    """``a[lo:hi] = v`` for ``0 <= lo``, without compiling a slice assignment (6358094). The
+    index is unsigned: numba then drops its negative-index wraparound, and the loop vectorizes
+    like the slice's (a signed index cost the fused emission ~4% on 10k keys)."""
     for t in range(lo, hi):
-        a[t] = v
+        a[np.uint64(t)] = v
 
 
 @nb.njit(cache=True, inline="always")
@@ -733,20 +745,15 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
         if (inc0 or k > 0) and since < P and p_lo > nf_hi:
             a_lo, a_hi = max(p_hi, base), min(phi, top)
             d_lo, d_hi = max(p_lo, base), min(plo, top)
-            if a_hi - a_lo == 1 and d_hi - d_lo == 1:
+            # count + one min/max lane, one pane entering (phi - 1, the next prefix) and one
+            # leaving (all there is to reset): one pass (_fused_minmax_step) does it all
+            fused = (one_sel and a_hi - a_lo == 1 and d_hi - d_lo == 1 and a_lo == phi - 1
+                     and pre_hi == phi - 1 and rhi - rlo == 1 and d_lo == rlo)
+            if fused:
                 ra, rd = (a_lo & mask) * C, (d_lo & mask) * C
-                # count + one min/max lane, the entering pane is phi - 1 and the next prefix,
-                # the leaving pane all there is to reset: one pass (_fused_minmax_step)
-                fused = (one_sel and a_lo == phi - 1 and pre_hi == phi - 1 and rhi - rlo == 1
-                         and d_lo == rlo)
-                if not fused:
-                    for q in range(n_i):
-                        _step(irun[q], ilanes[q], ra, rd, n)
-                    for q in range(n_f):
-                        _step(frun[q], flanes[q], ra, rd, n)
             else:
-                _add_sub_panes(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi,
-                               mask, C, n)
+                _step_sums(irun, ilanes, n_i, frun, flanes, n_f, a_lo, a_hi, d_lo, d_hi, mask, C,
+                           n)
             since += 1
         else:
             _recompute(irun, ilanes, n_i, frun, flanes, n_f, max(plo, base), min(phi, top),

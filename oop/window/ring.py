@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
+from oop.limits import weak_guard
 from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
 from oop.window import kernels as K
 from oop.window.values import (NO_NONFINITE, ColumnValues, LaneInfo, held_ranks, lane_input,
@@ -123,9 +124,7 @@ class Ring:
         # tracked when the owner subtracts units (Paned-WID sets track_nf)
         self.nf_hi = NO_NONFINITE
         self.track_nf = False
-        # growth check (oop.limits): called with the lanes' bytes after a growth, before
-        # allocating; raises StateLimitError. None: unchecked
-        self.guard: Any = None
+        self.guard = None
         self.arr: dict[tuple[str, str | None], np.ndarray] = {}
         self.tarr: dict[tuple[str, str | None], np.ndarray] = {}  # time lanes of first/last
         for li in self.lanes:
@@ -255,6 +254,17 @@ class Ring:
             if k not in lanes:  # aliased (inactive nn) lanes
                 lanes[k] = lanes[self.alias(k)]
         return u[wi], codes, lanes
+
+    @property
+    def guard(self) -> Callable[[int, str], None] | None:
+        """Growth check (:mod:`oop.limits`): called with the lanes' bytes after a growth, before
+        allocating; raises StateLimitError. None: unchecked. The owner's bound method is held
+        weakly (:func:`~oop.limits.weak_guard`: no owner -> ring -> owner cycle)."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, fn: Callable[[int, str], None] | None) -> None:
+        self._guard = weak_guard(fn)
 
     def reserve(self, top: int, n_codes: int) -> None:
         """Make room for units ``[base, top)`` and ``n_codes`` codes (grows by doubling)."""

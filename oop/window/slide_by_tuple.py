@@ -61,6 +61,8 @@ _OPS = {"rows": 0, "nn": 1, "sum": 2, "sumsq": 3, "min": 4, "max": 5, "first": 6
 LOG_BUDGET = 1 << 22
 _NO_NULLS = np.zeros(0, np.uint8)
 _NO_TIMES = np.zeros(0, np.int64)
+#: the values of a counting lane (rows, nn): never read
+_NO_VALUES = np.zeros(0, np.int64)
 
 
 @nb.njit(cache=True)
@@ -312,7 +314,7 @@ class SlideByTupleAggregate(WindowAggregate):
         codes = self.enc.encode(batch)
         self._reserve(self._new_bins(times), self.enc.n_codes)
         cols = self._lane_columns(batch)
-        inputs = [self._replay_input(li, cols, n) for li in self.lanes]
+        inputs = [self._replay_input(li, cols) for li in self.lanes]
         start = 0
         while start < n:  # the log of one plan call stays within LOG_BUDGET steps
             (self.nbins, self.nfree, self.next_slot, lk, la, lb, nlog, start) = sbt_plan(
@@ -328,12 +330,18 @@ class SlideByTupleAggregate(WindowAggregate):
         self._count_live()
         return []
 
-    def _replay_input(self, li: Any, cols: dict, n: int) -> tuple[np.ndarray, np.ndarray, float]:
-        """(values, validity, shift) lane ``li`` folds for this batch (see ``lane_input``)."""
+    def _replay_input(self, li: Any, cols: dict) -> tuple[np.ndarray, np.ndarray, float]:
+        """(values, validity, shift) lane ``li`` folds for this batch (see ``lane_input``).
+
+        The counting lanes read no value (``sbt_replay``'s ops 0 and 1): the row count
+        none, the non-null count ``nn`` only the validity -- its column's values are not
+        cast to its int64 count (NaN / infinite floats have no int64 value)."""
         col = li.key[1]
         if col is None:
-            return np.zeros(n, li.dtype), _NO_NULLS, 0.0
+            return _NO_VALUES, _NO_NULLS, 0.0
         cv = cols[col]
+        if li.lane.op == "nn":
+            return _NO_VALUES, cv.valid, 0.0
         vals, shift = lane_input(li, cv, self.shift)
         return vals, cv.valid, shift
 

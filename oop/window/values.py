@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from oop.errors import ConfigError, ValueRangeError
 from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
 from oop.window.aggregates import Agg, Lane
+from oop.window.kernels import all_abs_below
 
 __all__ = ["LaneInfo", "ColumnValues", "lane_infos", "column_values"]
 
@@ -186,8 +187,8 @@ def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, Colu
     feeds a float ``sum``/``sumsq`` lane and is NaN, infinite or too large to square.
 
     Paned-WID's differential step cannot subtract such a pane (``inf - inf`` is NaN), so it
-    recomputes the windows that follow one (docs/semantics.md). Cost on all-finite batches: a
-    min and a max per float column; the masks are only built when one is not finite.
+    recomputes the windows that follow one (docs/semantics.md). Cost on all-finite batches: one
+    compiled pass per float column; the masks are only built when one is not finite.
     """
     seen: set[str] = set()
     for li in lanes:
@@ -198,7 +199,7 @@ def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, Colu
         v = cols[col].values
         if v.dtype != np.float64 or v.shape[0] == 0:
             continue
-        if -_SQ_SAFE < v.min() and v.max() < _SQ_SAFE:  # False on NaN
+        if all_abs_below(v, _SQ_SAFE):  # False on NaN
             continue
         bad = ~(np.abs(v) < _SQ_SAFE)
         valid = cols[col].valid
