@@ -17,6 +17,8 @@ __all__ = ["OAJoin", "SplitJoin", "JoinConfig", "WindowPredicate", "nested_loop_
            "rows_counter", "make_join"]
 
 
-def make_join(config: JoinConfig, workers: int = 1) -> OAJoin:
-    """OA-Join for ``workers == 1``, else a SplitJoin with ``workers`` threads."""
-    return OAJoin(config, 1) if workers == 1 else SplitJoin(config, workers)
+def make_join(config: JoinConfig, workers: int = 1, ordered: bool = False) -> OAJoin:
+    """OA-Join for ``workers == 1``, else a SplitJoin with ``workers`` threads; ``ordered``:
+    a SplitJoin even for one worker (its ordered gathering: the output of every ``workers``
+    row for row)."""
+    return OAJoin(config, 1) if workers == 1 and not ordered else SplitJoin(config, workers)
