@@ -110,6 +110,7 @@ def check_args(args: argparse.Namespace) -> None:
                               "--checkpoint-dir use --arrival on a finite file input")
     check_threads(args)
 
+
 def punctuation_spec(args: argparse.Namespace) -> Any:
     """The source's generator config: the spec, with the default cadence unless it names one."""
     from oop.punctuation import parse_punctuation, with_cadence
