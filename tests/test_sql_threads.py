@@ -261,3 +261,49 @@ def test_partitions_keep_rows_order_and_late_counts(case: str, t: pa.Table, u: p
         assert late_k == late
     if case == "tumble":
         assert sum(one["n"].to_pylist()) + late == t.num_rows
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_keys_renumbered_by_compaction_stay_in_their_partition(seed: int,
+                                                                monkeypatch: Any) -> None:
+    """Transient keys (a few alive at a time) make the window compact its key dictionary
+    over and over while other keys are still open; a compaction renumbers the codes, so a
+    key routed by its current code would move partitions and have its window emitted as
+    two partial rows. Every partition count gives the one-thread table and the
+    from-scratch group-by."""
+    from oop.plan.executor import topological
+    from oop.window import aggregate
+    from oop.window.threaded import ThreadedWindow
+
+    monkeypatch.setattr(aggregate, "KEYS_COMPACT_MIN", 8)
+    rng = np.random.default_rng(seed)
+    n = 3000
+    i = np.arange(n)
+    ts = i * 2 + rng.integers(0, 40, n)
+    key = i // 6 + rng.integers(0, 3, n) * 10_000  # a key lives ~12 ms of event time
+    t = pa.table({"ts": ts, "key": key, "val": rng.integers(-9, 9, n)})
+    q = (DDL.replace("'s'", "'ms'").replace("'3' SECOND", "'0.05' SECOND")
+         .format(b=97, c=97).replace("bounded:3s", "bounded:50ms")
+         + "SELECT key, window_start, COUNT(*) AS n, SUM(val) AS s FROM TABLE(TUMBLE(TABLE t, "
+           "DESCRIPTOR(ts), INTERVAL '0.02' SECOND)) GROUP BY window_start, window_end, key")
+    truth: Counter[tuple[int, int, int, int]] = Counter()
+    acc: dict[tuple[int, int], list[int]] = {}
+    for a, k, v in zip(ts.tolist(), key.tolist(), t["val"].to_pylist()):
+        cell = acc.setdefault((k, a // 20 * 20), [0, 0])
+        cell[0] += 1
+        cell[1] += v
+    truth.update((k, w, c, s) for (k, w), (c, s) in acc.items())
+    outs = {}
+    for parts in (1, 2, 3):
+        plan = plan_sql(q, tables={"t": t}, parallel=Parallelism(partitions=parts))
+        res = plan.stream.run()
+        assert res.late_total == 0
+        outs[parts] = res.table
+        got = Counter(zip(*(res.table.column(c).to_pylist() for c in ("key", "window_start",
+                                                                      "n", "s"))))
+        assert got == truth, parts
+        if parts > 1:
+            op = next(nd.op for nd in topological([plan.stream.node])
+                      if isinstance(nd.op, ThreadedWindow))
+            assert op.plan_info.get("global_key_compactions", 0) >= 2
+            assert outs[parts].equals(outs[1]), parts
