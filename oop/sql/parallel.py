@@ -18,13 +18,17 @@ and in the ``--metrics`` JSON under ``threads``):
   causes leave as one batch sorted by the output columns, so the output is
   the same row for row for any number of workers, one included. With N - 1 >= 2
   the tuples are stored round-robin over N - 1 workers and every batch is
-  probed by all of them on threads. A join is not split by its equi-join key:
-  OA-Join's row order inside an element follows its hash-table layout (chain
-  order, chunking, purge history), which key partitions would not reproduce,
-  and a key-partitioned plan (:mod:`oop.sharded`) gathers its shards at
-  punctuations, not per element. A join whose output has a column that cannot
-  be sorted (a list, struct, map or dictionary) runs on one worker: equal rows
-  on the sortable columns would keep worker order.
+  probed by all of them on threads. OA-Join's own row order inside an element
+  could not be kept by any split: it follows its hash-table layout (chain
+  order, chunking, purge history). A join is not split by its equi-join key:
+  key partitions gathered per element and sorted the same way would give the
+  same rows and also split storing and purging, but SplitJoin needs no key
+  and already splits the probe, most of a join's work (~87 % of
+  ``experiments/bench_split_join.py``); :mod:`oop.sharded` gathers its shards
+  at punctuations, not per element, so it would not keep the order. A join
+  whose output has a column that cannot be sorted (a list, struct, map or
+  dictionary) runs on one worker: equal rows on the sortable columns would
+  keep worker order.
 
 Cost: nothing at plan time beyond the checks; the run's costs are those of
 the operators named.
@@ -81,9 +85,8 @@ class Parallelism:
             self._note(f"{name}: one worker, not split: column(s) {bad} cannot be sorted, so "
                        "the ordered gathering could not fix the order of the workers' rows")
             return 1
-        self._note(f"{name}: SplitJoin on {self.partitions} workers (round-robin state, "
-                   "probes on threads, ordered gathering); not split by key: OA-Join's "
-                   "row order follows its hash-table layout")
+        self._note(f"{name}: SplitJoin on {self.partitions} workers (tuples stored "
+                   "round-robin, not by key; probes on threads; ordered gathering)")
         return self.partitions
 
     def _note(self, text: str) -> None:
