@@ -32,9 +32,12 @@ from __future__ import annotations
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from oop.sql.error import SqlError
+
+if TYPE_CHECKING:
+    from oop.sql.parallel import Parallelism
 
 __all__ = ["sql", "plan_sql", "SqlPlan", "SqlError"]
 
@@ -49,7 +52,7 @@ class SqlPlan:
     sink_name: str | None = None
     sink_def: Any = None
     #: threads: partitions of windows and joins, and why an operator has none
-    parallel: Any = None
+    parallel: "Parallelism | None" = None
 
     def explain(self) -> str:
         """The plan as text (:mod:`oop.sql.explain`); ``EXPLAIN ANALYZE`` runs the query first."""
@@ -70,7 +73,8 @@ class SqlPlan:
 
 def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: Any = "oop",
              batch_size: int | None = None,
-             options: Mapping[str, str] | None = None, parallel: Any = None) -> SqlPlan:
+             options: Mapping[str, str] | None = None,
+             parallel: "Parallelism | None" = None) -> SqlPlan:
     """Parse and plan ``script`` (DDL + one query) into a :class:`SqlPlan`.
 
     ``tables``: name -> an ``oop.Stream`` (used as is), a ``pa.Table`` or a
