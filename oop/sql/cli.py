@@ -166,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
 
     def threads() -> dict[str, Any]:
         cpu = {f"{k}_cpu_s": round(float(v.cpu_s), 3) for k, v in stages.items()}
-        return {"threads": {**par.summary(run_threads(args)), **cpu}}
+        ahead = [k.removeprefix("reader_") for k in stages if k.startswith("reader_")]
+        return {"threads": {**par.summary(run_threads(args)), "read_ahead": ahead, **cpu}}
 
     return run_job(plan.stream, writer, late, args, "oop sql", out_label=label,
                    late_hint="the tables' WATERMARK / 'punctuation'", t0=t0, extra=threads)

@@ -93,6 +93,7 @@ class Parallelism:
         self.notes.append(text)
 
     def summary(self, threads: int) -> dict[str, Any]:
-        """The ``threads`` entry of the ``--metrics`` JSON."""
+        """The ``threads`` entry of the ``--metrics`` JSON (the command adds which tables
+        were read ahead and the stages' CPU seconds)."""
         return {"threads": threads, "partitions": self.partitions,
-                "read_ahead": self.read_ahead, "operators": list(self.notes)}
+                "operators": list(self.notes)}
