@@ -145,7 +145,7 @@ def left_join(a: list[tuple[int, str, int]], b: list[tuple[int, str, int]],
 
 CASES = {"tumble": (TUMBLE, "TUMBLE window: 2 key partitions"),
          "hop": (HOP, "HOP window: 2 key partitions"),
-         "join": (JOIN, "interval_join: SplitJoin on 2 workers")}
+         "join": (JOIN, "interval_join: 2 key partitions, one thread each (KeyedJoin")}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

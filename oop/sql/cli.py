@@ -16,8 +16,9 @@ one-line error. The output, late-tuple and runtime flags are ``oop replay``'s
 ``--follow`` follows every table whose path is a folder. ``--threads N``
 means what it means for ``oop replay`` (:mod:`oop.command.threads`): N > 1
 decodes finite tables and encodes the results on threads of their own and
-runs window aggregates on N - 1 key partitions and joins on N - 1 SplitJoin
-workers where that keeps every row and its order (:mod:`oop.sql.parallel`;
+runs window aggregates and joins on N - 1 key partitions (a join without
+keys on N - 1 SplitJoin workers) where that keeps every row and its order
+(:mod:`oop.sql.parallel`;
 EXPLAIN and ``--metrics`` say which ran on threads, and why the others did
 not). The results are written as windows close, through the same job loop as
 ``oop replay``.
@@ -72,8 +73,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                                  "else 65536); results do not depend on it: a WATERMARK "
                                  "punctuates after every 65536 rows read unless the table's "
                                  "'punctuation' names another +cadence:Nrows")
-    add_threads_flag(p, splits="window aggregates (key partitions) and joins (SplitJoin "
-                               "workers)")
+    add_threads_flag(p, splits="window aggregates and joins (key partitions; a join "
+                               "without keys: SplitJoin workers)")
     p.set_defaults(func=run_sql)
 
 

@@ -85,15 +85,20 @@ def _describe(op: Any, analyzed: bool) -> list[str]:
         lines.append("compute: " + ", ".join(f"{c} = {f}" for c, f in op.columns.items()))
     elif t == "Rename":
         lines.append("rename: " + ", ".join(f"{a} -> {b}" for a, b in op.mapping.items()))
-    elif t in ("OAJoin", "SplitJoin", "OPOBJoin", "OPIBJoin"):
+    elif t in ("OAJoin", "SplitJoin", "KeyedJoin", "OPOBJoin", "OPIBJoin"):
         cfg = op.config
         band = cfg.extra.get("durations") if cfg.extra else None
         pred = getattr(op, "pred", None) or cfg.predicate
         lines.append(f"how: {cfg.how}; keys: {list(cfg.on)}; band: "
                      f"{pred if op.output is not None else band}; residual: {cfg.residual}")
+        oa = t in ("OAJoin", "SplitJoin", "KeyedJoin")
         lines.append("state: each side's tuples until the other side's punctuation passes "
-                     "their band (the b_{1-i} rule)" if t in ("OAJoin", "SplitJoin") else
+                     "their band (the b_{1-i} rule)" if oa else
                      "inputs sorted; order-preserving join")
+        if t == "KeyedJoin":
+            lines.append(f"threads: {op.n} key partitions (each stores, probes and purges its "
+                         "keys; every punctuation to every partition); each input element's "
+                         "rows leave sorted by the output columns, as SplitJoin's")
         if t == "SplitJoin":
             lines.append(f"workers: {op.workers} (round-robin state, probes on threads); each "
                          "input element's rows leave sorted by the output columns (002 ordered "

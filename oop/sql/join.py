@@ -265,8 +265,10 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
 
         stream = JoinQuery(left.stream, right_stream, iop_join="opob", **args).plan(strategy)
     else:
-        workers = (parallel or Parallelism()).join(args["name"], [li.schema, ri.schema])
-        stream = left.stream.join(right_stream, workers=workers, ordered=True, **args)
+        workers = (parallel or Parallelism()).join(args["name"], [li.schema, ri.schema],
+                                                   bool(keys))
+        stream = left.stream.join(right_stream, workers=workers, ordered=True, keyed=True,
+                                  **args)
     out = Rel([stream], scope, script, join)
     if out.info.schema.names != list(li.schema.names) + rphys:  # pragma: no cover - invariant
         raise script.error(f"internal: the join's output columns {out.info.schema.names} are "

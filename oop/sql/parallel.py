@@ -16,19 +16,21 @@ and in the ``--metrics`` JSON under ``threads``):
 * **interval and window joins** -- always planned with SplitJoin's ordered
   gathering (002; :mod:`oop.join.split_join`): the rows each input element
   causes leave as one batch sorted by the output columns, so the output is
-  the same row for row for any number of workers, one included. With N - 1 >= 2
-  the tuples are stored round-robin over N - 1 workers and every batch is
-  probed by all of them on threads. OA-Join's own row order inside an element
-  could not be kept by any split: it follows its hash-table layout (chain
-  order, chunking, purge history). A join is not split by its equi-join key:
-  key partitions gathered per element and sorted the same way would give the
-  same rows and also split storing and purging, but SplitJoin needs no key
-  and already splits the probe, most of a join's work (~87 % of
-  ``experiments/bench_split_join.py``); :mod:`oop.sharded` gathers its shards
-  at punctuations, not per element, so it would not keep the order. A join
+  the same row for row for any number of threads, one included (OA-Join's
+  own row order inside an element could not be kept by any split: it follows
+  its hash-table layout -- chain order, chunking, purge history). With
+  N - 1 >= 2 a join with equality keys runs on N - 1 key partitions
+  (:class:`~oop.join.keyed_join.KeyedJoin`: each partition stores, probes and
+  purges the tuples of its keys on its own thread; every element's rows are
+  gathered from all partitions and sorted the same way), a join without keys
+  on N - 1 SplitJoin workers (tuples stored round-robin, every batch probed
+  by all workers on threads). Skewed keys load one key partition (002's
+  reason for round-robin); the key partitions split all of the join's work,
+  SplitJoin only the probe. (:mod:`oop.sharded` gathers its shards at
+  punctuations, not per element, so it would not keep the order.) A join
   whose output has a column that cannot be sorted (a list, struct, map or
-  dictionary) runs on one worker: equal rows on the sortable columns would
-  keep worker order.
+  dictionary) runs on one thread: equal rows on the sortable columns would
+  keep partition order.
 
 Cost: nothing at plan time beyond the checks; the run's costs are those of
 the operators named.
@@ -75,18 +77,24 @@ class Parallelism:
                    "(ThreadedWindow; rows in the one-thread order)")
         return self.partitions
 
-    def join(self, name: str, schemas: Sequence[pa.Schema]) -> int:
-        """SplitJoin workers for the join ``name`` over inputs of ``schemas``."""
+    def join(self, name: str, schemas: Sequence[pa.Schema], keys: bool) -> int:
+        """Partitions (``keys``: KeyedJoin) or SplitJoin workers for the join ``name`` over
+        inputs of ``schemas``; ``keys``: whether it has equality keys."""
         bad = [f.name for s in schemas for f in s if not _sortable(f.type)]
         if self.partitions < 2:
-            self._note(f"{name}: one worker (SplitJoin, ordered gathering)")
+            self._note(f"{name}: one thread (SplitJoin's ordered gathering)")
             return 1
         if bad:
-            self._note(f"{name}: one worker, not split: column(s) {bad} cannot be sorted, so "
-                       "the ordered gathering could not fix the order of the workers' rows")
+            self._note(f"{name}: one thread, not split: column(s) {bad} cannot be sorted, so "
+                       "the ordered gathering could not fix the order of the threads' rows")
             return 1
-        self._note(f"{name}: SplitJoin on {self.partitions} workers (tuples stored "
-                   "round-robin, not by key; probes on threads; ordered gathering)")
+        if keys:
+            self._note(f"{name}: {self.partitions} key partitions, one thread each (KeyedJoin; "
+                       "ordered gathering)")
+        else:
+            self._note(f"{name}: SplitJoin on {self.partitions} workers, not key partitions: "
+                       "it has no equality keys (tuples stored round-robin, probes on "
+                       "threads, ordered gathering)")
         return self.partitions
 
     def _note(self, text: str) -> None:
