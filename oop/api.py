@@ -124,6 +124,8 @@ class Stream:
         residual: Any = None,
         late: LatePolicy | str = "drop",
         workers: int = 1,
+        ordered: bool = False,
+        keyed: bool = False,
         name: str = "join",
     ) -> "Stream":
         """Order-agnostic window join with ``other`` (OA-Join, 004 ch. 7; see ``oop.join``).
@@ -136,6 +138,11 @@ class Stream:
         predicate over the joined columns. Output: this stream's columns as they
         are, then ``other``'s, a clashing name suffixed ``_right``; both times stay
         progressing attributes. ``workers > 1`` runs the parallel SplitJoin.
+        ``ordered``: each input element's rows sorted (SplitJoin's ordered gathering) even
+        with one worker, so the output is the same row for row for every ``workers``.
+        ``keyed`` (``workers > 1`` with ``on`` keys): split the join by key instead
+        (:class:`~oop.join.keyed_join.KeyedJoin`: each partition stores, probes and purges
+        its keys on its own thread; the ordered output); skewed keys load one partition.
         """
         from oop.join import JoinConfig, WindowPredicate, make_join
         if (band is None) == (tumbling is None):
@@ -149,7 +156,7 @@ class Stream:
         placeholder = WindowPredicate.band(0, 0) if band is not None else WindowPredicate.tumbling(1)
         cfg = JoinConfig(placeholder, JoinConfig.normalize_on(on), how, punctuation, residual,
                          LatePolicy.parse(late), name=name, extra={"durations": spec})
-        return self.via(make_join(cfg, workers), other)
+        return self.via(make_join(cfg, workers, ordered, keyed), other)
 
     def window(
         self,

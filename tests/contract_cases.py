@@ -41,6 +41,7 @@ from oop.join.oa_join import OAJoin
 from oop.join.pair_window import PairWindow
 from oop.join.reference import nested_loop_join
 from oop.join.spec import JoinConfig, WindowPredicate
+from oop.join.keyed_join import KeyedJoin
 from oop.join.split_join import SplitJoin
 from oop.operators.apply import Apply
 from oop.operators.base import Operator, StreamInfo
@@ -255,6 +256,9 @@ CASES: list[ContractCase] = [
                  feed=two_feeds, expected=_join_expected(BAND)),
     ContractCase("split-join-tumbling", SplitJoin, lambda: SplitJoin(TUMBLE_JOIN, 2),
                  inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(TUMBLE_JOIN)),
+    ContractCase("keyed-join-band", KeyedJoin, lambda: KeyedJoin(BAND, 2),
+                 inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(BAND),
+                 no_snapshot="on key partitions cannot be checkpointed"),
     ContractCase("opob-join", OPOBJoin, lambda: OPOBJoin(BAND), inputs=(INFO, INFO_R),
                  feed=lambda: two_feeds(max_delay=0), expected=_join_expected(BAND)),
     ContractCase("opib-join", OPIBJoin, lambda: OPIBJoin(BAND), inputs=(INFO, INFO_R),

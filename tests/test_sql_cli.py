@@ -55,7 +55,7 @@ def test_explain_join_and_union() -> None:
     text = oop.sql(D + U + """EXPLAIN SELECT t.k, u.ts AS uts FROM t FULL JOIN u ON t.k = u.k
         AND u.ts BETWEEN t.ts - INTERVAL '1' SECOND AND t.ts + INTERVAL '2' SECOND""",
                    {"t": T, "u": T})
-    assert "interval_join [OAJoin]" in text and "how: full; keys: [('k', 'k_right')]" in text
+    assert "interval_join [SplitJoin]" in text and "how: full; keys: [('k', 'k_right')]" in text
     assert "range0=1000, range1=2000" in text and "rename: ts_right -> uts" in text
     text = oop.sql(D + U + "EXPLAIN SELECT ts, k FROM t UNION ALL SELECT ts, k FROM u",
                    {"t": T, "u": T})

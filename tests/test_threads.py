@@ -498,15 +498,15 @@ def test_a_partition_without_rows_does_not_stop_compaction(monkeypatch):
     assert _rows(out) == _rows(ref) and len(_rows(out)) == 30
 
 
-@pytest.mark.parametrize("threads,partitions,piped", [(1, 1, False), (2, 1, True),
-                                                      (3, 2, True), (8, 7, True)])
-def test_replay_threads_give_one_core_to_reading_and_writing(threads, partitions, piped):
+@pytest.mark.parametrize("threads,parts,piped", [(1, 1, False), (2, 1, True),
+                                                 (3, 2, True), (8, 7, True)])
+def test_replay_threads_give_one_core_to_reading_and_writing(threads, parts, piped):
     from oop.cli import build_parser
-    from oop.replay.cli import pipelined, window_partitions
+    from oop.command.threads import partitions, pipelined
 
     args = build_parser().parse_args(
         ["replay", "--input", "x.parquet", "--time", "ts", "--key", "k", "--window",
          "tumbling:1s", "--agg", "count", "--out", "o/", "--threads", str(threads)])
-    assert (window_partitions(args), pipelined(args)) == (partitions, piped)
+    assert (partitions(args), pipelined(args)) == (parts, piped)
     args.strategy = "iop"  # another strategy: nothing pipelined
     assert not pipelined(args)

@@ -20,7 +20,7 @@ import re
 import sys
 import time as _time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from oop.errors import ConfigError
 from oop.io.amount import AMOUNT_HELP
@@ -207,12 +207,14 @@ def open_writers(args: argparse.Namespace, out: Any, fmt: str | None,
 
 # ---- running ---------------------------------------------------------------
 def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, command: str, *,
-            out_label: str, late_hint: str, t0: float | None = None) -> int:
+            out_label: str, late_hint: str, t0: float | None = None,
+            extra: Callable[[], dict[str, Any]] | None = None) -> int:
     """Run ``stream`` into ``writer`` as a job; report on stderr; return the exit code.
 
     ``out_label``: where the results went (for the summary line; '-' says nothing);
     ``late_hint``: what decided lateness (the punctuation flag or the tables' watermarks);
-    ``t0``: when the run started (``perf_counter``; default now), for the wall time.
+    ``t0``: when the run started (``perf_counter``; default now), for the wall time;
+    ``extra``: called after the run, its entries added to the ``--metrics`` JSON.
     """
     from oop.limits import state_budget
     from oop.metrics import compile_timer
@@ -227,6 +229,8 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
         outcome = job.run()
     wall = _time.perf_counter() - t0
     s = summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
+    if extra is not None:
+        s.update(extra())
     if outcome.stopped_by in ("SIGINT", "SIGTERM"):  # the job said it in one line
         if args.metrics:
             Path(args.metrics).write_text(json.dumps(s, indent=2, default=str))

@@ -9,6 +9,7 @@ individual and joint output punctuation) and the k-worker SplitJoin (002).
 """
 
 from oop.join.oa_join import OAJoin
+from oop.operators.base import Operator
 from oop.join.reference import nested_loop_join, rows_counter
 from oop.join.spec import JoinConfig, WindowPredicate
 from oop.join.split_join import SplitJoin
@@ -17,6 +18,15 @@ __all__ = ["OAJoin", "SplitJoin", "JoinConfig", "WindowPredicate", "nested_loop_
            "rows_counter", "make_join"]
 
 
-def make_join(config: JoinConfig, workers: int = 1) -> OAJoin:
-    """OA-Join for ``workers == 1``, else a SplitJoin with ``workers`` threads."""
-    return OAJoin(config, 1) if workers == 1 else SplitJoin(config, workers)
+def make_join(config: JoinConfig, workers: int = 1, ordered: bool = False,
+              keyed: bool = False) -> Operator:
+    """OA-Join for ``workers == 1``, else a SplitJoin with ``workers`` threads; ``ordered``:
+    a SplitJoin even for one worker (its ordered gathering: the output of every ``workers``
+    row for row); ``keyed`` (with ``workers > 1`` and equality keys): a
+    :class:`~oop.join.keyed_join.KeyedJoin` on ``workers`` key partitions (the same output
+    as the ordered SplitJoin)."""
+    if keyed and workers > 1 and config.on:
+        from oop.join.keyed_join import KeyedJoin
+
+        return KeyedJoin(config, workers)
+    return OAJoin(config, 1) if workers == 1 and not ordered else SplitJoin(config, workers)

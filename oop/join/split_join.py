@@ -70,13 +70,25 @@ def _orderable(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or pa.types.is_dictionary(t) or pa.types.is_null(t))
 
 
+#: pyarrow 25 deprecated SortOptions' null_placement for one per sort key
+_NULLS_PER_KEY = int(pa.__version__.split(".")[0]) >= 25
+
+
+def _sort_indices(t: pa.Table, names: list[str]) -> pa.Array:
+    """Stable ascending order of ``t`` by ``names``, nulls last."""
+    if _NULLS_PER_KEY:
+        return pc.sort_indices(t, sort_keys=[(n, "ascending", "at_end") for n in names])
+    return pc.sort_indices(t, sort_keys=[(n, "ascending") for n in names],
+                           null_placement="at_end")
+
+
 def ordered_rows(batches: list[pa.RecordBatch]) -> pa.RecordBatch:
     """``batches`` (one schema) as one batch sorted by the orderable columns, in schema
     order (ascending, nulls last; a stable sort). O(r log r)."""
     t = pa.Table.from_batches(batches).combine_chunks()
-    keys = [(f.name, "ascending") for f in t.schema if _orderable(f.type)]
-    if keys and t.num_rows > 1:
-        t = t.take(pc.sort_indices(t, sort_keys=keys, null_placement="at_end"))
+    names = [f.name for f in t.schema if _orderable(f.type)]
+    if names and t.num_rows > 1:
+        t = t.take(_sort_indices(t, names))
     return t.combine_chunks().to_batches()[0] if t.num_rows else batches[0].slice(0, 0)
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, parse_bytes, resolve_late, run_job)
+from oop.command.threads import add_threads_flag, check_threads, partitions, pipelined
 from oop.errors import ConfigError
 from oop.punctuation.spec import SPEC_HELP
 from oop.window.specs import AGG_FORMS
@@ -78,12 +79,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_runtime_flags(p, batch_size=DEFAULT_BATCH_SIZE,
                       batch_help=f"rows per batch read (default {DEFAULT_BATCH_SIZE}); results "
                                  "do not depend on it")
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="use N threads: N > 1 reads and writes on threads of their own and "
-                        "runs the window on N-1 key partitions, one thread each (same rows in "
-                        "the same order); default: all cores this process may use (1 with "
-                        "--checkpoint-dir or a --strategy other than oop); with --spark it "
-                        "applies inside each task (default 1 there)")
+    add_threads_flag(p, splits="the window (key partitions)", spark=True)
     g = p.add_argument_group("Spark (needs the 'spark' extra and Java)")
     g.add_argument("--spark", action="store_true", help="read and replay through PySpark")
     g.add_argument("--master", default="local[*]", help="Spark master URL (default local[*])")
@@ -116,14 +112,7 @@ def check_args(args: argparse.Namespace) -> None:
     if args.method == "adapt" and args.late == "update":
         raise ConfigError("--method adapt (AdaptWID) counts late tuples and emits no "
                           "revisions: drop --late update, or use --method auto")
-    if args.threads is not None and args.threads < 1:
-        raise ConfigError(f"--threads {args.threads}: give at least 1")
-    if args.threads is not None and args.threads > 1 and args.checkpoint_dir is not None:
-        raise ConfigError(f"--threads {args.threads} cannot be checkpointed yet: drop "
-                          "--checkpoint-dir, or use --threads 1")
-    if args.threads is not None and args.threads > 1 and args.strategy != "oop":
-        raise ConfigError(f"--threads {args.threads} runs the oop window; --strategy "
-                          f"{args.strategy} runs on one thread: drop --threads")
+    check_threads(args)
 
 
 def punctuation_spec(args: argparse.Namespace) -> Any:
@@ -142,7 +131,7 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
     kind = parse_window(args.window, unit)
     aggs = parse_aggs(args.agg)
     if args.strategy == "oop":
-        threads = window_partitions(args)
+        threads = partitions(args)
         if args.late == "update":
             return src.window(kind, aggs, by=tuple(args.key), method=args.method, late="update",
                               allowed_lateness=parse_duration(args.allowed_lateness or "0",
@@ -156,43 +145,6 @@ def build_plan(src: Any, args: argparse.Namespace, unit: str) -> Any:
 
     strategy = parse_strategy(args.strategy)
     return WindowQuery([src], kind, aggs, by=tuple(args.key)).plan(strategy)
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, at most ``os.cpu_count()``)."""
-    import os
-
-    n = os.cpu_count() or 1
-    try:
-        n = min(n, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity on this platform
-        pass
-    return max(1, n)
-
-
-def replay_threads(args: argparse.Namespace) -> int:
-    """``--threads``, or by default every usable core (one with ``--checkpoint-dir``)."""
-    threads = getattr(args, "threads", None)
-    if threads is not None:
-        return int(threads)
-    return 1 if getattr(args, "checkpoint_dir", None) is not None else usable_cores()
-
-
-def window_partitions(args: argparse.Namespace) -> int:
-    """Key partitions of the window for ``--threads N``: a pipelined run gives one core to
-    reading and writing (:mod:`oop.plan.background`) and the window the other N - 1; one
-    partition is the one-thread operator, on the driving thread. On 2 cores that beats two
-    partitions: the 10M-row sliding benchmark's data work is 0.77 s of CPU (driver 0.36 s)
-    against 1.13 s (driver 0.34 s) -- partitioning costs the scatter and the merge, and
-    the driver's share (source, punctuation, executor) does not shrink with it."""
-    n = replay_threads(args)
-    return max(1, n - 1) if pipelined(args) else n
-
-
-def pipelined(args: argparse.Namespace) -> bool:
-    """Whether the run uses several threads: then the input is read ahead and the output
-    written on threads of their own (:mod:`oop.plan.background`)."""
-    return args.strategy == "oop" and not args.spark and replay_threads(args) > 1
 
 
 def _source(args: argparse.Namespace) -> tuple[Any, str]:

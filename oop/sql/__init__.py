@@ -32,9 +32,12 @@ from __future__ import annotations
 import sys
 import types
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from oop.sql.error import SqlError
+
+if TYPE_CHECKING:
+    from oop.sql.parallel import Parallelism
 
 __all__ = ["sql", "plan_sql", "SqlPlan", "SqlError"]
 
@@ -48,15 +51,18 @@ class SqlPlan:
     explain_mode: str | None = None
     sink_name: str | None = None
     sink_def: Any = None
+    #: threads: partitions of windows and joins, and why an operator has none
+    parallel: "Parallelism | None" = None
 
     def explain(self) -> str:
         """The plan as text (:mod:`oop.sql.explain`); ``EXPLAIN ANALYZE`` runs the query first."""
         from oop.sql.explain import explain
 
+        notes = list(self.parallel.notes) if self.parallel is not None else []
         if self.explain_mode == "analyze":
             self.stream.run()
-            return explain(self.stream, strategy=self.strategy, analyzed=True)
-        return explain(self.stream, strategy=self.strategy)
+            return explain(self.stream, strategy=self.strategy, analyzed=True, threads=notes)
+        return explain(self.stream, strategy=self.strategy, threads=notes)
 
     def sink_target(self) -> tuple[str, str | None] | None:
         """(path, format) of the ``INSERT INTO`` table, when it declares a ``path``."""
@@ -67,7 +73,8 @@ class SqlPlan:
 
 def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: Any = "oop",
              batch_size: int | None = None,
-             options: Mapping[str, str] | None = None) -> SqlPlan:
+             options: Mapping[str, str] | None = None,
+             parallel: "Parallelism | None" = None) -> SqlPlan:
     """Parse and plan ``script`` (DDL + one query) into a :class:`SqlPlan`.
 
     ``tables``: name -> an ``oop.Stream`` (used as is), a ``pa.Table`` or a
@@ -78,7 +85,9 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
     ``batch-size`` option, else 65536). ``options``: table options (``late``,
     ``max-ahead``, ``follow``, ...; see :mod:`oop.sql.ddl`) for every declared table
     that does not set them itself, plus ``allowed-lateness`` with ``late = update``
-    (window aggregates then re-emit revised rows). Raises :class:`SqlError` (line:col).
+    (window aggregates then re-emit revised rows). ``parallel``: an
+    :class:`oop.sql.parallel.Parallelism` (``oop sql --threads``; default: one thread).
+    Raises :class:`SqlError` (line:col).
     """
     from sqlglot import exp
 
@@ -105,7 +114,7 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
         sink_name = target.name
         query = query.expression
     assert query is not None
-    planner = Planner(parsed, defs, views, dict(tables or {}), st, batch_size, options)
+    planner = Planner(parsed, defs, views, dict(tables or {}), st, batch_size, options, parallel)
     try:
         rel = planner.query(query)
     except (OopError, FileNotFoundError):
@@ -130,7 +139,7 @@ def plan_sql(script: str, *, tables: Mapping[str, Any] | None = None, strategy: 
             from oop.operators.rename import Rename
 
             stream = stream.via(Rename(ren, name="into_" + sink_name))
-    return SqlPlan(stream, st.spec, parsed.explain, sink_name, sink_def)
+    return SqlPlan(stream, st.spec, parsed.explain, sink_name, sink_def, planner.parallel)
 
 
 def sql(script: str, tables: Mapping[str, Any] | None = None, *, strategy: Any = "oop",

@@ -13,8 +13,15 @@ one-line error. The output, late-tuple and runtime flags are ``oop replay``'s
 (:mod:`oop.command.flags`): ``--late``/``--late-out``/``--allowed-lateness``,
 ``--metrics*``, ``--checkpoint-dir`` (rerun the same command to continue),
 ``--max-state``, ``--max-ahead``, ``--stop-after-idle``, ``--quiet``;
-``--follow`` follows every table whose path is a folder. The results are
-written as windows close, through the same job loop as ``oop replay``.
+``--follow`` follows every table whose path is a folder. ``--threads N``
+means what it means for ``oop replay`` (:mod:`oop.command.threads`): N > 1
+decodes finite tables and encodes the results on threads of their own and
+runs window aggregates and joins on N - 1 key partitions (a join without
+keys on N - 1 SplitJoin workers) where that keeps every row and its order
+(:mod:`oop.sql.parallel`;
+EXPLAIN and ``--metrics`` say which ran on threads, and why the others did
+not). The results are written as windows close, through the same job loop as
+``oop replay``.
 
 Exit codes: 0 success; 2 bad SQL or bad input (``oop: error: line:col: ...``).
 """
@@ -32,6 +39,7 @@ if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
 
 from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, resolve_late, run_job)
+from oop.command.threads import add_threads_flag, check_threads, partitions, pipelined, run_threads
 
 __all__ = ["register", "run_sql"]
 
@@ -65,6 +73,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                                  "else 65536); results do not depend on it: a WATERMARK "
                                  "punctuates after every 65536 rows read unless the table's "
                                  "'punctuation' names another +cadence:Nrows")
+    add_threads_flag(p, splits="window aggregates and joins (key partitions; a join "
+                               "without keys: SplitJoin workers)")
     p.set_defaults(func=run_sql)
 
 
@@ -116,6 +126,7 @@ def run_sql(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from oop.errors import ConfigError
     from oop.sql import plan_sql
+    from oop.sql.parallel import Parallelism
 
     try:
         import sqlglot  # noqa: F401
@@ -126,6 +137,7 @@ def _run(args: argparse.Namespace) -> int:
 
     args.late = resolve_late(args)
     check_runtime(args)  # the flags alone, before any SQL is read
+    check_threads(args)
     t0 = _time.perf_counter()
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
@@ -134,8 +146,9 @@ def _run(args: argparse.Namespace) -> int:
         if not eq or not name or not path:
             raise ConfigError(f"--table {spec!r}: write NAME=PATH")
         tables[name] = path
+    par = Parallelism(partitions=partitions(args), read_ahead=pipelined(args))
     plan = plan_sql(text, tables=tables, strategy=args.strategy, batch_size=args.batch_size,
-                    options=table_options(args))
+                    options=table_options(args), parallel=par)
     if plan.explain_mode is not None:
         sys.stdout.write(plan.explain() + "\n")
         return 0
@@ -147,9 +160,44 @@ def _run(args: argparse.Namespace) -> int:
 
         sink = _CastSink(open_output(target, fmt, plan.sink_name or "out"),
                          plan.sink_def.schema)
+    stages = _pipeline(plan, sink, fmt) if pipelined(args) else {}
+    if stages:
+        sink = stages["writer"]
     writer, late = open_writers(args, sink, fmt)
+
+    def threads() -> dict[str, Any]:
+        cpu = {f"{k}_cpu_s": round(float(v.cpu_s), 3) for k, v in stages.items()}
+        ahead = [k.removeprefix("reader_") for k in stages if k.startswith("reader_")]
+        return {"threads": {**par.summary(run_threads(args)), "read_ahead": ahead, **cpu}}
+
     return run_job(plan.stream, writer, late, args, "oop sql", out_label=label,
-                   late_hint="the tables' WATERMARK / 'punctuation'", t0=t0)
+                   late_hint="the tables' WATERMARK / 'punctuation'", t0=t0, extra=threads)
+
+
+def _pipeline(plan: Any, sink: Any, fmt: str | None) -> dict[str, Any]:
+    """The threads of a pipelined run beside the plan's: the results written by a thread of
+    their own (:class:`~oop.plan.background.BackgroundSink`); when no table is live, every
+    window on key partitions collects a punctuation's results at the next one (``lag=1``:
+    the same rows in the same order, one punctuation later), so its partitions aggregate
+    while this thread merges and writes. Returns the stages by name (``writer``, and
+    ``reader_TABLE`` for each table read ahead), objects with ``cpu_s``."""
+    from oop.command.inputs import open_output
+    from oop.plan.background import BackgroundSink
+    from oop.plan.executor import topological
+    from oop.window.threaded import ThreadedWindow
+
+    inner = open_output(sink, fmt, "out") if isinstance(sink, str) else sink
+    stages: dict[str, Any] = {"writer": BackgroundSink(inner)}
+    nodes = topological([plan.stream.node])
+    conns = [getattr(n.op, "connector", None) for n in nodes if not n.parents]
+    for c in conns:
+        if hasattr(getattr(c, "inner", None), "cpu_s"):
+            stages[f"reader_{c.name}"] = c.inner
+    if not any(getattr(c, "live", False) for c in conns):
+        for n in nodes:
+            if isinstance(n.op, ThreadedWindow):
+                n.op.lag = 1
+    return stages
 
 
 def table_options(args: argparse.Namespace) -> dict[str, str]:

@@ -281,9 +281,10 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 
 def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script,
-                  defaults: dict[str, str] | None = None) -> Any:
+                  defaults: dict[str, str] | None = None, *, read_ahead: bool = False) -> Any:
     """The oop source Stream of table ``t`` over ``data`` (a pa.Table, a path, or None:
-    the ``path`` option); ``defaults``: options for every table that does not set them."""
+    the ``path`` option); ``defaults``: options for every table that does not set them;
+    ``read_ahead``: a finite file input is decoded on a thread of its own (``--threads``)."""
     from oop.plan.executor import Node
     from oop.plan.source import Source
     from oop.api import Stream
@@ -316,7 +317,7 @@ def source_stream(t: TableDef, data: Any, batch_size: int | None, script: Script
     if path is None:
         raise script.error(f"table {t.name!r} has no data: give the option 'path' or pass "
                            f"tables={{{t.name!r}: ...}}", t.node, "CREATE")
-    conn = TableFeed(t, str(path), opts)
+    conn = TableFeed(t, str(path), opts, read_ahead=read_ahead)
     schema = conn.open()
 
     def feed() -> Iterator[Any]:
@@ -335,10 +336,15 @@ class TableFeed:
     ``--input`` (:func:`oop.command.inputs.open_connector`: a file, a folder -- followed with
     ``follow`` --, ``-`` or Redis; ``arrival`` ordering), each batch cast to the declared
     columns and completed with the computed ones. Re-opened for every run of the plan, so a
-    planned stream runs more than once; offsets and ``stop`` are the inner connector's."""
+    planned stream runs more than once; offsets and ``stop`` are the inner connector's.
+    ``read_ahead``: a finite (not live) input is decoded by a thread of its own, a few
+    batches ahead (:class:`oop.plan.background.ReadAhead`; same batches in the same order),
+    for ``oop sql --threads N``; such a run is not resumed from a checkpoint."""
 
-    def __init__(self, t: TableDef, path: str, opts: dict[str, str]) -> None:
+    def __init__(self, t: TableDef, path: str, opts: dict[str, str], *,
+                 read_ahead: bool = False) -> None:
         self.t, self.path, self.opts, self.name = t, path, opts, t.name
+        self.read_ahead = read_ahead
         self.inner: Any = None
         self.polled = False
         self.live = False
@@ -362,6 +368,10 @@ class TableFeed:
             arrival_bound=int(bound) if bound is not None else None, name=self.t.name)
         found = self.inner.open()
         self.live, self.resumable = bool(self.inner.live), bool(self.inner.resumable)
+        if self.read_ahead and not self.live:
+            from oop.plan.background import ReadAhead
+
+            self.inner = ReadAhead(self.inner)  # opened already: its thread starts on poll
         self.polled = False
         if len(self.t.schema):
             self.phys = self.t.physical

@@ -14,8 +14,14 @@ and for
   rule that decides it on the first batch (the cost model of 004 Eqs.
   6.1-6.4, :func:`oop.window.choose_method`). ``EXPLAIN ANALYZE`` runs the
   query and prints the choice made (``plan_info``), with each operator's
-  tuples in/out, late counts and peak state;
-* joins -- keys, band, join type and residual predicate.
+  tuples in/out, late counts and peak state; a window on key partitions
+  (``--threads``) is described as the operator it splits, plus its partitions;
+* joins -- keys, band, join type and residual predicate (a SplitJoin: its
+  workers and ordered gathering).
+
+After the tree, ``== threads ==`` lists the planner's decisions: which
+operators run on how many threads, and why the others run on one
+(:mod:`oop.sql.parallel`).
 """
 
 from __future__ import annotations
@@ -79,15 +85,28 @@ def _describe(op: Any, analyzed: bool) -> list[str]:
         lines.append("compute: " + ", ".join(f"{c} = {f}" for c, f in op.columns.items()))
     elif t == "Rename":
         lines.append("rename: " + ", ".join(f"{a} -> {b}" for a, b in op.mapping.items()))
-    elif t in ("OAJoin", "SplitJoin", "OPOBJoin", "OPIBJoin"):
+    elif t in ("OAJoin", "SplitJoin", "KeyedJoin", "OPOBJoin", "OPIBJoin"):
         cfg = op.config
         band = cfg.extra.get("durations") if cfg.extra else None
         pred = getattr(op, "pred", None) or cfg.predicate
         lines.append(f"how: {cfg.how}; keys: {list(cfg.on)}; band: "
                      f"{pred if op.output is not None else band}; residual: {cfg.residual}")
+        oa = t in ("OAJoin", "SplitJoin", "KeyedJoin")
         lines.append("state: each side's tuples until the other side's punctuation passes "
-                     "their band (the b_{1-i} rule)" if t == "OAJoin" else
+                     "their band (the b_{1-i} rule)" if oa else
                      "inputs sorted; order-preserving join")
+        if t == "KeyedJoin":
+            lines.append(f"threads: {op.n} key partitions (each stores, probes and purges its "
+                         "keys; every punctuation to every partition); each input element's "
+                         "rows leave sorted by the output columns, as SplitJoin's")
+        if t == "SplitJoin":
+            lines.append(f"workers: {op.workers} (round-robin state, probes on threads); each "
+                         "input element's rows leave sorted by the output columns (002 ordered "
+                         "gathering: the same rows in the same order for any number of workers)")
+    elif t == "ThreadedWindow":  # the one-thread operator it splits, on key partitions
+        lines.extend(_describe(op.template, analyzed))
+        lines.append(f"threads: {op.n} key partitions (global key codes, punctuation to every "
+                     "partition, rows merged into the one-thread order)")
     elif t in ("WindowAggregate", "BufferingWindow"):
         kind = getattr(op, "kind", None) or getattr(op, "kind_config", None)
         aggs = ", ".join(f"{a.name}={a.fn}({a.column or '*'}"
@@ -125,8 +144,11 @@ def _stats(op: Any) -> str:
             f"late {late}; peak state {m.peak_state_items} items")
 
 
-def explain(stream: Any, *, strategy: str = "oop", analyzed: bool = False) -> str:
-    """The plan of ``stream`` as text (module doc). ``analyzed``: the operators already ran."""
+def explain(stream: Any, *, strategy: str = "oop", analyzed: bool = False,
+            threads: list[str] | None = None) -> str:
+    """The plan of ``stream`` as text (module doc). ``analyzed``: the operators already ran;
+    ``threads``: the planner's notes on which operators run on threads, and why not
+    (:mod:`oop.sql.parallel`), listed after the tree."""
     top: Node = stream.node
     if not analyzed:
         memo: dict[int, Node] = {}
@@ -158,4 +180,7 @@ def explain(stream: Any, *, strategy: str = "oop", analyzed: bool = False) -> st
             walk(p, depth + 1)
 
     walk(top, 0)
+    if threads:
+        lines.append("== threads ==")
+        lines.extend(threads)
     return "\n".join(lines)

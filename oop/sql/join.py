@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from oop.sql.ddl import interval_spec
 from oop.sql.expr import Col, Scope, to_arrow
+from oop.sql.parallel import Parallelism
 from oop.sql.relation import Rel
 from oop.stream.timecol import parse_duration
 
@@ -161,8 +162,9 @@ def _tumbling(same: set[str], left: Rel, right: Rel, times: tuple[str, str],
 
 
 def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
-              strategy: Any) -> Rel:
-    """The OA-Join of ``left`` (alias ``lq``) and ``right`` (alias ``rq``) for ``join``."""
+              strategy: Any, parallel: Parallelism | None = None) -> Rel:
+    """The OA-Join of ``left`` (alias ``lq``) and ``right`` (alias ``rq``) for ``join``;
+    ``parallel`` says on how many SplitJoin workers (:mod:`oop.sql.parallel`)."""
     script = left.script
     side = str(join.args.get("side") or "").upper()
     kind = str(join.args.get("kind") or "").upper()
@@ -263,7 +265,10 @@ def plan_join(left: Rel, right: Rel, join: exp.Join, lq: str, rq: str,
 
         stream = JoinQuery(left.stream, right_stream, iop_join="opob", **args).plan(strategy)
     else:
-        stream = left.stream.join(right_stream, **args)
+        workers = (parallel or Parallelism()).join(args["name"], [li.schema, ri.schema],
+                                                   bool(keys))
+        stream = left.stream.join(right_stream, workers=workers, ordered=True, keyed=True,
+                                  **args)
     out = Rel([stream], scope, script, join)
     if out.info.schema.names != list(li.schema.names) + rphys:  # pragma: no cover - invariant
         raise script.error(f"internal: the join's output columns {out.info.schema.names} are "

@@ -30,6 +30,7 @@ from sqlglot import exp
 from oop.errors import OopError
 from oop.sql.ddl import TableDef, source_stream
 from oop.sql.expr import Col, Scope
+from oop.sql.parallel import Parallelism
 from oop.sql.parse import Script
 from oop.sql.relation import Rel, info_of, project, union_all
 from oop.sql.window import assign_windows, plan_window_aggregate, tvf_name, window_spec
@@ -48,7 +49,8 @@ class Planner:
     def __init__(self, script: Script, tables: Mapping[str, TableDef],
                  views: Mapping[str, exp.Expression], data: Mapping[str, Any],
                  strategy: Any, batch_size: int | None = None,
-                 options: Mapping[str, str] | None = None) -> None:
+                 options: Mapping[str, str] | None = None,
+                 parallel: Parallelism | None = None) -> None:
         self.script = script
         self.tables = {k.lower(): v for k, v in tables.items()}
         self.views = {k.lower(): v for k, v in views.items()}
@@ -60,6 +62,8 @@ class Planner:
         #: with late = update: how late (a duration) a tuple may be and still revise a window
         self.update = (self.options.get("allowed-lateness", "0")
                        if self.options.get("late") == "update" else None)
+        #: threads: partitions of windows and joins, read-ahead of tables (oop.sql.parallel)
+        self.parallel = parallel if parallel is not None else Parallelism()
         self.sources: dict[str, Any] = {}
         self.ctes: dict[str, exp.Expression] = {}
         self._expanding: list[str] = []
@@ -81,7 +85,8 @@ class Planner:
             s = given
         elif t is not None:
             defaults = {k: v for k, v in self.options.items() if k != "allowed-lateness"}
-            s = source_stream(t, given, self.batch_size, self.script, defaults)
+            s = source_stream(t, given, self.batch_size, self.script, defaults,
+                              read_ahead=self.parallel.read_ahead)
         elif given is not None:
             kind = "a pa.Table" if isinstance(given, (pa.Table, pa.RecordBatch)) else "a path"
             raise self.script.error(f"table {name!r} is given as {kind}; declare its event time "
@@ -219,12 +224,13 @@ class Planner:
                               "back a joined row (use --late drop or side)", joins[0], "JOIN")
             lq = frm.this.alias_or_name
             rq = joins[0].this.alias_or_name
-            rel = plan_join(rel, right, joins[0], lq, rq, self.strategy)
+            rel = plan_join(rel, right, joins[0], lq, rq, self.strategy, self.parallel)
         where = sel.args.get("where")
         if where is not None:
             rel = rel.where(where.this)
         if win is not None and sel.args.get("group") is not None:
-            return plan_window_aggregate(rel, win, sel, self.strategy, update=self.update)
+            return plan_window_aggregate(rel, win, sel, self.strategy, update=self.update,
+                                         parallel=self.parallel)
         if win is not None:
             rel = assign_windows(rel, win, sel)
         if sel.args.get("group") is not None:

@@ -50,6 +50,7 @@ from sqlglot import exp
 
 from oop.sql.ddl import interval_spec
 from oop.sql.expr import Col, Scope, to_arrow
+from oop.sql.parallel import Parallelism
 from oop.sql.parse import SESSION_ALIAS, Script
 from oop.sql.relation import Rel, output_name, project
 from oop.stream.timecol import parse_duration
@@ -295,12 +296,13 @@ def _name_aggs_directly(aggs: _Aggs, items: list[exp.Expression],
 
 
 def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy: Any,
-                          update: str | None = None) -> Rel:
+                          update: str | None = None, parallel: Parallelism | None = None) -> Rel:
     """``SELECT ... FROM TABLE(<window TVF>) [WHERE] GROUP BY window_start, window_end, ...``.
 
     ``update``: the allowed lateness (a duration) when late tuples revise windows
     (``late="update"``: revised rows carry ``is_revision``); None drops them as the
-    sources' late policy says."""
+    sources' late policy says. ``parallel``: on how many key partitions
+    (:mod:`oop.sql.parallel`)."""
     script = rel.script
     group = sel.args.get("group")
     if group is None:
@@ -398,8 +400,9 @@ def plan_window_aggregate(rel: Rel, spec: WindowSpec, sel: exp.Select, strategy:
     else:
         extra: dict[str, Any] = {} if update is None else {"late": "update",
                                                            "allowed_lateness": update}
+        threads = (parallel or Parallelism()).window(spec.fn, spec.kind, aggs.aggs, keys)
         stream = before.stream.window(spec.kind, aggs.aggs, by=keys, time=spec.time,
-                                      name="window", **extra)
+                                      name="window", threads=threads, **extra)
     if wt:
         stream = with_window_time(stream, before.info.schema.field(spec.time).type)
     out = Rel([stream], post, script, spec.node)

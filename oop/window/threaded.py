@@ -23,7 +23,9 @@ How:
 * **Global key codes.** The ``by`` columns are encoded once, by one
   :class:`~oop.window.keys.KeyEncoder` (dense codes in order of first
   appearance -- the codes the one-thread operator would give). Row ``i``
-  goes to partition ``code mod N``: a stable counting sort in one compiled
+  goes to its key's partition, ``code mod N`` for the code the key got when
+  first seen (kept for the key's life: a compaction renumbers codes, never
+  moves a key's state to another partition): a stable counting sort in one compiled
   pass (:func:`partition_rows`) gives each partition its row numbers in
   arrival order, and each partition gathers its rows on its own thread;
   the first-appearance order spreads the frequent keys round-robin.
@@ -316,6 +318,7 @@ class ThreadedWindow(Operator):
         pinfo = StreamInfo(info.name, self.part_schema,
                            {a: u for a, u in info.times.items() if a in cols}, self.time)
         self.enc = KeyEncoder(self.by)
+        self.part_of = np.zeros(0, np.int64)  # partition of each global code (module doc)
         # the global key dictionary is this operator's own state (the partitions charge theirs)
         self.budget = current_budget()
         self._charged_codes = 0
@@ -397,7 +400,10 @@ class ThreadedWindow(Operator):
             self.budget.grow(self, self.name, self.enc.nbytes(),
                              f"global key dictionary of {self.enc.n_codes} live keys")
         presets = self._presets(batch, times, codes)
-        order, bounds = partition_rows(codes, self.n)
+        if self.enc.n_codes > self.part_of.shape[0]:  # new keys: partition fixed for life
+            new = np.arange(self.part_of.shape[0], self.enc.n_codes, dtype=np.int64) % self.n
+            self.part_of = np.concatenate((self.part_of, new))
+        order, bounds = partition_rows(self.part_of[codes], self.n)
         arrays = [batch.column(c) for c in self.part_cols] + [pa.array(codes, pa.int64())]
         sub = pa.RecordBatch.from_arrays(arrays, schema=self.part_schema)
         futs = []
@@ -440,6 +446,7 @@ class ThreadedWindow(Operator):
         remap = np.full(n, -1, np.int64)
         remap[keep] = np.arange(keep.shape[0])
         self.enc.compact(keep)
+        self.part_of = self.part_of[keep]  # a kept key stays in its partition
         for f in [q.submit(lambda op=q.op: op.rekey(remap) or []) for q in self.parts]:
             f.result()
         self._charged_codes = self.enc.n_codes
