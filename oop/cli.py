@@ -93,8 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from oop.command.startup_gc import held
     try:
-        with compile_notice():
+        with held(), compile_notice():
             return int(args.func(args) or 0)
     except (OopError, FileNotFoundError) as e:
         print(f"oop: error: {e}", file=sys.stderr)

@@ -229,6 +229,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if not args.punctuation:
         check_args(args)
     if args.spark:
+        from oop.command.startup_gc import settle
+
+        settle()  # the Spark driver's start-up is its own
         try:
             from oop.spark.cli import run_replay as spark_replay
         except ImportError as e:
