@@ -93,9 +93,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
+    from oop.command.blas_threads import import_numpy_one_blas_thread
+    from oop.command.startup_gc import held
+
     try:
-        with compile_notice():
-            return int(args.func(args) or 0)
+        with held():
+            import_numpy_one_blas_thread()  # no kernel calls BLAS: no thread pool for it
+            with compile_notice():
+                return int(args.func(args) or 0)
     except (OopError, FileNotFoundError) as e:
         print(f"oop: error: {e}", file=sys.stderr)
         return 2

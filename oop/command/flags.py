@@ -219,6 +219,7 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
     from oop.limits import state_budget
     from oop.metrics import compile_timer
     from oop.plan.job import Job
+    from oop.command.startup_gc import settle
 
     t0 = _time.perf_counter() if t0 is None else t0
     ex, _ = stream.executor(terminal=writer)
@@ -226,6 +227,7 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
     job = Job(ex, writer, late, job_options(args, command))
     with compile_timer() as jit, state_budget(max_state(args)):
         job.open()
+        settle()  # start-up is over: collect garbage again, skipping what start-up built
         outcome = job.run()
     wall = _time.perf_counter() - t0
     s = summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)

@@ -101,6 +101,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from oop.command.startup_gc import settle
+
+    settle()  # experiments allocate freely: collect their garbage as they run
     from oop.experiments.registry import discover
     from oop.experiments.report import verdict, write_report
     from oop.experiments.runner import run_all, size_name, tqdm_progress

@@ -47,7 +47,7 @@ from oop.stream.elements import Element, GroupPunctuation, JointPunctuation, Pun
 
 __all__ = ["Apply", "ColumnFn", "evaluate_expressions", "apply_reference", "missing_field"]
 
-ColumnFn = Union[pc.Expression, Callable[[pa.RecordBatch], Any]]
+ColumnFn = Union["pc.Expression", Callable[[pa.RecordBatch], Any]]
 
 
 def evaluate_expressions(

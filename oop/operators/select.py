@@ -33,7 +33,7 @@ from oop.stream.elements import Element
 
 __all__ = ["Select", "Predicate", "select_reference"]
 
-Predicate = Union[pc.Expression, Callable[[pa.RecordBatch], "pa.Array | object"]]
+Predicate = Union["pc.Expression", Callable[[pa.RecordBatch], "pa.Array | object"]]
 
 
 class Select(Operator):

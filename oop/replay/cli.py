@@ -185,6 +185,9 @@ def run_replay(args: argparse.Namespace) -> int:
     if not args.punctuation:
         check_args(args)
     if args.spark:
+        from oop.command.startup_gc import settle
+
+        settle()  # the Spark driver's start-up is its own
         try:
             from oop.spark.cli import run_replay as spark_replay
         except ImportError as e:
@@ -198,8 +201,10 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.verify or args.shards:
         raise ConfigError("--verify and --shards need --spark")
     check_args(args)
+    from oop.io.compute_deferral import defer_arrow_compute
     from oop.io.pandas_probe import skip_pandas_probe
 
+    defer_arrow_compute()  # pyarrow.compute's import (~0.03 s) waits for a first use
     skip_pandas_probe()  # pyarrow would import pandas (~75 MiB) for nothing
     from oop.io.memory_pool import use_lean_pool
 

@@ -387,7 +387,7 @@ class KeyEncoder:
     # ---- decoding -----------------------------------------------------------
     def _int_key_batch(self) -> pa.RecordBatch:
         assert self._ints is not None and self._types is not None
-        arr = pa.array(self._ints[: self.n_codes]).cast(self._types[0])
+        arr = pa.array(self._ints[: self.n_codes], type=self._types[0])
         return pa.record_batch([arr], names=self.columns)
 
     def key_table(self) -> pa.Table:
@@ -408,7 +408,9 @@ class KeyEncoder:
         if not self.columns:
             return []
         if self._ints is not None and self._lut is not None and self._types is not None:
-            return [pa.array(self._ints[np.asarray(codes, np.int64)]).cast(self._types[0])]
+            # typed conversion, not Array.cast: the values came from that integer type, and
+            # a cast would load pyarrow.compute (oop.io.compute_deferral)
+            return [pa.array(self._ints[np.asarray(codes, np.int64)], type=self._types[0])]
         table = self.key_table()  # one chunk per column (combined once per new keys)
         idx = pa.array(np.asarray(codes, np.int64))
         # Array.take on the single chunk: a ChunkedArray's take, then combine_chunks, copied
