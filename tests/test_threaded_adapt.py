@@ -335,3 +335,25 @@ def test_cli_method_adapt_threads_give_the_one_thread_output(tmp_path):
     r = _cli(*common, "--threads", "2", "--late", "update", "--out", str(tmp_path / "x.parquet"))
     assert r.returncode == 2 and "--method adapt" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("thresholds", THRESHOLDS)
+def test_var_shift_is_the_one_thread_shift_in_every_partition(thresholds):
+    """var/std shift by the column's first valid value in arrival order (one thread's
+    rule); a partition that never sees that row must still use it, or its variances
+    differ in the last bits from one thread's. Key 0 comes first with 1e9 + 1, key 1's
+    values are near 0: a partition shifting key 1 by its own first value rounds
+    differently."""
+    rng = np.random.default_rng(7)
+    n = 400
+    key = np.where(np.arange(n) < 3, 0, rng.integers(0, 4, n))
+    val = np.where(key == 0, 1e9 + rng.random(n), rng.random(n) * 1e-3)
+    ts = np.sort(rng.integers(0, 100, n))
+    t = pa.table({"ts": ts, "key": key, "val": val})
+    items = [t.slice(i, 50).to_batches()[0] for i in range(0, n, 50)]
+    items.append(Punctuation("ts", 1000))
+    aggs = [agg.count(), agg.var("val"), agg.std("val")]
+    one = run(items, t.schema, Tumbling(10), aggs, 1, thresholds)
+    for k in (2, 3):
+        got = run(items, t.schema, Tumbling(10), aggs, k, thresholds)
+        assert got.table.equals(one.table)

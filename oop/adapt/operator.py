@@ -230,10 +230,38 @@ class AdaptWID(Operator):
         vals = {c: _values(batch, c) for c in self.logic.value_cols}
         for c in self.sum_max:
             self.sum_max[c] = max(self.sum_max[c], max_abs(vals[c][0].astype(np.int64, copy=False)))
+        self.fix_shifts(vals)
         src = self._src(batch.num_rows, port) if self.n_inputs > 1 else None
         late = self.logic.on_batch(gids, ts, src, vals, top=self.keys.n_codes)
         self.metrics.count_late("drop", late)
         return []
+
+    def fix_shifts(self, vals: dict[str, tuple[np.ndarray, np.ndarray | None]]) -> None:
+        """Fix var/std's shift (:mod:`oop.aggregates.moments`) at its column's first valid
+        finite value in arrival order -- the window operator's rule -- before any fold or
+        lazy buffer reads it, so the shift depends neither on which groups are eager or lazy
+        nor on key partitions (:class:`~oop.adapt.threaded.ThreadedAdapt` presets the one a
+        single thread picks). ``vals``: the batch's columns, as ``_values`` gives them."""
+        assert self.logic is not None
+        for a in self.logic.aggs:
+            if a.op == "sumsq" and a.shift is None and a.column in vals:
+                v, m = vals[a.column]
+                a.shift_for(v, np.ones(v.shape[0], bool) if m is None else m)
+
+    @property
+    def preset_shift(self) -> dict[str, float | int]:
+        """The var/std shifts fixed so far, by column."""
+        assert self.logic is not None
+        return {a.column: a.shift for a in self.logic.aggs
+                if a.op == "sumsq" and a.column and a.shift is not None}
+
+    @preset_shift.setter
+    def preset_shift(self, shifts: dict[str, float | int]) -> None:
+        """Take the shifts one thread fixed (a partition of ThreadedAdapt, before a batch)."""
+        assert self.logic is not None
+        for a in self.logic.aggs:
+            if a.op == "sumsq" and a.shift is None and a.column in shifts:
+                a.shift = shifts[a.column]
 
     def _src(self, n: int, port: int) -> np.ndarray:
         """``port`` for ``n`` rows: a slice of a reused per-port array (read only)."""

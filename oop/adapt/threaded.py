@@ -127,14 +127,24 @@ class ThreadedAdapt(ThreadedWindow):
 
     def _presets(self, batch: pa.RecordBatch, times: np.ndarray | None,
                  codes: np.ndarray) -> dict[str, Any]:
-        """The bound of every exact integer sum over the whole column so far (one thread's
-        ``sum_max``; a partition's own is never larger). O(rows) per such column."""
+        """What one thread knows before this batch: var/std's shift (the column's first
+        valid value, :meth:`AdaptWID.fix_shifts`) and the bound of every exact integer sum
+        over the whole column so far (one thread's ``sum_max``; a partition's own is never
+        larger). O(rows) per such column."""
+        presets: dict[str, Any] = {}
+        t = self.template
+        var_cols = {a.column for a in t.logic.aggs if a.op == "sumsq" and a.shift is None}
+        if var_cols:  # var/std's shift: the one one thread fixes, from the whole batch
+            t.fix_shifts({c: _adapt._values(batch, c) for c in var_cols if c})
+        if t.preset_shift:
+            presets["preset_shift"] = t.preset_shift
         if not self.sum_max:
-            return {}
+            return presets
         for c in self.sum_max:
             v = _adapt._values(batch, c)[0]
             self.sum_max[c] = max(self.sum_max[c], max_abs(v.astype(np.int64, copy=False)))
-        return {"sum_max": dict(self.sum_max)}
+        presets["sum_max"] = dict(self.sum_max)
+        return presets
 
     # ---- elements ----------------------------------------------------------------------
     def _on_batch(self, batch: pa.RecordBatch) -> list[Element]:
