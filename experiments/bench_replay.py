@@ -110,11 +110,14 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int | None = None)
 def duckdb_sql(data: Path, query: str) -> str:
     """The batch query DuckDB runs for ``query`` over the same files."""
     src = f"read_parquet('{data}/*.parquet')"
+    # the window start of ts: its floor to 1 s (DuckDB's integer // truncates toward zero,
+    # which would put negative times one window late)
+    start = "(ts - ((ts % 1000) + 1000) % 1000)"
     if query.startswith("tumbling"):
-        return (f"SELECT key, ts // 1000 * 1000 AS window_start, count(*) AS count, "
+        return (f"SELECT key, {start} AS window_start, count(*) AS count, "
                 f"sum(v) AS sum_v FROM {src} GROUP BY ALL")
     # panes of 1 s, then the 10 windows each pane belongs to
-    return (f"WITH p AS (SELECT key, ts // 1000 AS pane, count(*) c, sum(v) s FROM {src} "
+    return (f"WITH p AS (SELECT key, {start} // 1000 AS pane, count(*) c, sum(v) s FROM {src} "
             f"GROUP BY ALL) SELECT key, (pane - k) * 1000 AS window_start, sum(c) AS count, "
             f"sum(s) AS sum_v FROM p, range(10) r(k) GROUP BY ALL")
 
