@@ -57,7 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from oop.aggregates import AggregateFunction, Lane, get
+from oop.aggregates import REGISTRY, AggregateFunction, Lane, get
 from oop.errors import ConfigError
 
 __all__ = ["Agg", "Lane", "UdafFns", "count", "sum", "mean", "min", "max", "var", "std",
@@ -97,8 +97,9 @@ class Agg:
 
     @property
     def spec(self) -> AggregateFunction:
-        """The aggregate kind (:class:`oop.aggregates.AggregateFunction`)."""
-        return get(self.fn)
+        """The aggregate kind (:class:`oop.aggregates.AggregateFunction`). ``fn`` was checked
+        at construction: a plain dict read (emission asks several times per aggregate)."""
+        return REGISTRY[self.fn]
 
     # ---- identity --------------------------------------------------------
     @property

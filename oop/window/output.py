@@ -72,6 +72,7 @@ class WindowOutput:
     sum_max: dict[str, int]
     _rank_cache: dict[str | None, np.ndarray]
     _lut_n: Any
+    _lut_ok: bool | None
 
     def _key_lut(self) -> np.ndarray | None:
         """Key value of every code when Paned-WID's fused emission can write the key column.
@@ -80,8 +81,11 @@ class WindowOutput:
         holistic aggregates (those need the codes). Rebuilt (O(codes), through
         :meth:`KeyEncoder.keys`) only when new keys appeared.
         """
-        if (len(self.by) != 1 or not pa.types.is_int64(self.schema_in.field(self.by[0]).type)
-                or any(a.holistic for a in self.aggs)):
+        ok = getattr(self, "_lut_ok", None)
+        if ok is None:  # fixed by the query: decided at the first emission
+            ok = self._lut_ok = (len(self.by) == 1 and not any(a.holistic for a in self.aggs)
+                                 and pa.types.is_int64(self.schema_in.field(self.by[0]).type))
+        if not ok:
             return None
         n = self.enc.n_codes
         if getattr(self, "_lut_n", None) != n:
@@ -107,14 +111,15 @@ class WindowOutput:
         ``window_end`` only when holistic aggregates or ``emit_wid`` need it).
         ``key_values``: ``codes`` already holds the (single, int64) key column.
         """
+        hol = any(a.holistic for a in self.aggs)
         if extents is not None:
             start, end = extents
-            if wid is None and (self.emit_wid or any(a.holistic for a in self.aggs)):
+            if wid is None and (self.emit_wid or hol):
                 wid = (end - self.kind.o) // self.kind.s - 1  # type: ignore[attr-defined]
         else:
             assert wid is not None
             start, end = self.kind.extents(wid)
-        if parts is None and any(a.holistic for a in self.aggs):
+        if parts is None and hol:
             assert wid is not None
             b = np.flatnonzero(np.r_[True, wid[1:] != wid[:-1], True])
             parts = [(int(wid[x]), codes[x:y], None) for x, y in zip(b[:-1], b[1:])]

@@ -79,6 +79,12 @@ def check_state_size(R: int, C: int, n_lanes: int, lo: int, hi: int) -> None:
             "the right unit, or use a shorter range / coarser slide")
 
 
+#: stand-ins for the fused update kernel's empty lane tuples (numba needs one array of the type)
+_DUMMY_I, _DUMMY_F = np.zeros(1, np.int64), np.zeros(1, np.float64)
+#: lane ops the fused update kernel folds when their column has no null in the batch
+_NULL_OPS = ("nn", "sum")
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     """``a`` as a read-only view: the fused kernels take a homogeneous tuple of value arrays,
     and a column read zero-copy from Arrow is read-only while a computed lane input (a shifted
@@ -119,6 +125,9 @@ class Ring:
         # a column's non-null count equals the row count until it shows a null: its nn lane
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
+        # update's lane partition per (nulls, nn_active) (_fold_plan): derived, not state
+        self._plans: dict[tuple[tuple[bool, ...], frozenset[str]],
+                          tuple[list[LaneInfo], list[LaneInfo], list[LaneInfo]]] = {}
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
         # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite),
         # tracked when the owner subtracts units (Paned-WID sets track_nf)
@@ -307,6 +316,27 @@ class Ring:
         return new.reshape(-1)
 
     # ---- updating -----------------------------------------------------------
+    def _fold_plan(self, nulls: tuple[bool, ...]
+                   ) -> tuple[list[LaneInfo], list[LaneInfo], list[LaneInfo]]:
+        """The lanes :meth:`update` folds in its fused pass -- active ``nn`` counts and float
+        ``sum`` lanes of columns without nulls in this batch (``nulls``: per lane, whether it is
+        an ``nn`` / ``sum`` lane whose column has a null) -- and the rest it folds lane by
+        lane (not ``rows``, not inactive ``nn`` lanes). Cached per (nulls, active nn columns):
+        the same for most batches."""
+        ck = (nulls, frozenset(self.nn_active))
+        plan = self._plans.get(ck)
+        if plan is None:
+            fn = [li for li, n in zip(self.lanes, nulls) if li.lane.op == "nn" and not n
+                  and li.lane.column in self.nn_active]
+            skip = {li.key for li in self.lanes if li.lane.op == "nn"
+                    and li.lane.column not in self.nn_active}
+            ff = [li for li, n in zip(self.lanes, nulls) if li.lane.op == "sum"
+                  and li.dtype == np.float64 and not n]
+            done = {li.key for li in fn} | {li.key for li in ff} | skip
+            rest = [li for li in self.lanes if li.key[0] != "rows" and li.key not in done]
+            plan = self._plans[ck] = (fn, ff, rest)
+        return plan
+
     def update(self, codes: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
                cols: dict[str, ColumnValues], times: np.ndarray, n_codes: int,
                single: bool = False, top: int | None = None,
@@ -339,26 +369,21 @@ class Ring:
             self.top = max(self.top, top)
         C, mask = self.C, self.mask
         # fused fast path: rows, plus nn counts and float sums of columns without nulls
-        def nonull(li: LaneInfo) -> bool:
-            return cols[li.lane.column].valid.shape[0] == 0  # type: ignore[index]
-
-        for li in self.lanes:
-            if li.lane.op == "nn" and not nonull(li) and li.lane.column not in self.nn_active:
-                self.arr[li.key][:] = self.arr[("rows", None)]
-                self.nn_active.add(li.lane.column)  # type: ignore[arg-type]
-        fn = [li for li in self.lanes if li.lane.op == "nn" and nonull(li)
-              and li.lane.column in self.nn_active]
-        skip = {li.key for li in self.lanes if li.lane.op == "nn"
-                and li.lane.column not in self.nn_active}
-        ff = [li for li in self.lanes if li.lane.op == "sum" and li.dtype == np.float64
-              and nonull(li)]
-        dummy_i, dummy_f = np.zeros(1, np.int64), np.zeros(1, np.float64)
+        nulls = tuple(li.lane.op in _NULL_OPS  # the ops whose fused fold needs no nulls
+                      and cols[li.lane.column].valid.shape[0] != 0  # type: ignore[index]
+                      for li in self.lanes)
+        if any(nulls):
+            for li, has_null in zip(self.lanes, nulls):
+                if li.lane.op == "nn" and has_null and li.lane.column not in self.nn_active:
+                    self.arr[li.key][:] = self.arr[("rows", None)]
+                    self.nn_active.add(li.lane.column)  # type: ignore[arg-type]
+        fn, ff, rest = self._fold_plan(nulls)
+        dummy_i, dummy_f = _DUMMY_I, _DUMMY_F
         nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
         facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
         fvals = tuple(_readonly(lane_input(li, cols[li.lane.column], self.shift)[0])  # type: ignore[index]
                       for li in ff) or (dummy_f,)
-        done = {li.key for li in fn} | {li.key for li in ff} | skip
-        if lo is None and all(li.key[0] == "rows" or li.key in done for li in self.lanes):
+        if lo is None and not rest:
             assert tumble is not None
             self.live += K.upd_rows_sums_tumble(self.arr[("rows", None)], nacc, len(fn), facc,
                                                 fvals, len(ff), codes, times, tumble[0],
@@ -375,11 +400,9 @@ class Ring:
                                          len(ff), codes, lo, hi, C, mask)
         if hi is None:
             assert single
-            hi = lo + 1 if any(li.key[0] != "rows" and li.key not in done for li in self.lanes) else lo
-        for li in self.lanes:
+            hi = lo + 1 if rest else lo
+        for li in rest:
             op, col = li.lane.op, li.lane.column  # a shifted sum lane folds as a sum
-            if op == "rows" or li.key in done:
-                continue
             cv = cols[col]  # type: ignore[index]
             acc = self.arr[li.key]
             if op == "nn":

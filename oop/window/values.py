@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import numpy as np
@@ -54,10 +54,13 @@ class LaneInfo:
     #: (:func:`lane_input`) and is stored under :data:`SHIFTED_SUM`, beside the plain ``sum``
     #: lane a ``sum``/``mean`` of the same column reads
     shifted: bool = False
+    #: the storage key ``(op, column)`` (``op`` :data:`SHIFTED_SUM` for a shifted lane): built
+    #: once here, it is read for every lane on every batch and punctuation
+    key: tuple[str, str | None] = field(init=False, repr=False, compare=False)
 
-    @property
-    def key(self) -> tuple[str, str | None]:
-        return (SHIFTED_SUM if self.shifted else self.lane.op, self.lane.column)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (SHIFTED_SUM if self.shifted else self.lane.op,
+                                         self.lane.column))
 
     def identity(self) -> Any:
         op = self.lane.op
