@@ -299,10 +299,10 @@ class SqlJob(Job):
     script: str = ""
 
     def command(self, checkpointed: bool = True) -> list[str]:
-        ck = ["--checkpoint-dir", str(self.ck), "--checkpoint-every", "8000rows"] \
+        ck = ["--checkpoint-dir", str(self.ck), "--checkpoint-every", "4000rows"] \
             if checkpointed else []
         return sql_cmd(self.script, "--out", f"{self.out}/", "--late", "side", "--late-out",
-                       f"{self.late}/", "--batch-size", "5000", "--quiet", *ck)
+                       f"{self.late}/", "--batch-size", "2000", "--quiet", *ck)
 
 
 def test_sigkill_then_rerun_gives_the_uninterrupted_output(tmp_path: Path) -> None:
@@ -321,10 +321,10 @@ def test_sigkill_then_rerun_gives_the_uninterrupted_output(tmp_path: Path) -> No
     job.script = script
     log: list[str] = []
     kills = 0
-    for _ in range(3):  # a fast machine may finish before all kills: start over
-        for d in (job.out, job.late, job.ck):
+    for attempt in range(3):  # a fast machine may finish before all kills: start over,
+        for d in (job.out, job.late, job.ck):  # with other kill moments
             shutil.rmtree(d, ignore_errors=True)
-        kills = kill_until_done(job, np.random.default_rng(5), 3, log, "sql")
+        kills = kill_until_done(job, np.random.default_rng(5 + attempt), 3, log, "sql")
         assert bag(job.out) == bag(ref.out) and sum(bag(job.out).values()) > 0
         assert bag(job.late) == bag(ref.late) and sum(bag(job.late).values()) > 0
         assert pending(job.out) == [] and pending(job.late) == []
