@@ -25,6 +25,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import oop
+from _drive import drive as drive_steps
 from oop.adapt import operator as adapt_operator
 from oop.adapt.operator import AdaptWID
 from oop.adapt.order import window_code_order, window_code_order_reference
@@ -152,14 +153,7 @@ def test_rows_do_not_depend_on_batch_boundaries_or_eager_lazy(data):
 
 # ---- operator level: late tuples --------------------------------------------------------
 def drive(op, steps):
-    op.open([StreamInfo("s", TABLE_SCHEMA, {"ts": "ms"}, "ts")])
-    out = []
-    for s in steps:
-        out += op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
-    out += op.flush()
-    rows = [b for b in out if isinstance(b, pa.RecordBatch) and b.num_rows]
-    table = pa.Table.from_batches(rows, schema=op.output.schema).combine_chunks()
-    return table, [p for p in out if isinstance(p, Punctuation)]
+    return drive_steps(op, TABLE_SCHEMA, steps)
 
 
 @pytest.mark.parametrize("lag", [0, 1])

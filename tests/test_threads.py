@@ -23,6 +23,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import oop
+from _drive import drive as drive_steps
 from oop.errors import ConfigError
 from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
@@ -136,14 +137,7 @@ def scripts():
 
 
 def drive(op, steps):
-    op.open([StreamInfo("s", SCHEMA, {"ts": "ms"}, "ts")])
-    out = []
-    for s in steps:
-        out += op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
-    out += op.flush()
-    rows = [b for b in out if isinstance(b, pa.RecordBatch) and b.num_rows]
-    table = pa.Table.from_batches(rows, schema=op.output.schema).combine_chunks()
-    return table, [p for p in out if isinstance(p, Punctuation)]
+    return drive_steps(op, SCHEMA, steps)
 
 
 @pytest.mark.parametrize("lag", [0, 1])
