@@ -536,9 +536,11 @@ def from_parquet(
     if columns is not None:
         schema = pa.schema([schema.field(c) for c in columns])
 
+    from oop.io.formats import parquet_file
+
     def feed() -> Iterable[pa.RecordBatch]:
         for f in files:
-            yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=columns)
+            yield from parquet_file(f).iter_batches(batch_size=batch_size, columns=columns)
 
     return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
                    schema=schema, name=name or p.stem)

@@ -36,7 +36,7 @@ import pyarrow.types as pat
 
 from oop.errors import ConfigError, SchemaMismatchError
 
-__all__ = ["FORMATS", "EXTENSIONS", "format_of", "open_file", "conformer", "Conform"]
+__all__ = ["FORMATS", "EXTENSIONS", "format_of", "open_file", "parquet_file", "conformer", "Conform"]
 
 EXTENSIONS: dict[str, str] = {
     ".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".ndjson": "ndjson",
@@ -90,9 +90,21 @@ def _drop(batches: Batches, skip: int) -> Batches:
 
 
 # ---- Parquet -------------------------------------------------------------
+def parquet_file(path: str | Path) -> pq.ParquetFile:
+    """``path`` opened for streaming its batches in bounded memory.
+
+    ``pre_buffer=False``: with pyarrow's default (pre-buffering on), ``iter_batches``
+    keeps every column chunk it fetched until the file is closed, so memory grows
+    with the file -- 150 MiB held at the end of a 10M-row, 157 MB file (peak RSS
+    248 MiB against 100 MiB without; a 3M-row file: 140 against 100). Pre-buffering
+    coalesces reads for object stores; local files read as fast without it.
+    """
+    return pq.ParquetFile(path, pre_buffer=False)
+
+
 def _parquet(path: Path, skip: int, chunk_rows: int,
              types: pa.Schema | None) -> tuple[pa.Schema, Batches]:
-    pf = pq.ParquetFile(path)
+    pf = parquet_file(path)
     names = pf.schema_arrow.names
     columns = None if types is None else [n for n in types.names if n in names]
     meta = pf.metadata

@@ -120,9 +120,9 @@ def read_fragment(frag: Fragment, schema: pa.Schema, batch_size: int,
     fragment's arrival column is non-decreasing the rows stream in batches;
     otherwise the fragment is read whole and stably sorted by ``arrival``.
     """
-    import pyarrow.parquet as pq
+    from oop.io.formats import parquet_file
 
-    f = pq.ParquetFile(frag.path)
+    f = parquet_file(frag.path)
     groups = list(frag.row_groups) if frag.row_groups is not None else None
     cols = list(schema.names)
     if arrival is not None:
