@@ -97,8 +97,8 @@ def test_parquet_buffers_small_batches_into_large_row_groups(tmp_path: Path) -> 
 
 
 def test_parquet_dictionary_encodes_text_columns_only_and_reads_back(tmp_path: Path) -> None:
-    """Strings (keys), binaries and dictionaries are dictionary-encoded, numbers and window
-    bounds plain; pyarrow and DuckDB read every row back."""
+    """Strings (keys), binaries and dictionaries are dictionary-encoded, 32/64-bit integers
+    and window bounds delta-packed, floats plain; pyarrow and DuckDB read every row back."""
     import duckdb
 
     n = 3000
@@ -117,6 +117,11 @@ def test_parquet_dictionary_encodes_text_columns_only_and_reads_back(tmp_path: P
                  for i in range(meta.num_columns)
                  if meta.row_group(0).column(i).has_dictionary_page}
     assert dict_cols == {"k", "b", "d", "none"}
+    encodings = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i).encodings
+                 for i in range(meta.num_columns)}
+    delta = {c for c, e in encodings.items() if "DELTA_BINARY_PACKED" in e}
+    assert delta == {"ik", "window_start", "window_end", "count"}
+    assert "PLAIN" in encodings["sum_v"]
     assert pq.read_table(path).to_pylist() == t.to_pylist()
     got = duckdb.connect().execute(f"SELECT k, ik, count, sum_v, epoch_ms(window_end) "
                                    f"FROM read_parquet('{path}')").fetchall()
