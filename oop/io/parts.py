@@ -27,6 +27,16 @@ A sink opened on a folder that already holds parts continues after the
 highest committed number (appends). Memory: one part's Parquet row-group
 buffer at most.
 
+:meth:`PartsSink.write_on_threads` (a pipelined run's writing stage,
+:class:`oop.plan.background.BackgroundSink`) encodes the parts on ``n``
+threads of their own, part ``k`` on lane ``k % n``: each part is still one
+encoder writing its rows in order, so the files are the same, but part
+``k + 1`` is encoded while part ``k`` is finished and fsynced. Each lane
+holds at most ``lane_bytes`` of queued rows (the caller waits beyond that);
+:meth:`prepare`, :meth:`commit` and :meth:`close` wait for every lane, so
+no part is renamed or recorded before it is durable, and a lane's error is
+raised by the next call.
+
 Fault injection for tests: ``OOP_FAULT=sink-enospc-after:N`` makes every
 write after the first ``N`` rows a process has written to part folders fail
 with ``ENOSPC`` (a full disk), as a too-small device would.
@@ -37,9 +47,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import threading
+import time
 import re
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Callable
 
 import pyarrow as pa
 
@@ -128,6 +140,114 @@ class _FdFile:
         return self.fd
 
 
+class _Part:
+    """One part being written: its pending and final paths, file object, encoder and rows."""
+
+    def __init__(self, sink: "PartsSink", n: int) -> None:
+        assert sink.schema is not None
+        self.final = sink.folder / part_name(n, sink.format)
+        self.pending = sink.folder / f".{self.final.name}.pending"
+        self.guard = sink._guard
+        self.rows = 0  # rows given to this part (counted when queued)
+        self.f: IO[bytes] | None = None
+        self.w: FormatWriter | None = None
+        self._open = lambda: sink.opener(str(self.pending), "wb")
+        self._make = lambda f: make_writer(sink.format, f, sink.schema,  # type: ignore[arg-type]
+                                           row_group_rows=sink.row_group_rows)
+
+    def start(self) -> None:
+        with self.guard("opening", self.pending):
+            self.f = self._open()
+        with self.guard(what=self.pending):
+            self.w = self._make(self.f)
+
+    def write(self, piece: pa.RecordBatch) -> None:
+        if self.w is None:
+            self.start()
+        with self.guard(what=self.pending):
+            self.w.write(piece)  # type: ignore[union-attr]
+
+    def finish(self) -> None:
+        """Encode what is buffered, then flush, fsync and close the file."""
+        if self.w is None:
+            self.start()
+        with self.guard(what=self.pending):
+            self.w.close()  # type: ignore[union-attr]
+            self.f.flush()  # type: ignore[union-attr]
+            fsync(self.f)
+            self.f.close()  # type: ignore[union-attr]
+
+    def discard(self) -> None:
+        discard(self.w, self.f)
+        self.f, self.w = None, None
+
+
+class _Lanes:
+    """``n`` threads that run the work given to each in order (part ``k`` on lane ``k % n``);
+    a lane holds at most ``lane_bytes`` of queued batches (one batch of any size always)."""
+
+    def __init__(self, n: int, lane_bytes: int, name: str) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"oop-part-{name}")
+                      for _ in range(n)]
+        self.cpu_s = 0.0  # CPU seconds of the work run so far
+        self.lane_bytes = lane_bytes
+        self.queued = [0] * n
+        self.cv = threading.Condition()
+        self.futures: list[Any] = []
+
+    def submit(self, k: int, fn: Callable[..., None], *args: Any, nbytes: int = 0) -> None:
+        lane = k % len(self.lanes)
+        with self.cv:
+            while self.queued[lane] and self.queued[lane] + nbytes > self.lane_bytes:
+                self.cv.wait()
+            self.queued[lane] += nbytes
+        fut = self.lanes[lane].submit(self._timed, fn, args)
+        if nbytes:
+            fut.add_done_callback(lambda _f: self._done(lane, nbytes))
+        self.futures.append(fut)
+        self._raise_done()
+
+    def _timed(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
+        t0 = time.thread_time()
+        try:
+            fn(*args)
+        finally:
+            with self.cv:
+                self.cpu_s += time.thread_time() - t0
+
+    def _done(self, lane: int, nbytes: int) -> None:
+        with self.cv:
+            self.queued[lane] -= nbytes
+            self.cv.notify_all()
+
+    def _raise_done(self) -> None:
+        """Raise the first error of the work that has finished; forget finished work."""
+        live = []
+        for fut in self.futures:
+            if fut.done():
+                fut.result()
+            else:
+                live.append(fut)
+        self.futures = live
+
+    def wait(self) -> None:
+        """Wait for all queued work; raise the first error."""
+        futures, self.futures = self.futures, []
+        for fut in futures:
+            fut.result()
+
+    def stop(self) -> None:
+        """Wait for all queued work, ignoring errors (a failure is being raised), and end the
+        threads."""
+        futures, self.futures = self.futures, []
+        for fut in futures:
+            fut.exception()
+        for lane in self.lanes:
+            lane.shutdown(wait=True)
+
+
 class PartsSink:
     """Rolling part files in a folder, committed by rename (see module doc)."""
 
@@ -151,15 +271,37 @@ class PartsSink:
         self.committed = 0  # parts 0 .. committed-1 are in place
         self.rows_committed = 0
         self.pending: list[tuple[Path, Path, int]] = []  # finished parts: pending, final, rows
-        self._f: IO[bytes] | None = None
-        self._w: FormatWriter | None = None
-        self._cur: tuple[Path, Path] | None = None
-        self._cur_rows = 0
+        self._part: _Part | None = None  # the open part
+        self._lanes: _Lanes | None = None  # threads encoding the parts (write_on_threads)
+        self._lanes_cpu_s = 0.0  # CPU seconds of lanes already stopped
         self.closed = False
 
     def _guard(self, action: str = "writing to", what: Path | None = None
                ) -> contextlib.AbstractContextManager[None]:
         return io_errors(self.name, str(what or self.folder), action)
+
+    def write_on_threads(self, n: int = 2, lane_bytes: int = 16 << 20) -> None:
+        """Encode, fsync and close the parts on ``n`` threads, part ``k`` on lane ``k % n``
+        (see module doc): for a sink written on a thread of its own, whose encoding is the
+        slowest stage of a pipelined run."""
+        if self._lanes is None and n >= 1:
+            self._lanes = _Lanes(n, lane_bytes, self.name)
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the lanes (:meth:`write_on_threads`) spent so far; 0 without lanes."""
+        return self._lanes_cpu_s + (self._lanes.cpu_s if self._lanes is not None else 0.0)
+
+    def _run(self, fn: Callable[..., None], *args: Any, nbytes: int = 0) -> None:
+        """Run ``fn(*args)`` now, or on the open part's lane."""
+        if self._lanes is None:
+            fn(*args)
+        else:
+            self._lanes.submit(self.next_part - 1, fn, *args, nbytes=nbytes)
+
+    def _wait(self) -> None:
+        if self._lanes is not None:
+            self._lanes.wait()
 
     # ---- the contract --------------------------------------------------
     def open(self, schema: pa.Schema) -> None:
@@ -181,16 +323,18 @@ class PartsSink:
         assert self.schema is not None, "open() the sink first"
         start = 0
         while start < batch.num_rows:
-            if self._w is None:
+            if self._part is None:
                 self._start_part()
-            take = min(batch.num_rows - start, self.max_rows_per_part - self._cur_rows)
+            part = self._part
+            assert part is not None
+            take = min(batch.num_rows - start, self.max_rows_per_part - part.rows)
             piece = batch if take == batch.num_rows else batch.slice(start, take)
-            with self._guard(what=self._cur[0] if self._cur else None):
+            with self._guard(what=part.pending):
                 _fault_enospc(take)
-                self._w.write(piece)  # type: ignore[union-attr]
-            self._cur_rows += take
+            self._run(part.write, piece, nbytes=piece.nbytes)
+            part.rows += take
             start += take
-            if self._cur_rows >= self.max_rows_per_part:
+            if part.rows >= self.max_rows_per_part:
                 self._finish_part()
 
     def prepare(self) -> Offset:
@@ -200,15 +344,17 @@ class PartsSink:
         makes the parts visible; :func:`recover` rolls them forward after a crash
         in between.
         """
-        if self._w is not None:
+        if self._part is not None:
             self._finish_part()
+        self._wait()
         return {"parts": self.committed + len(self.pending),
                 "rows": self.rows_committed + sum(rows for _, _, rows in self.pending)}
 
     def commit(self) -> Offset:
         """Finish the open part and rename the pending parts into place; O(parts renamed)."""
-        if self._w is not None:
+        if self._part is not None:
             self._finish_part()
+        self._wait()
         if self.pending:
             with self._guard("committing parts in"):
                 for pending, final, rows in self.pending:
@@ -223,42 +369,43 @@ class PartsSink:
         """Commit; a folder left without any part gets an empty one holding the schema."""
         if self.closed:
             return
-        if self.committed == 0 and not self.pending and self._w is None \
+        if self.committed == 0 and not self.pending and self._part is None \
                 and self.schema is not None:
             self._start_part()
-        self.commit()
+        try:
+            self.commit()
+        finally:
+            self._stop_lanes()
         self.closed = True
 
     def abort(self) -> None:
         """Discard the open and pending parts (errors ignored: a failure is being raised)."""
         self.closed = True
-        discard(self._w, self._f)
-        victims = [p for p, _, _ in self.pending] + ([self._cur[0]] if self._cur else [])
+        self._stop_lanes()
+        victims = [p for p, _, _ in self.pending]
+        if self._part is not None:
+            self._part.discard()
+            victims.append(self._part.pending)
         for p in victims:
             with contextlib.suppress(OSError):
                 os.remove(p)
-        self.pending, self._f, self._w, self._cur = [], None, None, None
+        self.pending, self._part = [], None
 
     # ---- parts -----------------------------------------------------------
     def _start_part(self) -> None:
-        assert self.schema is not None
-        final = self.folder / part_name(self.next_part, self.format)
-        pending = self.folder / f".{final.name}.pending"
+        self._part = _Part(self, self.next_part)
         self.next_part += 1
-        with self._guard("opening", pending):
-            self._f = self.opener(str(pending), "wb")
-        self._cur, self._cur_rows = (pending, final), 0
-        with self._guard(what=pending):
-            self._w = make_writer(self.format, self._f, self.schema,
-                                  row_group_rows=self.row_group_rows)
+        self._run(self._part.start)
 
     def _finish_part(self) -> None:
-        assert self._w is not None and self._f is not None and self._cur is not None
-        pending, final = self._cur
-        with self._guard(what=pending):
-            self._w.close()
-            self._f.flush()
-            fsync(self._f)
-            self._f.close()
-        self.pending.append((pending, final, self._cur_rows))
-        self._f, self._w, self._cur, self._cur_rows = None, None, None, 0
+        part = self._part
+        assert part is not None
+        self._run(part.finish)
+        self.pending.append((part.pending, part.final, part.rows))
+        self._part = None
+
+    def _stop_lanes(self) -> None:
+        if self._lanes is not None:
+            self._lanes.stop()
+            self._lanes_cpu_s += self._lanes.cpu_s
+            self._lanes = None

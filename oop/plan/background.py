@@ -15,13 +15,16 @@ thread's time, the window kernels ~10 %):
   happen on a thread, in order, up to ``max_bytes`` of batches behind; ``commit``,
   ``close`` and ``abort`` wait for the queued writes first, so what is
   committed is exactly what was written before the call. A write error is
-  raised by the next call.
+  raised by the next call. A part folder (:class:`oop.io.parts.PartsSink`) is
+  written to directly instead and encodes its parts on ``lanes`` threads of
+  its own (:meth:`~oop.io.parts.PartsSink.write_on_threads`): encoding is the
+  slowest stage of a sliding window's run (Parquet output ~40 % of one
+  thread's time), and one writing thread left the window waiting for it.
 
 Cost: one queue hand-off per batch; memory: ``depth`` (default 2) input batches and
-``max_bytes`` (default 4 MiB, or one larger batch) of results in flight: enough to
-absorb a burst of one punctuation's results, no more (a larger queue only holds
-resident memory when the writer is the slower stage; 16 MiB cost ~15 MiB of peak RSS
-on the 10M-row sliding benchmark, 4 input batches ~3 MiB).
+``max_bytes`` (default 4 MiB, or one larger batch) of results in flight, or for a part
+folder 16 MiB per lane and each lane's open row group (the 3M-row test input of
+``tests/test_replay_live.py``: peak RSS 264 MiB at ``--threads 2``, 248 MiB at 1).
 """
 
 from __future__ import annotations
@@ -115,7 +118,7 @@ class ReadAhead:
 class BackgroundSink:
     """A sink written on a thread, in order, ``depth`` batches behind (see module doc)."""
 
-    def __init__(self, inner: Any, max_bytes: int = 4 << 20) -> None:
+    def __init__(self, inner: Any, max_bytes: int = 4 << 20, lanes: int = 2) -> None:
         self.inner = inner
         self.name = inner.name
         self.max_bytes = max_bytes
@@ -123,17 +126,29 @@ class BackgroundSink:
         self._inflight = 0  # bytes queued, not yet written
         self._cv = threading.Condition()
         self._error: BaseException | None = None
-        self.cpu_s = 0.0  # CPU time of the writing thread so far
+        self._cpu_s = 0.0  # CPU time of the writing thread so far
         #: called once the sink closed cleanly (e.g. to report ``cpu_s`` in a summary)
         self.on_close: Callable[[], None] | None = None
+        write_on_threads = getattr(inner, "write_on_threads", None)
+        #: a part folder encodes its parts on lanes of its own: written to directly
+        self.direct = write_on_threads is not None
+        self._thread: threading.Thread | None = None
+        if write_on_threads is not None:
+            write_on_threads(lanes)
+            return
         self._thread = threading.Thread(target=self._run, name=f"oop-write-{self.name}",
                                         daemon=True)
         self._thread.start()
 
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the writing thread (or of a part folder's lanes) so far."""
+        return float(self.inner.cpu_s) if self.direct else self._cpu_s
+
     def _run(self) -> None:
         t0 = time.thread_time()
         while True:
-            self.cpu_s = time.thread_time() - t0
+            self._cpu_s = time.thread_time() - t0
             item = self._q.get()
             try:
                 if item is _STOP:
@@ -164,6 +179,9 @@ class BackgroundSink:
     def write(self, batch: pa.RecordBatch) -> None:
         """Queue ``batch``; waits while more than ``max_bytes`` are queued (one batch of any
         size is always accepted)."""
+        if self.direct:
+            self.inner.write(batch)
+            return
         self._raise()
         nbytes = batch.nbytes
         with self._cv:
@@ -200,7 +218,7 @@ class BackgroundSink:
             self._stop()
 
     def _stop(self) -> None:
-        if self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive():
             self._q.put(_STOP)
             self._thread.join()
 
