@@ -90,6 +90,9 @@ def _drop(batches: Batches, skip: int) -> Batches:
 
 
 # ---- Parquet -------------------------------------------------------------
+_READ_BUFFER = 1 << 20
+
+
 def parquet_file(path: str | Path) -> pq.ParquetFile:
     """``path`` opened for streaming its batches in bounded memory.
 
@@ -98,8 +101,10 @@ def parquet_file(path: str | Path) -> pq.ParquetFile:
     with the file -- 150 MiB held at the end of a 10M-row, 157 MB file (peak RSS
     248 MiB against 100 MiB without; a 3M-row file: 140 against 100). Pre-buffering
     coalesces reads for object stores; local files read as fast without it.
+    ``buffer_size``: column chunks are read through a 1 MiB buffer instead of whole
+    (less system time and ~15 MiB less peak RSS on the 50M-row sliding benchmark).
     """
-    return pq.ParquetFile(path, pre_buffer=False)
+    return pq.ParquetFile(path, pre_buffer=False, buffer_size=_READ_BUFFER)
 
 
 def _parquet(path: Path, skip: int, chunk_rows: int,
