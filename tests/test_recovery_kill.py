@@ -5,7 +5,7 @@ Every job runs in a subprocess and is killed at random moments (seeded RNG,
 committed output folder, read with pyarrow, must equal the uninterrupted run's
 row for row as a multiset (nothing repeated, nothing lost), late side output
 included. Plans: WID tumbling with string keys and Paned-WID sliding through
-``oop replay``; the adaptive window, a join and a union through the library
+``oop replay`` (pipelined on 2 threads, and on one); the adaptive window, a join and a union through the library
 (``Stream.sink(checkpoint_dir=...)``, see ``tests/_recovery_driver.py``).
 """
 
@@ -35,11 +35,15 @@ SEED = int(os.environ.get("OOP_KILL_SEED", "20261124"))
 KILLS_PER_PLAN = 4
 KILL_LOG: list[str] = []
 
+# --threads 2: pipelined (read ahead, the one-thread window, parts encoded on lanes),
+# checkpointed; --threads 1: all on the driving thread
 CLI_QUERIES = {
     "wid-tumbling": ["--window", "tumbling:1s", "--method", "wid", "--agg", "count",
-                     "--agg", "sum:v"],
+                     "--agg", "sum:v", "--threads", "2"],
     "paned-sliding": ["--window", "sliding:2s,500ms", "--method", "paned", "--agg", "count",
-                      "--agg", "max:v"],
+                      "--agg", "max:v", "--threads", "2"],
+    "paned-sliding-1thread": ["--window", "sliding:2s,500ms", "--method", "paned",
+                              "--agg", "count", "--agg", "max:v", "--threads", "1"],
 }
 
 
@@ -84,7 +88,8 @@ def _one_line(stderr: str) -> str:
 
 
 # ---- random SIGKILLs ------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["wid-tumbling", "paned-sliding", "adaptive", "join", "union"])
+@pytest.mark.parametrize("name", ["wid-tumbling", "paned-sliding", "paned-sliding-1thread",
+                                  "adaptive", "join", "union"])
 def test_sigkill_at_random_moments_then_rerun_is_exact(name: str, data: tuple[Path, Path],
                                                         tmp_path: Path) -> None:
     rng = np.random.default_rng([SEED, len(name), ord(name[0])])

@@ -239,10 +239,16 @@ def test_cli_threads_gives_the_one_thread_output(tmp_path):
     for th in ("2", "3"):
         assert all(m[th]["plan"][k] >= 0 for k in cpu), m[th]["plan"]
     assert not set(cpu) & set(m["1"]["plan"])
-    r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
+    r = _cli(*common, "--threads", "3", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
              str(tmp_path / "ck"))
-    assert r.returncode == 2 and "--threads 2 cannot be checkpointed" in r.stderr
+    assert r.returncode == 2 and "--threads 3 runs key partitions" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    # a pipelined run (reading, the one-thread window, writing) is checkpointed
+    r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/ck-out/", "--checkpoint-dir",
+             str(tmp_path / "ck"), "--checkpoint-every", "2000rows")
+    assert r.returncode == 0, r.stderr
+    assert pq.read_table(tmp_path / "ck-out").equals(outs["1"])
+    assert list((tmp_path / "ck").iterdir())
 
 
 # ---- the pipeline stages: read ahead, write behind ------------------------------------

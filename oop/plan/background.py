@@ -8,9 +8,12 @@ thread's time, the window kernels ~10 %):
 
 * :class:`ReadAhead` -- a :class:`~oop.io.protocol.SourceConnector` whose
   batches are read by a thread up to ``depth`` batches ahead (Arrow decodes
-  without the GIL). Same batches in the same order. Finite feeds only: its
-  ``offset()`` would be ahead of what the plan consumed, so it is not
-  resumable (threaded runs are not checkpointed).
+  without the GIL). Same batches in the same order. Finite feeds only. Its
+  ``offset()`` is the inner connector's offset just after the last batch
+  :meth:`~ReadAhead.poll` *returned* (the reading thread records it with each
+  batch), not after the batches read ahead, so a checkpoint of a pipelined
+  run resumes exactly where the plan was; ``seek`` works before the first
+  poll (a resumed run seeks, then reads).
 * :class:`BackgroundSink` -- a :class:`~oop.io.protocol.Sink` whose writes
   happen on a thread, in order, up to ``max_bytes`` of batches behind; ``commit``,
   ``close`` and ``abort`` wait for the queued writes first, so what is
@@ -47,11 +50,12 @@ class ReadAhead:
     """A finite connector read ``depth`` batches ahead on a thread (see module doc)."""
 
     live = False
-    resumable = False
 
     def __init__(self, inner: Any, depth: int = 2) -> None:
         self.inner = inner
         self.name = inner.name
+        self.resumable = bool(getattr(inner, "resumable", False))
+        self._offset: Offset = None  # the inner offset after the last batch poll() returned
         self.depth = depth
         self._q: queue.Queue[Any] = queue.Queue(depth)
         self._thread: threading.Thread | None = None
@@ -70,12 +74,12 @@ class ReadAhead:
                 item = self.inner.poll(max_rows, 0.1)
                 if item is IDLE:
                     continue
-                self._put(item)
+                self._put((item, self.inner.offset()))
                 if item is END:
                     break
             self.cpu_s = time.thread_time() - t0
         except BaseException as e:  # raised again by poll() on the driving thread
-            self._put(e)
+            self._put((e, None))
 
     def _put(self, item: Any) -> None:
         while not self._closed.is_set():
@@ -88,22 +92,28 @@ class ReadAhead:
     def poll(self, max_rows: int, timeout: float = 0.1) -> Poll:
         """The next batch (or END) in feed order; blocks until the reader has it."""
         if self._thread is None:
+            self._offset = self.inner.offset()
             self._thread = threading.Thread(target=self._run, args=(max_rows,),
                                             name=f"oop-read-{self.name}", daemon=True)
             self._thread.start()
-        item = self._q.get()
+        item, offset = self._q.get()
         if isinstance(item, BaseException):
             raise item
+        self._offset = offset
         if isinstance(item, pa.RecordBatch):
             self._rows += item.num_rows
         return item
 
     def offset(self) -> Offset:
-        return self.inner.offset()
+        """Where the plan is: the inner offset after the last batch :meth:`poll` returned."""
+        return self.inner.offset() if self._thread is None else self._offset
 
     def seek(self, offset: Offset) -> None:
-        raise RuntimeError(f"{self.name}: a read-ahead input cannot seek (threaded runs are "
-                           "not checkpointed)")
+        """Continue after ``offset``; before the first :meth:`poll` only (a resumed run)."""
+        if self._thread is not None:
+            raise RuntimeError(f"{self.name}: a read-ahead input seeks before its first read "
+                               "only")
+        self.inner.seek(offset)
 
     def close(self) -> None:
         self._closed.set()
