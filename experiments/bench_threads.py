@@ -11,9 +11,9 @@ Thread counts alternate within each repeat, so a change in the machine's
 load hits both; the load average is recorded before and after.
 
 ``oop replay --threads N`` (N > 1) reads and writes on threads of its own
-and runs the window on N - 1 key partitions: ``--threads 2`` is the
-one-thread window with decode and encode beside it, ``--threads 3`` the
-first to partition (ThreadedWindow). Threaded runs report their threads' CPU.
+(the result parts encoded on two lanes) and runs the window on N - 1 key
+partitions: ``--threads 2`` is the one-thread window with decode and encode
+beside it, ``--threads 3`` the first to partition (ThreadedWindow). Threaded runs report their threads' CPU.
 
 Every threaded output is compared with the one-thread output of the same
 query (all part files in order, ``Table.equals``: same rows, same order).

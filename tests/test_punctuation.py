@@ -303,3 +303,49 @@ def test_on_batch_stats_equals_on_batch(batches, cfg):
     for x in batches:
         t = np.asarray(x, dtype=np.int64)
         assert a.on_batch(None, t) == b.on_batch_stats(None, t, int(t.min()), int(t.max()))
+
+
+# ---- what a generator is given ------------------------------------------------------
+class _Seen:
+    """A bounded-delay generator that records what each on_batch call was given."""
+
+    def __init__(self, reads_rows: bool) -> None:
+        self.calls: list[tuple[int | None, int]] = []  # (rows of the batch given, times)
+        self.reads_rows = reads_rows
+
+
+def _recording(seen: _Seen) -> oop.punctuation.GeneratorConfig:
+    from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
+
+    class Logic(PunctuationGenerator):
+        reads_rows = seen.reads_rows
+
+        def on_batch(self, batch: pa.RecordBatch | None, times: np.ndarray) -> int | None:
+            seen.calls.append((None if batch is None else batch.num_rows, len(times)))
+            return int(times.max()) - 50 if len(times) else None
+
+    class Config(GeneratorConfig):
+        def build(self, time: TimeSpec) -> PunctuationGenerator:
+            return Logic()
+
+    return Config()
+
+
+@pytest.mark.parametrize("reads_rows", [False, True])
+def test_the_batch_is_given_only_to_a_generator_that_reads_rows(reads_rows: bool) -> None:
+    """A segment of several input batches is concatenated only for a generator that reads
+    its columns (``reads_rows``); the others get None and every time, the same results."""
+    ts = np.arange(3000, dtype=np.int64)
+    t = pa.table({"ts": ts, "v": np.ones(3000)})
+    seen = _Seen(reads_rows)
+    from oop.punctuation.cadence import Cadence
+
+    src = oop.from_arrow(t, time="ts", punctuation=Cadence(_recording(seen), 700),
+                         batch_size=250)  # segments of 700 rows over 3-4 batches
+    got = src.window(oop.Tumbling(100), [oop.agg.count()]).run().table
+    # every time seen once, but those of the last segment: end-of-stream punctuates them
+    assert 3000 - 700 <= sum(n for _, n in seen.calls) <= 3000
+    rows = [r for r, _ in seen.calls]
+    assert rows == ([n for _, n in seen.calls] if reads_rows else [None] * len(rows))
+    assert any(n > 250 for _, n in seen.calls)  # some segment spans several batches
+    assert got.column("count").to_pylist() == [100] * 30

@@ -328,13 +328,14 @@ class Source(Operator):
                 self.generator.on_late(t)
         if not batches:
             v = None
-        elif len(batches) == 1:
-            batch, times = batches[0], times_l[0]
-            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact and len(times)
-                 else self.generator.on_batch(batch, times))
         else:
-            batch, times = pa.concat_batches(batches), np.concatenate(times_l)
-            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact
+            rows = self.generator.reads_rows
+            if len(batches) == 1:
+                batch, times = batches[0] if rows else None, times_l[0]
+            else:  # the columns are concatenated only for a generator that reads them
+                batch = pa.concat_batches(batches) if rows else None
+                times = np.concatenate(times_l)
+            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact and len(times)
                  else self.generator.on_batch(batch, times))
         out = self._punctuate(v)
         gauges = self.generator.gauges()

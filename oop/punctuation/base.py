@@ -7,7 +7,11 @@ logic (a :class:`PunctuationGenerator`) for one source:
 
 * :meth:`PunctuationGenerator.on_batch` sees each on-time batch (after late
   rows were split off) with its int64 times, and returns a new bound ``v``
-  (meaning: every later tuple has ``time >= v``) or None.
+  (meaning: every later tuple has ``time >= v``) or None. The batch's
+  columns are given only to a generator whose ``reads_rows`` is True (e.g.
+  a marker column, :mod:`oop.punctuation.external`); the others get None and
+  read the times: a segment of several input batches is then not
+  concatenated (a copy of the whole input, once, for nothing).
 * :meth:`PunctuationGenerator.on_batch_stats` is the same call with the
   batch's min and max time already computed by the source (one fused pass);
   generators that only need the max override it.
@@ -45,12 +49,16 @@ __all__ = ["PunctuationGenerator", "GeneratorConfig"]
 class PunctuationGenerator(ABC):
     """Runtime logic of one source's punctuation. One instance per source."""
 
+    #: whether :meth:`on_batch` reads the batch's columns (else it is given None)
+    reads_rows: bool = False
+
     @abstractmethod
-    def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
-        """A batch of on-time tuples arrived; return a new low-watermark bound or None."""
+    def on_batch(self, batch: pa.RecordBatch | None, times: np.ndarray) -> int | None:
+        """A batch of on-time tuples arrived; return a new low-watermark bound or None.
+        ``batch`` is None unless :attr:`reads_rows`."""
 
     def on_batch_stats(
-        self, batch: pa.RecordBatch, times: np.ndarray, lo: int, hi: int
+        self, batch: pa.RecordBatch | None, times: np.ndarray, lo: int, hi: int
     ) -> int | None:
         """:meth:`on_batch` when the source already knows ``min(times)`` and ``max(times)``.
 

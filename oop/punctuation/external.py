@@ -59,6 +59,8 @@ __all__ = ["External", "ExternalLogic"]
 class ExternalLogic(PunctuationGenerator):
     """Runtime of :class:`External`; ``column=None`` adds no punctuation."""
 
+    reads_rows = True  # the marker column
+
     def __init__(self, column: str | None, time: str) -> None:
         self.column = column
         self.time = time
