@@ -101,9 +101,17 @@ def upd_rows_sums(rows, nacc, nn, facc, fvals, nf, codes, lo, hi, C, mask):
 
 
 @nb.njit(cache=True, nogil=True)
-def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
-    """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes)."""
+def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask, bound):
+    """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes).
+
+    Returns ``(new, below)``: the number of cells that became live, and whether every folded
+    float value has ``|v| < bound`` (False at a NaN) -- :func:`all_abs_below` over the ``nf``
+    value arrays, fused into the pass that reads them anyway (Paned-WID's all-finite check,
+    :func:`~oop.window.values.note_nonfinite`, costs no second read of the batch). Reference:
+    :func:`update_ref` per lane and :func:`all_abs_below_ref` per value array.
+    """
     new = 0
+    below = True
     for i in range(codes.shape[0]):
         j = (units[i] & mask) * C + codes[i]
         new += rows[j] == 0  # branch-free: about a third of the rows open a cell
@@ -111,8 +119,10 @@ def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
         for f in range(nn):
             nacc[f][j] += 1
         for f in range(nf):
-            facc[f][j] += fvals[f][i]
-    return new
+            v = fvals[f][i]
+            facc[f][j] += v
+            below &= abs(v) < bound
+    return new, below
 
 
 @nb.njit(cache=True, nogil=True)
