@@ -249,6 +249,9 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             for c in {li.lane.column for li in self.lanes
                       if li.lane.op in SELECT and li.lane.column}
             if not is_numeric_type(info.schema.field(c).type)}
+        # the numeric columns the lanes read (ranked ones go through value_ranks): every batch
+        self._lane_cols = tuple(c for c in dict.fromkeys(li.lane.column for li in self.lanes)
+                                if c is not None and c not in self.value_ranks)
         self.lwm = INT64_MIN
         self.budget = current_budget()  # shared by the plan's operators (oop.limits)
         self._span_hash = False  # hash cells chosen for a sparse span (see _sparse_span)
@@ -521,8 +524,7 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
     def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
         """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by
         :meth:`_add_holistic`, any type), noting each decimal column's largest ``|value|``."""
-        lane_cols = {li.lane.column for li in self.lanes if li.lane.column}
-        cols = {c: column_values(batch, c) for c in lane_cols if c not in self.value_ranks}
+        cols = {c: column_values(batch, c) for c in self._lane_cols}
         for c, vr in self.value_ranks.items():
             if vr.enc.n_codes >= vr.compact_at:  # drop the values no cell holds any more
                 remap = vr.compact(self._held_values(c))
