@@ -717,8 +717,11 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
     # ---- state --------------------------------------------------------------------
     def state_size(self) -> StateSize:
         items = self.enc.n_codes
-        nbytes = self.enc.nbytes() + sum(vr.nbytes() for vr in self.value_ranks.values())
-        nbytes += sum(e.nbytes() for e in self.value_enc.values())
+        nbytes = self.enc.nbytes()
+        if self.value_ranks:
+            nbytes += sum(vr.nbytes() for vr in self.value_ranks.values())
+        if self.value_enc:
+            nbytes += sum(e.nbytes() for e in self.value_enc.values())
         if self.ring is not None:
             items += self.ring.live
             nbytes += self.ring.nbytes()

@@ -27,7 +27,6 @@ from oop.progress.watermark import time_bounds
 from oop.window.bucket import BucketLogic
 from oop.window.cells import CellStore
 from oop.window.kinds import Sliding, WindowKind
-from oop.window.values import LaneInfo
 
 __all__ = ["Emitted", "Evaluator", "UnitIds", "WidEvaluator"]
 
@@ -81,7 +80,7 @@ class Evaluator(Protocol):
 
     def fuses_tumble(self) -> bool: ...
 
-    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool: ...
+    def hash_lanes_ok(self) -> bool: ...
 
     def hash_revisions_ok(self) -> bool: ...
 
@@ -148,17 +147,19 @@ class WidEvaluator:
 
     def __init__(self, kind: WindowKind) -> None:
         self.kind = kind
+        # fixed by the kind, asked on every batch
+        self._single = isinstance(kind, Sliding) and kind.r == kind.s
+        self._fuses_tumble = not kind.row_based and self._single
 
     def one_unit_per_row(self) -> bool:
         """Tumbling windows: each tuple is in one window."""
-        k = self.kind
-        return isinstance(k, Sliding) and k.r == k.s
+        return self._single
 
     def fuses_tumble(self) -> bool:
         """Tumbling time windows: the update kernel can compute the WIDs itself."""
-        return not self.kind.row_based and self.one_unit_per_row()
+        return self._fuses_tumble
 
-    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool:
+    def hash_lanes_ok(self) -> bool:
         """Hash cells hold every lane of window cells."""
         return True
 

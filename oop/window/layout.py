@@ -82,7 +82,7 @@ class LayoutChoice:
         each pane's live cells; min/max/first/last and landmark windows read
         dense pane rows).
         """
-        return self.units.hash_lanes_ok(self.lanes) and self.rule.may_hash()
+        return self.units.hash_lanes_ok() and self.rule.may_hash()
 
     def _auto_may_hash(self) -> bool:
         """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
@@ -171,7 +171,7 @@ class LayoutChoice:
         """Whether hash cells can hold the state when the span of open units is sparse: WID
         (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
         u = self.units
-        return (self.layout_config == "auto" and u.hash_lanes_ok(self.lanes)
+        return (self.layout_config == "auto" and u.hash_lanes_ok()
                 and self.rule.may_hash(u.hash_revisions_ok()))
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
