@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import oop
 from oop.adapt import AdaptWID, Thresholds
@@ -162,6 +162,9 @@ def test_all_abs_below_equals_reference(xs, bound):
 @given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5),
                           st.one_of(st.floats(), st.sampled_from([1e150, -1e150, NAN, INF]))),
                 max_size=40), st.sampled_from([1e150, 1.0, INF]))
+@example([(0, 0, 1e200), (1, 0, NAN), (2, 1, 1.0)], 1e150)  # a NaN hides the largest |v|
+@example([(0, 0, NAN), (1, 1, 2.0)], INF)  # ... and a later number the NaN
+@example([(0, 0, INF), (1, 1, -INF)], INF)
 def test_one_unit_update_kernel_checks_finite_as_it_folds(rows, bound):
     """The one-unit update kernel's fused check (Paned-WID's per-batch all-finite check,
     ``note_nonfinite``, reads no column twice): its flag == :func:`all_abs_below_ref` over the

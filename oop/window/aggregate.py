@@ -459,8 +459,8 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         codes = self.enc.encode(batch)
         if self.method is None:
             self._decide(times, codes)
-        tumble = self._fused_tumble(revise)
-        if tumble is not None:  # WIDs inside the update kernel (004 §6.1): only their range here
+        tumble = self._tumble_in_store(revise)
+        if tumble is not None:  # the store computes the WIDs (004 §6.1): only their range here
             lo = hi = ulo = uhi = None
             low, high = self._tumble_bounds(times, *tumble)
         else:
@@ -505,11 +505,13 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             out.extend(self._advance(self.bucket.first_open(self.bucket.rows_seen), emit_punct=True))
         return out
 
-    def _fused_tumble(self, revise: np.ndarray | None) -> tuple[int, int] | None:
-        """``(origin, size)`` when this batch's tumbling WIDs can be left to the update kernel
-        (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
+    def _tumble_in_store(self, revise: np.ndarray | None) -> tuple[int, int] | None:
+        """``(origin, size)`` when this batch's tumbling WIDs can be left to the cell store
+        (:func:`~oop.window.ring.tumble_units` in its update: no window-id range pass and no
+        ``hi`` array here; a ring exists, no holistic or revised rows need the id arrays),
+        else None."""
         k = self.kind
-        if (not self.units.fuses_tumble() or self.ring is None or self.holistic
+        if (not self.units.tumbles_in_store() or self.ring is None or self.holistic
                 or revise is not None):
             return None
         return k.o, k.s  # type: ignore[attr-defined]

@@ -52,7 +52,7 @@ class Emitted:
 @dataclass(frozen=True)
 class UnitIds:
     """The units a batch updates: ``ulo``/``uhi`` per row (``uhi`` None: one unit each,
-    or left to the fused tumbling kernel with ``ulo`` None too), their least and greatest
+    or left to the store's tumbling WIDs with ``ulo`` None too), their least and greatest
     (``low``, ``high``), and the window ids ``lo``/``hi`` when they were computed anyway
     (WID: they are the units)."""
 
@@ -78,7 +78,7 @@ class Evaluator(Protocol):
 
     def one_unit_per_row(self) -> bool: ...
 
-    def fuses_tumble(self) -> bool: ...
+    def tumbles_in_store(self) -> bool: ...
 
     def hash_lanes_ok(self) -> bool: ...
 
@@ -149,15 +149,15 @@ class WidEvaluator:
         self.kind = kind
         # fixed by the kind, asked on every batch
         self._single = isinstance(kind, Sliding) and kind.r == kind.s
-        self._fuses_tumble = not kind.row_based and self._single
+        self._tumbles_in_store = not kind.row_based and self._single
 
     def one_unit_per_row(self) -> bool:
         """Tumbling windows: each tuple is in one window."""
         return self._single
 
-    def fuses_tumble(self) -> bool:
-        """Tumbling time windows: the update kernel can compute the WIDs itself."""
-        return self._fuses_tumble
+    def tumbles_in_store(self) -> bool:
+        """Tumbling time windows: the cell store can compute the WIDs itself."""
+        return self._tumbles_in_store
 
     def hash_lanes_ok(self) -> bool:
         """Hash cells hold every lane of window cells."""

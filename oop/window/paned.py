@@ -151,8 +151,8 @@ class PaneCombiner:
         """Each tuple updates one pane."""
         return True
 
-    def fuses_tumble(self) -> bool:
-        """Pane ids come from :meth:`pane_ids`, not the tumbling update kernel."""
+    def tumbles_in_store(self) -> bool:
+        """Pane ids come from :meth:`pane_ids`, not the store's tumbling WIDs."""
         return False
 
     def hash_lanes_ok(self) -> bool:
