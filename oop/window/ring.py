@@ -136,6 +136,9 @@ class Ring:
         self.nn_active: set[str] = set()
         # update's lane partition per (columns with nulls, nn_active) (_fold_plan): derived
         self._plans: dict[tuple[tuple[str, ...], frozenset[str]], FoldPlan] = {}
+        # the columns note_nonfinite looks at (float sum / sumsq lanes' columns)
+        self._nf_cols = frozenset(li.lane.column for li in self.lanes
+                                  if li.lane.op in ("sum", "sumsq") and li.lane.column)
         # the columns whose nulls change that partition: those of nn and sum lanes
         self._null_cols = tuple(dict.fromkeys(li.lane.column for li in self.lanes
                                               if li.lane.op in _NULL_OPS and li.lane.column))
@@ -401,7 +404,7 @@ class Ring:
         else:
             self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                          len(ff), codes, lo, hi, C, mask)
-        if self.track_nf:
+        if self.track_nf and not checked >= self._nf_cols:
             self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi, checked)
         if hi is None:
             assert single
