@@ -20,7 +20,7 @@ import math
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 import oop
 from oop.adapt import AdaptWID, Thresholds
@@ -156,6 +156,35 @@ def test_all_abs_below_equals_reference(xs, bound):
     v = np.asarray(xs, np.float64)
     assert all_abs_below(v, bound) == all_abs_below_ref(v, bound)
     assert all_abs_below_ref(v, bound) == bool(np.all(np.abs(v) < bound))
+
+
+@settings(max_examples=80)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5),
+                          st.one_of(st.floats(), st.sampled_from([1e150, -1e150, NAN, INF]))),
+                max_size=40), st.sampled_from([1e150, 1.0, INF]))
+@example([(0, 0, 1e200), (1, 0, NAN), (2, 1, 1.0)], 1e150)  # a NaN hides the largest |v|
+@example([(0, 0, NAN), (1, 1, 2.0)], INF)  # ... and a later number the NaN
+@example([(0, 0, INF), (1, 1, -INF)], INF)
+def test_one_unit_update_kernel_checks_finite_as_it_folds(rows, bound):
+    """The one-unit update kernel's fused check (Paned-WID's per-batch all-finite check,
+    ``note_nonfinite``, reads no column twice): its flag == :func:`all_abs_below_ref` over the
+    folded values, and the folded counts and sums == the tuple-at-a-time reference."""
+    from oop.window import kernels as K
+
+    C, R = 4, 8
+    codes = np.array([r[0] for r in rows], np.int64)
+    units = np.array([r[1] for r in rows], np.int64)
+    v = np.array([r[2] for r in rows], np.float64)
+    cnt, s = np.zeros(R * C, np.int64), np.zeros(R * C)
+    new, below = K.upd_rows_sums1(cnt, (np.zeros(1, np.int64),), 0, (s,), (v,), 1, codes,
+                                  units, C, R - 1, bound)
+    assert below == K.all_abs_below_ref(v, bound)
+    ref_rows = K.update_ref("rows", {}, codes, units, units + 1)
+    ref_sum = K.update_ref("sum", {}, codes, units, units + 1, v.tolist())
+    assert new == len(ref_rows) == np.count_nonzero(cnt)
+    for (u, c), n in ref_rows.items():
+        assert cnt[u * C + c] == n
+        np.testing.assert_equal(s[u * C + c], ref_sum[(u, c)])
 
 
 # ---- every method == the oracle ---------------------------------------------------------------

@@ -18,7 +18,8 @@ answered = skip_blas_probe() and skip_cffi_probe()
 from oop.window import kernels as K
 rows = np.zeros(8, np.int64); f = np.zeros(8); codes = np.array([1, 2, 1], np.int64)
 units = np.zeros(3, np.int64); vals = np.array([1.0, 2.0, 3.0])
-new = K.upd_rows_sums1(rows, (np.zeros(1, np.int64),), 0, (f,), (vals,), 1, codes, units, 8, 0)
+new, _ = K.upd_rows_sums1(rows, (np.zeros(1, np.int64),), 0, (f,), (vals,), 1, codes, units, 8, 0,
+                          np.inf)
 loaded = sorted(m for m in ("scipy", "scipy.linalg", "cffi", "yaml") if m in sys.modules)
 again = (import_numba(), skip_blas_probe(), skip_cffi_probe())
 import scipy  # blocked only while the probes ran

@@ -1,48 +1,46 @@
-"""The fused tumbling update kernel (WIDs computed inside the fold, 004 §6.1) against its
-slow reference, and the replay-path result against a from-scratch group-by."""
+"""Tumbling WIDs left to the cell store (``Ring.update(tumble=...)``, 004 §6.1): its units
+equal the kind's own window ids, and its fold equals the fold of those ids."""
 
 from __future__ import annotations
 
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from oop.window import kernels as K
+from oop.aggregates.base import Lane
+from oop.window.kinds import Sliding
+from oop.window.ring import Ring, tumble_units
+from oop.window.values import ColumnValues, LaneInfo
 
-_TIMES = st.lists(st.integers(-10_000, 10_000), min_size=0, max_size=200)
-
-
-def _fold(fn, times, codes, vals, origin, size, R, C, nn, nf):  # type: ignore[no-untyped-def]
-    rows = np.zeros(R * C, np.int64)
-    nacc = tuple(np.zeros(R * C, np.int64) for _ in range(max(nn, 1)))
-    facc = tuple(np.zeros(R * C, np.float64) for _ in range(max(nf, 1)))
-    fvals = tuple(vals * (f + 1) for f in range(max(nf, 1)))
-    new = fn(rows, nacc, nn, facc, fvals, nf, codes, times, origin, size, C, R - 1)
-    return int(new), rows, nacc, facc
+_TIMES = st.lists(st.integers(-10_000, 10_000), min_size=1, max_size=200)
 
 
 @settings(max_examples=150, deadline=None)
+@given(ts=_TIMES, origin=st.integers(-50, 50), size=st.integers(1, 700))
+def test_tumble_units_are_the_kinds_wids(ts: list[int], origin: int, size: int) -> None:
+    times = np.array(ts, np.int64)
+    units = tumble_units(times, origin, size)
+    np.testing.assert_array_equal(units, Sliding(size, size, origin).wids(times)[0])
+    assert units.tolist() == [(t - origin) // size for t in ts]  # Python's floor division
+
+
+@settings(max_examples=100, deadline=None)
 @given(ts=_TIMES, origin=st.integers(-50, 50), size=st.integers(1, 700),
-       C=st.integers(1, 9), R_bits=st.integers(0, 6), nn=st.integers(0, 2),
-       nf=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
-def test_kernel_equals_reference(ts: list[int], origin: int, size: int, C: int, R_bits: int,
-                                 nn: int, nf: int, seed: int) -> None:
+       C=st.integers(1, 9), seed=st.integers(0, 2**32 - 1))
+def test_ring_fold_of_tumbling_times_equals_fold_of_their_wids(ts: list[int], origin: int,
+                                                               size: int, C: int,
+                                                               seed: int) -> None:
     rng = np.random.default_rng(seed)
     times = np.array(ts, np.int64)
     codes = rng.integers(0, C, times.size).astype(np.int64)
-    vals = rng.random(times.size)
-    R = 1 << R_bits
-    fast = _fold(K.upd_rows_sums_tumble, times, codes, vals, origin, size, R, C, nn, nf)
-    slow = _fold(K.upd_rows_sums_tumble_reference, times, codes, vals, origin, size, R, C,
-                 nn, nf)
-    assert fast[0] == slow[0]
-    np.testing.assert_array_equal(fast[1], slow[1])
-    for a, b in zip(fast[2], slow[2]):
-        np.testing.assert_array_equal(a, b)
-    for a, b in zip(fast[3], slow[3]):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-    # every row folded exactly once; the reference's units are floor((t - origin) / size)
-    assert int(fast[1].sum()) == times.size
-    if times.size and R > (times.max() - origin) // size - (times.min() - origin) // size:
-        units = [(t - origin) // size for t in ts]
-        cells = {(u & (R - 1)) * C + int(c) for u, c in zip(units, codes)}
-        assert set(np.flatnonzero(fast[1]).tolist()) == cells
+    cols = {"v": ColumnValues(rng.random(times.size), np.zeros(0, np.uint8))}
+    wids = Sliding(size, size, origin).wids(times)[0]
+    lanes = [LaneInfo(Lane("rows"), np.int64), LaneInfo(Lane("sum", "v"), np.float64)]
+    low, top = int(wids.min()), int(wids.max()) + 1
+    by_store, by_ids = Ring(lanes, base=low), Ring(lanes, base=low)
+    by_store.update(codes, None, None, cols, times, C, single=True, top=top,
+                    tumble=(origin, size))
+    by_ids.update(codes, wids, None, cols, times, C, single=True, top=top)
+    assert by_store.live == by_ids.live == len(set(zip(wids.tolist(), codes.tolist())))
+    for key in by_ids.arr:
+        np.testing.assert_array_equal(by_store.arr[key], by_ids.arr[key])
+    assert int(by_store.arr[("rows", None)].sum()) == times.size  # every row folded once

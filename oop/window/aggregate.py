@@ -249,6 +249,9 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             for c in {li.lane.column for li in self.lanes
                       if li.lane.op in SELECT and li.lane.column}
             if not is_numeric_type(info.schema.field(c).type)}
+        # the numeric columns the lanes read (ranked ones go through value_ranks): every batch
+        self._lane_cols = tuple(c for c in dict.fromkeys(li.lane.column for li in self.lanes)
+                                if c is not None and c not in self.value_ranks)
         self.lwm = INT64_MIN
         self.budget = current_budget()  # shared by the plan's operators (oop.limits)
         self._span_hash = False  # hash cells chosen for a sparse span (see _sparse_span)
@@ -456,8 +459,8 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         codes = self.enc.encode(batch)
         if self.method is None:
             self._decide(times, codes)
-        tumble = self._fused_tumble(revise)
-        if tumble is not None:  # WIDs inside the update kernel (004 §6.1): only their range here
+        tumble = self._tumble_in_store(revise)
+        if tumble is not None:  # the store computes the WIDs (004 §6.1): only their range here
             lo = hi = ulo = uhi = None
             low, high = self._tumble_bounds(times, *tumble)
         else:
@@ -502,11 +505,13 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             out.extend(self._advance(self.bucket.first_open(self.bucket.rows_seen), emit_punct=True))
         return out
 
-    def _fused_tumble(self, revise: np.ndarray | None) -> tuple[int, int] | None:
-        """``(origin, size)`` when this batch's tumbling WIDs can be left to the update kernel
-        (a dense ring exists, no holistic or revised rows need the id arrays), else None."""
+    def _tumble_in_store(self, revise: np.ndarray | None) -> tuple[int, int] | None:
+        """``(origin, size)`` when this batch's tumbling WIDs can be left to the cell store
+        (:func:`~oop.window.ring.tumble_units` in its update: no window-id range pass and no
+        ``hi`` array here; a ring exists, no holistic or revised rows need the id arrays),
+        else None."""
         k = self.kind
-        if (not self.units.fuses_tumble() or self.ring is None or self.holistic
+        if (not self.units.tumbles_in_store() or self.ring is None or self.holistic
                 or revise is not None):
             return None
         return k.o, k.s  # type: ignore[attr-defined]
@@ -521,8 +526,7 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
     def _lane_columns(self, batch: pa.RecordBatch) -> dict[str, ColumnValues]:
         """The lanes' columns as numpy (decimals unscaled; holistic value columns are read by
         :meth:`_add_holistic`, any type), noting each decimal column's largest ``|value|``."""
-        lane_cols = {li.lane.column for li in self.lanes if li.lane.column}
-        cols = {c: column_values(batch, c) for c in lane_cols if c not in self.value_ranks}
+        cols = {c: column_values(batch, c) for c in self._lane_cols}
         for c, vr in self.value_ranks.items():
             if vr.enc.n_codes >= vr.compact_at:  # drop the values no cell holds any more
                 remap = vr.compact(self._held_values(c))
@@ -715,8 +719,11 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
     # ---- state --------------------------------------------------------------------
     def state_size(self) -> StateSize:
         items = self.enc.n_codes
-        nbytes = self.enc.nbytes() + sum(vr.nbytes() for vr in self.value_ranks.values())
-        nbytes += sum(e.nbytes() for e in self.value_enc.values())
+        nbytes = self.enc.nbytes()
+        if self.value_ranks:
+            nbytes += sum(vr.nbytes() for vr in self.value_ranks.values())
+        if self.value_enc:
+            nbytes += sum(e.nbytes() for e in self.value_enc.values())
         if self.ring is not None:
             items += self.ring.live
             nbytes += self.ring.nbytes()

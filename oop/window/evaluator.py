@@ -17,8 +17,7 @@ each member: O(1) unless stated.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, NamedTuple, Protocol, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -27,13 +26,11 @@ from oop.progress.watermark import time_bounds
 from oop.window.bucket import BucketLogic
 from oop.window.cells import CellStore
 from oop.window.kinds import Sliding, WindowKind
-from oop.window.values import LaneInfo
 
 __all__ = ["Emitted", "Evaluator", "UnitIds", "WidEvaluator"]
 
 
-@dataclass(frozen=True)
-class Emitted:
+class Emitted(NamedTuple):
     """The cells of a block of emitted windows, ordered by (window, code).
 
     ``wid``: each cell's window id (None when ``extents`` are given and it was not
@@ -50,12 +47,12 @@ class Emitted:
     clean: tuple[int, int] | None = None
 
 
-@dataclass(frozen=True)
-class UnitIds:
+class UnitIds(NamedTuple):
     """The units a batch updates: ``ulo``/``uhi`` per row (``uhi`` None: one unit each,
-    or left to the fused tumbling kernel with ``ulo`` None too), their least and greatest
+    or left to the store's tumbling WIDs with ``ulo`` None too), their least and greatest
     (``low``, ``high``), and the window ids ``lo``/``hi`` when they were computed anyway
-    (WID: they are the units)."""
+    (WID: they are the units). Named tuples, like :class:`Emitted`: one is built per batch
+    (a frozen dataclass's field-by-field ``__init__`` cost ~1 us more)."""
 
     ulo: np.ndarray | None
     uhi: np.ndarray | None
@@ -79,9 +76,9 @@ class Evaluator(Protocol):
 
     def one_unit_per_row(self) -> bool: ...
 
-    def fuses_tumble(self) -> bool: ...
+    def tumbles_in_store(self) -> bool: ...
 
-    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool: ...
+    def hash_lanes_ok(self) -> bool: ...
 
     def hash_revisions_ok(self) -> bool: ...
 
@@ -148,17 +145,19 @@ class WidEvaluator:
 
     def __init__(self, kind: WindowKind) -> None:
         self.kind = kind
+        # fixed by the kind, asked on every batch
+        self._single = isinstance(kind, Sliding) and kind.r == kind.s
+        self._tumbles_in_store = not kind.row_based and self._single
 
     def one_unit_per_row(self) -> bool:
         """Tumbling windows: each tuple is in one window."""
-        k = self.kind
-        return isinstance(k, Sliding) and k.r == k.s
+        return self._single
 
-    def fuses_tumble(self) -> bool:
-        """Tumbling time windows: the update kernel can compute the WIDs itself."""
-        return not self.kind.row_based and self.one_unit_per_row()
+    def tumbles_in_store(self) -> bool:
+        """Tumbling time windows: the cell store can compute the WIDs itself."""
+        return self._tumbles_in_store
 
-    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool:
+    def hash_lanes_ok(self) -> bool:
         """Hash cells hold every lane of window cells."""
         return True
 

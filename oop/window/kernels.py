@@ -101,9 +101,24 @@ def upd_rows_sums(rows, nacc, nn, facc, fvals, nf, codes, lo, hi, C, mask):
 
 
 @nb.njit(cache=True, nogil=True)
-def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
-    """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes)."""
+def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask, bound):
+    """:func:`upd_rows_sums` when every row updates exactly one unit (tumbling WID, panes).
+
+    Returns ``(new, below)``: the number of cells that became live, and whether every folded
+    float value has ``|v| < bound`` (False at a NaN) -- :func:`all_abs_below` over the ``nf``
+    value arrays, fused into the pass that reads them anyway (Paned-WID's all-finite check,
+    :func:`~oop.window.values.note_nonfinite`, then reads no column a second time). It keeps
+    two running values that cost about one select and one add per value: ``hi``, the largest
+    ``|v|`` (exact unless a NaN came by: ``a <= hi`` is false with a NaN on either side, so
+    a NaN can replace ``hi`` and a later number replace the NaN), and ``z``, the values' plain
+    sum, NaN iff a NaN (or ``+inf`` and ``-inf``) was folded; ``hi < bound and z == z`` is
+    exactly ``all(|v| < bound)``. A flag per value (``below &= |v| < bound``) cost ~15 %
+    of the pass (10k keys, 64K rows). Reference: :func:`update_ref` per lane and
+    :func:`all_abs_below_ref` per value array.
+    """
     new = 0
+    hi = 0.0
+    z = 0.0
     for i in range(codes.shape[0]):
         j = (units[i] & mask) * C + codes[i]
         new += rows[j] == 0  # branch-free: about a third of the rows open a cell
@@ -111,45 +126,12 @@ def upd_rows_sums1(rows, nacc, nn, facc, fvals, nf, codes, units, C, mask):
         for f in range(nn):
             nacc[f][j] += 1
         for f in range(nf):
-            facc[f][j] += fvals[f][i]
-    return new
-
-
-@nb.njit(cache=True, nogil=True)
-def upd_rows_sums_tumble(rows, nacc, nn, facc, fvals, nf, codes, times, origin, size, C, mask):
-    """:func:`upd_rows_sums1` with each row's unit computed in the same pass: the tumbling
-    WID ``floor((t - origin) / size)`` of its time (004 §6.1), instead of a numpy window-id
-    pass and an id array before the fold. Reference: :func:`upd_rows_sums_tumble_reference`."""
-    new = 0
-    for i in range(codes.shape[0]):
-        u = (times[i] - origin) // size  # integer // is floor division in numba, as in Python
-        j = (u & mask) * C + codes[i]
-        new += rows[j] == 0
-        rows[j] += 1
-        for f in range(nn):
-            nacc[f][j] += 1
-        for f in range(nf):
-            facc[f][j] += fvals[f][i]
-    return new
-
-
-def upd_rows_sums_tumble_reference(rows, nacc, nn, facc, fvals, nf, codes, times, origin,
-                                   size, C, mask):  # type: ignore[no-untyped-def]
-    """Slow reference of :func:`upd_rows_sums_tumble`: the kind's own window ids
-    (``Sliding(size, size, origin).wids``), then one Python step per row."""
-    from oop.window.kinds import Sliding
-
-    units = Sliding(size, size, origin).wids(times)[0]
-    new = 0
-    for i in range(codes.shape[0]):
-        j = (int(units[i]) & mask) * C + int(codes[i])
-        new += int(rows[j] == 0)
-        rows[j] += 1
-        for f in range(nn):
-            nacc[f][j] += 1
-        for f in range(nf):
-            facc[f][j] += fvals[f][i]
-    return new
+            v = fvals[f][i]
+            facc[f][j] += v
+            a = abs(v)
+            hi = hi if a <= hi else a
+            z += v
+    return new, hi < bound and z == z
 
 
 @nb.njit(cache=True, nogil=True)

@@ -35,6 +35,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -98,7 +99,7 @@ class LateRule:
         return cls(policy, allowed)
 
     # ---- what the policy decides --------------------------------------------------------
-    @property
+    @cached_property  # read on every batch and punctuation; the rule is frozen
     def revises(self) -> bool:
         """Whether late tuples within ``L`` revise emitted results (policy ``update``): the
         output then carries ``is_revision``, emitted cells stay in the state until

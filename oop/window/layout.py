@@ -82,7 +82,7 @@ class LayoutChoice:
         each pane's live cells; min/max/first/last and landmark windows read
         dense pane rows).
         """
-        return self.units.hash_lanes_ok(self.lanes) and self.rule.may_hash()
+        return self.units.hash_lanes_ok() and self.rule.may_hash()
 
     def _auto_may_hash(self) -> bool:
         """Whether ``layout="auto"`` may pick hash cells: where each tuple updates one unit.
@@ -171,7 +171,7 @@ class LayoutChoice:
         """Whether hash cells can hold the state when the span of open units is sparse: WID
         (any aggregates and late policy), and Paned-WID where :meth:`_can_hash`."""
         u = self.units
-        return (self.layout_config == "auto" and u.hash_lanes_ok(self.lanes)
+        return (self.layout_config == "auto" and u.hash_lanes_ok()
                 and self.rule.may_hash(u.hash_revisions_ok()))
 
     def _sparse_span(self, low: int, top: int, new_cells: int) -> bool:
@@ -180,16 +180,16 @@ class LayoutChoice:
         a row stamped far ahead of (or behind) the rest. Then the state goes to hash cells
         (O(live cells)) before anything is allocated. O(1)."""
         ring = self.ring
-        if not self._span_may_hash():
-            return False
         if ring is None:
             live, span = 0, top - low
             R = 1 << max(int(span - 1).bit_length(), 1)
         else:
             growth = ring.dense_growth(low, top)  # None: no growth (or no dense rows at all)
-            if growth is None:
+            if growth is None:  # most batches: asked first, it is the cheaper answer
                 return False
             live, (span, R) = ring.live, growth
+        if not self._span_may_hash():
+            return False
         C = max(self.enc.n_codes, 64, ring.C if ring is not None else 0)
         nbytes = R * C * 8 * len(self.lanes)
         if nbytes <= _SPAN_HASH_BYTES or span <= max(4096, 64 * self._units_per_row()):

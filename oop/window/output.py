@@ -26,6 +26,7 @@ ranks of heavy-hitter columns), which the operator resets on restore.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
@@ -111,7 +112,7 @@ class WindowOutput:
         ``window_end`` only when holistic aggregates or ``emit_wid`` need it).
         ``key_values``: ``codes`` already holds the (single, int64) key column.
         """
-        hol = any(a.holistic for a in self.aggs)
+        hol = self._any_holistic
         if extents is not None:
             start, end = extents
             if wid is None and (self.emit_wid or hol):
@@ -134,11 +135,29 @@ class WindowOutput:
         arrays += self.rule.flag_columns(codes.shape[0], revision)
         return pa.RecordBatch.from_arrays(arrays, schema=self.out_schema)
 
+    @cached_property
+    def _any_holistic(self) -> bool:
+        """Whether some aggregate is holistic (fixed by the query)."""
+        return any(a.holistic for a in self.aggs)
+
+    @cached_property
+    def _agg_types(self) -> dict[str, tuple[pa.DataType, pa.DataType | None, float]]:
+        """Per aggregate (by output name): its output type, its input column's type (None
+        without a column) and the scale its lane values are divided by (``10**scale`` for a
+        decimal column, whose lanes hold unscaled values; else 1.0). Fixed at open; read by
+        every emission instead of two schema look-ups by name per aggregate."""
+        out = {}
+        for a in self.aggs:
+            ct = self.schema_in.field(a.column).type if a.column else None
+            scale = 10.0 ** ct.scale if ct is not None and pa.types.is_decimal(ct) else 1.0
+            out[a.name] = (self.out_schema.field(a.name).type, ct, scale)
+        return out
+
     def _finalize(self, a: Agg, codes: np.ndarray, wid: np.ndarray, lanes: dict,
                   parts: list) -> pa.Array:
         sp, c = a.spec, a.column
         f = sp.value_op
-        typ = self.out_schema.field(a.name).type
+        typ, ct, scale = self._agg_types[a.name]
         if sp.counts_rows:
             return pa.array(lanes[("rows", None)].astype(np.int64, copy=False))
         if a.holistic:
@@ -146,10 +165,7 @@ class WindowOutput:
         nn = lanes[("nn", c)]
         # an inactive nn lane is the rows lane (no null seen): every emitted cell has a value
         null = NO_NULLS if nn is lanes[("rows", None)] else nn == 0
-        scale = 1.0  # decimal lanes hold unscaled values
-        ct = self.schema_in.field(c).type
-        if pa.types.is_decimal(ct):
-            scale = 10.0 ** ct.scale
+        assert ct is not None
         if sp.from_sum and c in self.sum_max:
             check_exact_sum(self.name, c, lanes[("rows", None)], self.sum_max[c], typ)
         if sp.exact_sum:

@@ -125,6 +125,8 @@ class PaneCombiner:
         else:
             raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
         self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
+        self._hash_ok = not self.landmark and all(li.lane.op in _SUM_OPS for li in self.lanes)
+        self._splits: dict[tuple[bool, ...], tuple | None] = {}  # see _lane_split (derived)
         # count-distinct / heavy-hitter columns: a running (code, value) multiplicity table
         # each (see distinct)
         self.distinct_cols = {a.column for a in aggs if a.spec.counts_values}
@@ -149,14 +151,14 @@ class PaneCombiner:
         """Each tuple updates one pane."""
         return True
 
-    def fuses_tumble(self) -> bool:
-        """Pane ids come from :meth:`pane_ids`, not the tumbling update kernel."""
+    def tumbles_in_store(self) -> bool:
+        """Pane ids come from :meth:`pane_ids`, not the store's tumbling WIDs."""
         return False
 
-    def hash_lanes_ok(self, lanes: Sequence[LaneInfo]) -> bool:
+    def hash_lanes_ok(self) -> bool:
         """Hash cells hold panes of sum-type lanes on sliding/tumbling windows (their
         emission walks each pane's cells; select lanes and landmark windows read pane rows)."""
-        return not self.landmark and all(li.lane.op in _SUM_OPS for li in lanes)
+        return self._hash_ok
 
     def hash_revisions_ok(self) -> bool:
         """Revisions combine dense pane rows (:meth:`window_cells`)."""
@@ -308,16 +310,13 @@ class PaneCombiner:
         called by the dense layout (hash cells would pay O(keys) per punctuation for it). The
         last item says whether the first array holds key values.
         """
-        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
         if self.landmark or not wids:
             return None
-        sel = [li for li in real if li.lane.op in K.SELECT_OPS]
-        if any(li.lane.op not in _SUM_OPS and li.lane.op not in K.SELECT_OPS for li in real):
+        split = self._lane_split(ring)
+        if split is None:
             return None  # pragma: no cover - every bounded lane op is one of the two kinds
-        sums = [li for li in real if li.lane.op in _SUM_OPS]
+        sel, sums, ik, fk = split
         self._grow(n)
-        ik = [("rows", None)] + [li.key for li in sums if li.dtype == np.int64 and li.key != ("rows", None)]
-        fk = [li.key for li in sums if li.dtype == np.float64]
         missing = False
         for li in sums:
             if li.key not in self.running or self.running[li.key].shape[0] < n:
@@ -331,6 +330,26 @@ class PaneCombiner:
         prev = self.window_panes(self.run_w) if self.run_w is not None else (0, 0)
         return ring.emit_pane_sums(self, sel=sel, ik=ik, fk=fk, n=n, w0=w0, nw=nw, prev=prev,
                                    inc0=inc0, key_lut=key_lut)
+
+    def _lane_split(self, ring: Any) -> tuple[list[LaneInfo], list[LaneInfo], list, list] | None:
+        """(select lanes, sum-type lanes, int keys, float keys) of the emission: the lanes
+        the store holds itself (an inactive nn lane reads the rows lane, see
+        :meth:`~oop.window.ring.Ring.alias`), the rows lane first among the int keys; None
+        for a lane of neither kind. Cached per which nn lanes are aliased. O(lanes)."""
+        ck = tuple(ring.alias(li.key) == li.key for li in self.lanes if li.lane.op == "nn")
+        if ck in self._splits:
+            return self._splits[ck]
+        real = [li for li in self.lanes if ring.alias(li.key) == li.key]
+        split = None
+        if all(li.lane.op in _SUM_OPS or li.lane.op in K.SELECT_OPS for li in real):
+            sel = [li for li in real if li.lane.op in K.SELECT_OPS]
+            sums = [li for li in real if li.lane.op in _SUM_OPS]
+            ik = [("rows", None)] + [li.key for li in sums
+                                     if li.dtype == np.int64 and li.key != ("rows", None)]
+            fk = [li.key for li in sums if li.dtype == np.float64]
+            split = (sel, sums, ik, fk)
+        self._splits[ck] = split
+        return split
 
     def _lanes_out(self, ik: list, fk: list, iv: Any, fv: Any) -> dict:
         """The emitted lanes by key (inactive nn lanes read the rows lane)."""
@@ -695,12 +714,19 @@ class PaneCombiner:
         self._d = {}
 
     def nbytes(self) -> int:
-        sb = 0 if self._s is None else sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
-        db = sum(v.nbytes for d in self._d.values() for v in d.values() if isinstance(v, np.ndarray))
-        # Python UDAF pane states: an estimate of 64 bytes per (pane, code) state object
-        ub = 64 * sum(len(p) for c in self.pane_states.values() for p in c.values())
-        return (sum(a.nbytes for a in self.running.values())
-                + sum(a.nbytes for a in self.running_t.values()) + sb + db + ub)
+        """Bytes of the running window, select blocks, multiplicity tables and (estimated)
+        UDAF pane states. O(parts); asked after every punctuation (the state budget)."""
+        n = sum(a.nbytes for a in self.running.values())
+        if self.running_t:
+            n += sum(a.nbytes for a in self.running_t.values())
+        if self._s is not None:
+            n += sum(v.nbytes for v in self._s.values() if isinstance(v, np.ndarray))
+        if self._d:
+            n += sum(v.nbytes for d in self._d.values() for v in d.values()
+                     if isinstance(v, np.ndarray))
+        if self.pane_states:  # Python UDAF pane states: ~64 bytes per (pane, code) state
+            n += 64 * sum(len(p) for c in self.pane_states.values() for p in c.values())
+        return n
 
     def remap_values(self, key: tuple[str, str | None], remap: np.ndarray) -> None:
         """Re-rank lane ``key``'s values held here (see :meth:`Ring.remap_values`): the running

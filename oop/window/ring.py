@@ -22,15 +22,15 @@ Invariants (asserted by ``Ring._check``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from oop.limits import weak_guard
 from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
 from oop.window import kernels as K
-from oop.window.values import (NO_NONFINITE, ColumnValues, LaneInfo, held_ranks, lane_input,
-                               note_nonfinite, remap_ranks)
+from oop.window.values import (NO_NONFINITE, SQ_SAFE, ColumnValues, LaneInfo, held_ranks,
+                               lane_input, note_nonfinite, remap_ranks)
 
 if TYPE_CHECKING:
     from oop.window.cells import CellStore, PaneEmitter, SparseFrom
@@ -85,6 +85,15 @@ _DUMMY_I, _DUMMY_F = np.zeros(1, np.int64), np.zeros(1, np.float64)
 _NULL_OPS = ("nn", "sum")
 
 
+class FoldPlan(NamedTuple):
+    """How :meth:`Ring.update` folds a batch's lanes (:meth:`Ring._fold_plan`)."""
+
+    fn: list[LaneInfo]  #: active ``nn`` lanes the fused pass counts
+    ff: list[LaneInfo]  #: float ``sum`` lanes the fused pass adds
+    rest: list[LaneInfo]  #: the lanes folded one kernel each (not ``rows``, not inactive ``nn``)
+    raw: frozenset[str]  #: columns whose own values an ``ff`` lane adds (not shifted)
+
+
 def _readonly(a: np.ndarray) -> np.ndarray:
     """``a`` as a read-only view: the fused kernels take a homogeneous tuple of value arrays,
     and a column read zero-copy from Arrow is read-only while a computed lane input (a shifted
@@ -125,9 +134,14 @@ class Ring:
         # a column's non-null count equals the row count until it shows a null: its nn lane
         # is only maintained (and read) from then on -- one random-access lane less per row
         self.nn_active: set[str] = set()
-        # update's lane partition per (nulls, nn_active) (_fold_plan): derived, not state
-        self._plans: dict[tuple[tuple[bool, ...], frozenset[str]],
-                          tuple[list[LaneInfo], list[LaneInfo], list[LaneInfo]]] = {}
+        # update's lane partition per (columns with nulls, nn_active) (_fold_plan): derived
+        self._plans: dict[tuple[tuple[str, ...], frozenset[str]], FoldPlan] = {}
+        # the columns note_nonfinite looks at (float sum / sumsq lanes' columns)
+        self._nf_cols = frozenset(li.lane.column for li in self.lanes
+                                  if li.lane.op in ("sum", "sumsq") and li.lane.column)
+        # the columns whose nulls change that partition: those of nn and sum lanes
+        self._null_cols = tuple(dict.fromkeys(li.lane.column for li in self.lanes
+                                              if li.lane.op in _NULL_OPS and li.lane.column))
         self.shift: dict[str, Any] = {}  # column -> variance shift (see lane_input)
         # the largest unit that may hold a NaN / infinite float sum (see note_nonfinite),
         # tracked when the owner subtracts units (Paned-WID sets track_nf)
@@ -316,25 +330,30 @@ class Ring:
         return new.reshape(-1)
 
     # ---- updating -----------------------------------------------------------
-    def _fold_plan(self, nulls: tuple[bool, ...]
-                   ) -> tuple[list[LaneInfo], list[LaneInfo], list[LaneInfo]]:
-        """The lanes :meth:`update` folds in its fused pass -- active ``nn`` counts and float
-        ``sum`` lanes of columns without nulls in this batch (``nulls``: per lane, whether it is
-        an ``nn`` / ``sum`` lane whose column has a null) -- and the rest it folds lane by
-        lane (not ``rows``, not inactive ``nn`` lanes). Cached per (nulls, active nn columns):
-        the same for most batches."""
+    def _fold_plan(self, cols: dict[str, ColumnValues]) -> FoldPlan:
+        """How :meth:`update` folds this batch's lanes (:class:`FoldPlan`): active ``nn``
+        counts and float ``sum`` lanes of columns without nulls in the batch go to the fused
+        pass, the rest lane by lane (not ``rows``, not inactive ``nn`` lanes). A column's
+        first null activates its ``nn`` lane first (it read the ``rows`` lane until then).
+        Cached per (columns with nulls, active nn columns): the same for most batches."""
+        nulls = tuple(c for c in self._null_cols if cols[c].valid.shape[0])
+        for c in nulls:
+            if c not in self.nn_active and ("nn", c) in self.arr:
+                self.arr[("nn", c)][:] = self.arr[("rows", None)]
+                self.nn_active.add(c)
         ck = (nulls, frozenset(self.nn_active))
         plan = self._plans.get(ck)
         if plan is None:
-            fn = [li for li, n in zip(self.lanes, nulls) if li.lane.op == "nn" and not n
+            fn = [li for li in self.lanes if li.lane.op == "nn" and li.lane.column not in nulls
                   and li.lane.column in self.nn_active]
             skip = {li.key for li in self.lanes if li.lane.op == "nn"
                     and li.lane.column not in self.nn_active}
-            ff = [li for li, n in zip(self.lanes, nulls) if li.lane.op == "sum"
-                  and li.dtype == np.float64 and not n]
+            ff = [li for li in self.lanes if li.lane.op == "sum"
+                  and li.dtype == np.float64 and li.lane.column not in nulls]
             done = {li.key for li in fn} | {li.key for li in ff} | skip
             rest = [li for li in self.lanes if li.key[0] != "rows" and li.key not in done]
-            plan = self._plans[ck] = (fn, ff, rest)
+            raw = frozenset(li.lane.column for li in ff if not li.shifted)  # type: ignore[misc]
+            plan = self._plans[ck] = FoldPlan(fn, ff, rest, raw)
         return plan
 
     def update(self, codes: np.ndarray, lo: np.ndarray | None, hi: np.ndarray | None,
@@ -347,18 +366,19 @@ class Ring:
         cheaper kernel; ``hi`` may then be None); ``top``: ``max(hi)`` when the
         caller knows it. ``tumble=(origin, size)`` with ``lo`` None (and ``single``,
         ``top``): the units are the tumbling WIDs ``floor((times - origin) / size)``,
-        computed inside the fused kernel when the lanes allow, else here.
-        Requires ``base <= lo`` (late rows were removed).
+        computed here (:func:`tumble_units`).
+        Requires ``base <= lo`` (late rows were removed). With ``track_nf``, raises
+        ``nf_hi`` past the rows whose float sums are not finite (:func:`note_nonfinite`;
+        the one-unit kernel checks its columns as it folds them).
         Cost: O(sum(hi-lo) x lanes).
         """
         if codes.shape[0] == 0:
             return
-        if lo is None:
+        if lo is None:  # tumbling WIDs by numpy's vectorized floor division, then the one-unit
+            # fold: a division inside the fold's scatter loop delays every cell's address
+            # (that fused kernel took 206 us per 64K-row batch of 10k keys, these two 139 us)
             assert tumble is not None and single and top is not None
-            if self.track_nf:
-                lo = tumble_units(times, *tumble)
-        if self.track_nf:
-            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi)
+            lo = tumble_units(times, *tumble)
         self.n_used = max(self.n_used, n_codes)
         if self.fixed:
             self.reserve(self.top, n_codes)
@@ -369,35 +389,23 @@ class Ring:
             self.top = max(self.top, top)
         C, mask = self.C, self.mask
         # fused fast path: rows, plus nn counts and float sums of columns without nulls
-        nulls = tuple(li.lane.op in _NULL_OPS  # the ops whose fused fold needs no nulls
-                      and cols[li.lane.column].valid.shape[0] != 0  # type: ignore[index]
-                      for li in self.lanes)
-        if any(nulls):
-            for li, has_null in zip(self.lanes, nulls):
-                if li.lane.op == "nn" and has_null and li.lane.column not in self.nn_active:
-                    self.arr[li.key][:] = self.arr[("rows", None)]
-                    self.nn_active.add(li.lane.column)  # type: ignore[arg-type]
-        fn, ff, rest = self._fold_plan(nulls)
-        dummy_i, dummy_f = _DUMMY_I, _DUMMY_F
-        nacc = tuple(self.arr[li.key] for li in fn) or (dummy_i,)
-        facc = tuple(self.arr[li.key] for li in ff) or (dummy_f,)
+        fn, ff, rest, raw = self._fold_plan(cols)
+        nacc = tuple(self.arr[li.key] for li in fn) or (_DUMMY_I,)
+        facc = tuple(self.arr[li.key] for li in ff) or (_DUMMY_F,)
         fvals = tuple(_readonly(lane_input(li, cols[li.lane.column], self.shift)[0])  # type: ignore[index]
-                      for li in ff) or (dummy_f,)
-        if lo is None and not rest:
-            assert tumble is not None
-            self.live += K.upd_rows_sums_tumble(self.arr[("rows", None)], nacc, len(fn), facc,
-                                                fvals, len(ff), codes, times, tumble[0],
-                                                tumble[1], C, mask)
-            return
-        if lo is None:
-            assert tumble is not None
-            lo = tumble_units(times, *tumble)
+                      for li in ff) or (_DUMMY_F,)
+        checked: frozenset[str] = frozenset()  # float columns found all below SQ_SAFE
         if single:
-            self.live += K.upd_rows_sums1(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
-                                          len(ff), codes, lo, C, mask)
+            new, below = K.upd_rows_sums1(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
+                                          len(ff), codes, lo, C, mask, SQ_SAFE)
+            self.live += new
+            if below:  # every fused value array: the raw columns among them are checked
+                checked = raw
         else:
             self.live += K.upd_rows_sums(self.arr[("rows", None)], nacc, len(fn), facc, fvals,
                                          len(ff), codes, lo, hi, C, mask)
+        if self.track_nf and not checked >= self._nf_cols:
+            self.nf_hi = note_nonfinite(self.nf_hi, self.lanes, cols, lo, hi, checked)
         if hi is None:
             assert single
             hi = lo + 1 if rest else lo

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -181,19 +181,21 @@ def exact_sum_columns(lanes: Sequence[LaneInfo]) -> dict[str, int]:
 #: :attr:`~oop.window.ring.Ring.nf_hi` of a ring that never saw a NaN or an infinity
 NO_NONFINITE = -(1 << 62)
 #: a float value whose square (a ``sumsq`` lane) could overflow counts as non-finite
-_SQ_SAFE = 1e150
+SQ_SAFE = 1e150
 
 
 def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, ColumnValues],
-                   lo: np.ndarray, hi: np.ndarray | None) -> int:
+                   lo: np.ndarray, hi: np.ndarray | None, checked: Iterable[str] = ()) -> int:
     """``nf_hi`` raised to the last unit (``hi - 1``, or ``lo``) of every valid row whose value
     feeds a float ``sum``/``sumsq`` lane and is NaN, infinite or too large to square.
 
     Paned-WID's differential step cannot subtract such a pane (``inf - inf`` is NaN), so it
     recomputes the windows that follow one (docs/semantics.md). Cost on all-finite batches: one
     compiled pass per float column; the masks are only built when one is not finite.
+    ``checked``: columns the caller already found all below :data:`SQ_SAFE` (the fused update
+    kernel's check, :func:`~oop.window.kernels.upd_rows_sums1`): skipped.
     """
-    seen: set[str] = set()
+    seen: set[str] = set(checked)
     for li in lanes:
         col = li.lane.column
         if li.lane.op not in ("sum", "sumsq") or col is None or col in seen or col not in cols:
@@ -202,9 +204,9 @@ def note_nonfinite(nf_hi: int, lanes: Sequence["LaneInfo"], cols: dict[str, Colu
         v = cols[col].values
         if v.dtype != np.float64 or v.shape[0] == 0:
             continue
-        if all_abs_below(v, _SQ_SAFE):  # False on NaN
+        if all_abs_below(v, SQ_SAFE):  # False on NaN
             continue
-        bad = ~(np.abs(v) < _SQ_SAFE)
+        bad = ~(np.abs(v) < SQ_SAFE)
         valid = cols[col].valid
         if valid.shape[0]:
             bad &= valid.astype(bool)
