@@ -50,6 +50,7 @@ and the scatter, O(output rows x log N) for the merge; the partitions the rest.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
@@ -57,9 +58,11 @@ import pyarrow as pa
 
 from oop.adapt import operator as _adapt
 from oop.adapt.cost import Thresholds
+from oop.adapt.extents import StreamTerms
 from oop.adapt.operator import AdaptWID
 from oop.operators.base import Operator
-from oop.stream.elements import Element
+from oop.stream.elements import Element, Punctuation
+from oop.stream.timecol import time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.kinds import WindowKind
 from oop.window.late import LateRule
@@ -98,6 +101,13 @@ def adaptive_operator(kind: WindowKind, aggs: Agg | Sequence[Agg], *, by: Sequen
     return op
 
 
+def _punctuate(op: AdaptWID, p: Punctuation, terms: dict[str, Any]) -> list[Element]:
+    """A partition's punctuation, deciding with the one-thread ``wed`` after it
+    (:class:`~oop.adapt.extents.StreamTerms`), on the partition's thread."""
+    op.stream_terms = terms
+    return op.on_punctuation(p)
+
+
 class ThreadedAdapt(ThreadedWindow):
     """AdaptWID over ``threads`` key partitions (see the module docstring)."""
 
@@ -120,6 +130,10 @@ class ThreadedAdapt(ThreadedWindow):
         self.time = t._time
         self.rule = LateRule(None)  # never revises: the partitions decide late rows
         self.sum_max = dict(t.sum_max)
+        k = t.window_kind
+        # Cond. 6.9's stream-wide terms, measured here over every tuple (forced modes: none)
+        self.terms = (StreamTerms((k.r, k.s, k.o), t.cfg.value_columns)
+                      if t.logic.monitor else None)
         return [self.time] + [c for c in t.cfg.value_columns if c != self.time]
 
     def _keys_compact_min(self) -> int:
@@ -132,6 +146,9 @@ class ThreadedAdapt(ThreadedWindow):
         over the whole column so far (one thread's ``sum_max``; a partition's own is never
         larger). O(rows) per such column."""
         presets: dict[str, Any] = {}
+        if self.terms is not None:  # what one thread decides this batch with, then measure it
+            presets["stream_terms"] = self.terms.before_batch()
+            self.terms.on_batch(batch, time_values(batch, self.time, self.inputs[0].name))
         t = self.template
         var_cols = {a.column for a in t.logic.aggs if a.op == "sumsq" and a.shift is None}
         if var_cols:  # var/std's shift: the one one thread fixes, from the whole batch
@@ -159,7 +176,15 @@ class ThreadedAdapt(ThreadedWindow):
         """As the window; then, when one thread would (after the close, the dictionary at
         its check size), the global key compaction."""
         before = self.lwm
-        out = super().on_punctuation(p, port)
+        if self.terms is None or not isinstance(p, Punctuation) or p.attr != self.time \
+                or p.value <= self.lwm:
+            out = super().on_punctuation(p, port)
+        else:  # ThreadedWindow.on_punctuation, each partition told the one-thread wed first
+            self.lwm = p.value
+            terms = {"wed": self.terms.on_punctuation(p.value)}
+            self.pending.append((True, [q.submit(partial(_punctuate, q.op, p, terms))
+                                        for q in self.parts]))
+            out = self._collect(keep_punctuations=self.lag)
         if self.lwm > before and self.enc.n_codes >= self._keys_compact_at:
             out.extend(self._compact_keys())
         return out
