@@ -111,6 +111,9 @@ class BatchPath(GroupModes):
                          self._theta_base(), self._range_f, self._skew_on,
                          float(self.cfg.thresholds.up), cls, hwm, out, self._idx)
         n_late, n_lazy, n_eager, n_born, n_born_e, elo, ehi, wlo, whi = out.tolist()
+        if self._validity_after:  # given: the validity columns one thread adds now
+            self._add_validity(self._validity_after)
+            self._validity_after = []
         if n_late:
             self.late += n_late
             if n_late == n:

@@ -110,6 +110,8 @@ class LogicCore:
         #: ``wed`` given from outside (a partition of ThreadedAdapt: the one-thread value,
         #: :meth:`given_terms`); None: this operator's own measurement
         self.given_wed: int | None = None
+        #: validity columns one thread's buffer holds after the current batch (given)
+        self._validity_after: list[str] = []
         # per group
         self.cap = 0
         self.n_groups = 0
@@ -146,11 +148,18 @@ class LogicCore:
         """Take Cond. 6.9's stream-wide terms as one thread measured them
         (:meth:`StreamTerms.before_batch <oop.adapt.extents.StreamTerms.before_batch>`):
         ``wed`` (kept through the closes until the next call) and the validity columns
-        one thread's buffer holds (``tup``). A partition of
+        one thread's buffer holds (``tup``) -- before this batch, and after its routing
+        (``validity_after``: one thread adds a column at its first null, whichever
+        partition that row is in). A partition of
         :class:`~oop.adapt.threaded.ThreadedAdapt` is given them before each element.
         O(columns)."""
         self.given_wed = self.wed.value = int(terms["wed"])
-        for c in terms.get("validity", ()):
+        self._add_validity(terms["validity"])
+        self._validity_after = list(terms.get("validity_after", ()))
+
+    def _add_validity(self, columns: list[str]) -> None:
+        """Hold a validity column in B for each of ``columns`` (from now on). O(columns)."""
+        for c in columns:
             self.buffer.add_column(c + "?", np.dtype(np.bool_), True)
 
     def _ensure_scratch(self) -> None:

@@ -139,42 +139,50 @@ class StreamTerms:
         self.first_open = INT64_MIN
         self._hwm = np.full(1, INT64_MIN, np.int64)
         self._out = np.zeros(9, np.int64)
+        # route_batch's arguments and outputs (scratch, not state)
+        self._lo = self._hi = np.empty(0, np.int64)
+        self._cls = self._src0 = np.empty(0, np.int8)
+        self._no_wv, self._none = np.zeros((0, 1), np.int32), np.zeros(0, np.int64)
         #: value columns that showed a null in a batch with a row in time (validity in B)
         self.nulls: list[str] = []
 
-    def before_batch(self) -> dict[str, Any]:
-        """What one thread's next batch decides with: ``wed`` and the validity columns
+    def terms(self) -> dict[str, Any]:
+        """What one thread decides with now: ``wed`` and the value columns whose validity
         its buffer holds (``tup``). O(columns)."""
         return {"wed": int(self.extents.wed.value), "validity": list(self.nulls)}
 
-    def on_batch(self, batch: pa.RecordBatch, ts: np.ndarray) -> None:
-        """Measure a batch (``ts``: its times, int64) as one thread does: the windows its rows
-        in time open (and the extents that start), the high-watermark, its null columns.
-        O(rows), one compiled pass."""
+    def on_batch(self, batch: pa.RecordBatch, ts: np.ndarray) -> dict[str, Any]:
+        """Measure a batch (``ts``: its times, int64) as one thread does -- the windows its
+        rows in time open (and the extents that start), the high-watermark, its null
+        columns -- and return the terms one thread decides this batch with
+        (:meth:`terms` before it; ``validity_after``: the validity columns one thread's
+        buffer holds after it). O(rows), one compiled pass."""
+        out = self.terms()
         n = ts.shape[0]
-        if n == 0:
-            return
-        lo, hi = np.empty(n, np.int64), np.empty(n, np.int64)
-        cls = np.empty(n, np.int8)
-        none = np.zeros(0, np.int64)
-        route_batch(ts, np.zeros(n, np.int8), ts, self._geom, lo, hi, self.first_open,
-                    np.zeros((0, 1), np.int32), none, 0, 0, False, True, 1.0, 1.0, False,
-                    1.0, cls, self._hwm, self._out, none)
+        if len(self._lo) < n:  # reused scratch (not state)
+            self._lo, self._hi = np.empty(2 * n, np.int64), np.empty(2 * n, np.int64)
+            self._cls, self._src0 = np.empty(2 * n, np.int8), np.zeros(2 * n, np.int8)
+        lo, hi, cls = self._lo[:n], self._hi[:n], self._cls[:n]
+        route_batch(ts, self._src0[:n], ts, self._geom, lo, hi, self.first_open,
+                    self._no_wv, self._none, 0, 0, False, True, 1.0, 1.0, False, 1.0, cls,
+                    self._hwm, self._out, self._none)
         n_late, _, _, _, _, _, _, wlo, whi = self._out.tolist()
-        if n_late == n:  # one thread returns before it looks at the values
-            return
-        self.extents.start(lo, hi, self.lwm, cls, n_late, wlo, whi)
-        for c in self.value_columns:
-            if c not in self.nulls and batch.column(c).null_count:
-                self.nulls.append(c)
+        if n and n_late < n:  # an all-late batch: one thread returns before the values
+            self.extents.start(lo, hi, self.lwm, cls, n_late, wlo, whi)
+            for c in self.value_columns:
+                if c not in self.nulls and batch.column(c).null_count:
+                    self.nulls.append(c)
+        out["validity_after"] = list(self.nulls)
+        return out
 
-    def on_punctuation(self, v: int) -> int:
+    def on_punctuation(self, v: int) -> dict[str, Any]:
         """A punctuation ``v`` (greater than every one before): the extents it closes
-        complete at the high-watermark; returns ``wed`` after it. O(closing windows)."""
+        complete at the high-watermark; returns the :meth:`terms` after it. O(closing
+        windows)."""
         fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
         self.lwm = int(v)
         hw = int(self._hwm[0])
         for w in self.extents.closing(fo, self.first_open):
             self.extents.close(w, hw)
         self.first_open = max(self.first_open, fo)
-        return int(self.extents.wed.value)
+        return self.terms()

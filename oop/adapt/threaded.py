@@ -147,8 +147,8 @@ class ThreadedAdapt(ThreadedWindow):
         larger). O(rows) per such column."""
         presets: dict[str, Any] = {}
         if self.terms is not None:  # what one thread decides this batch with, then measure it
-            presets["stream_terms"] = self.terms.before_batch()
-            self.terms.on_batch(batch, time_values(batch, self.time, self.inputs[0].name))
+            presets["stream_terms"] = self.terms.on_batch(
+                batch, time_values(batch, self.time, self.inputs[0].name))
         t = self.template
         var_cols = {a.column for a in t.logic.aggs if a.op == "sumsq" and a.shift is None}
         if var_cols:  # var/std's shift: the one one thread fixes, from the whole batch
@@ -181,13 +181,22 @@ class ThreadedAdapt(ThreadedWindow):
             out = super().on_punctuation(p, port)
         else:  # ThreadedWindow.on_punctuation, each partition told the one-thread wed first
             self.lwm = p.value
-            terms = {"wed": self.terms.on_punctuation(p.value)}
+            terms = self.terms.on_punctuation(p.value)
             self.pending.append((True, [q.submit(partial(_punctuate, q.op, p, terms))
                                         for q in self.parts]))
             out = self._collect(keep_punctuations=self.lag)
         if self.lwm > before and self.enc.n_codes >= self._keys_compact_at:
             out.extend(self._compact_keys())
         return out
+
+    def flush(self) -> list[Element]:
+        """As the window; each partition first told the one-thread terms (the validity
+        columns of a batch that gave it no row)."""
+        if self.terms is not None:
+            terms = self.terms.terms()
+            for q in self.parts:  # ordered before the flush on each partition's thread
+                q.submit(partial(setattr, q.op, "stream_terms", terms))
+        return super().flush()
 
     def _collect(self, keep_punctuations: int) -> list[Element]:
         out = super()._collect(keep_punctuations)
