@@ -380,8 +380,7 @@ class AdaptWID(Operator):
         buffered tuple, a count in ``winVol`` (a subclass adds its own). An entry of H
         with ``winVol`` 0 whose eager flag alone is left is not held (004 §6.3 removes
         such groups from H): so the rule does not depend on which groups are eager, and a
-        run on key partitions, each deciding eager / lazy from its own measurements,
-        compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
+        run on key partitions compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
         lg = self.logic
         assert lg is not None
         live = lg.live_codes(n)

@@ -27,15 +27,27 @@ What differs from the window's partitioning, and why:
   largest ``|value|`` of the whole column; each partition is told that bound before
   its batch (``sum_max``), so an overflow is refused exactly where one thread refuses.
 
-Eager or lazy is decided per partition: Cond. 6.9's measured terms (``wed``, the
-stream volume, the sources' offsets) are the partition's, so a group may be eager on
-one thread and lazy on several. The rows do not depend on it -- the keys, windows and
-every count, integer sum, min / max / first / last, quantile and distinct count are
-identical -- except in the last bits of float arithmetic: eager folds a group's
-values into its partials batch by batch, lazy folds its buffered tuples bin by bin,
-so a float ``sum`` / ``mean`` / ``var`` can round differently (the 4M-row tumbling
-benchmark: 88 of 1.13M sums, at most 2.8e-16 relative). Forced ``thresholds="eager"``
-or ``"lazy"``: identical to the bit. The state and the switch counts can differ.
+* **Eager or lazy as one thread decides.** Cond. 6.9 (one source: ``theta = aggr * wed
+  / (tup * SLIDE)``, 004 §6.3.2) has terms that describe the whole stream: ``wed`` (the
+  high-watermark when an extent completes minus the low-watermark when its first tuple
+  arrived) and ``tup`` (the buffer's columns: a value column's validity is held from its
+  first null). A partition that measured them from its own tuples would flip a group at
+  other moments than one thread, and a float sum / mean / var would add in another
+  order (the 4M-row tumbling benchmark: 88 of 1.13M sums differed, <= 2.8e-16
+  relative). So this thread measures them over every tuple
+  (:class:`~oop.adapt.extents.StreamTerms`: the one-thread kernel for the rows' window
+  ids, the one :class:`~oop.adapt.extents.OpenExtents` for the extents) and gives each
+  partition the one-thread values before each batch, punctuation and the end
+  (:attr:`AdaptWID.stream_terms <oop.adapt.operator.AdaptWID.stream_terms>`); the
+  partitions compute ``theta`` by the one-thread code with them, and a group's own
+  volume ``winVol`` is its partition's. ``aggr`` of bounded aggregates is fixed by the
+  lanes' layout (the same everywhere); a holistic aggregate's is the measured bytes per
+  held partial, which would need every partition's state after each element: not given
+  (docs/limits.md) -- such a query's modes are each partition's own. The stream volume
+  and the sources' offsets enter ``theta`` only with several sources, which are not
+  partitioned. The switch counts and each punctuation's eager / transitional / lazy
+  group counts add up to one thread's, and the output is one thread's to the bit
+  (forced modes too).
 
 Punctuation rule: as AdaptWID (emits every window with ``end <= v``, purges it,
 forwards ``P("window_end", v)``), minimum over the partitions. Not partitioned
@@ -44,7 +56,8 @@ and records the reason in its ``plan_info["one_thread"]``): several ``sources`` 
 offsets enter Cond. 6.9 by port), no ``by`` key, windows other than tumbling and
 sliding. Checkpoints: :meth:`snapshot` refuses in one line.
 
-Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound
+Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound,
+Cond. 6.9's terms (one compiled pass over the time column, adaptive thresholds only)
 and the scatter, O(output rows x log N) for the merge; the partitions the rest.
 """
 
