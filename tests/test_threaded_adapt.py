@@ -42,8 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: integer values: every aggregate is exact, so equality is exact on any partitioning
 EXACT = [agg.count(), agg.sum("val"), agg.min("val"), agg.max("val"), agg.first("val"),
          agg.last("val")]
-#: float results: a group's eager or lazy mode (each partition's own decision under
-#: ``thresholds="adaptive"``) sets the order its values are combined in -- the last bits
+#: float results: a group's eager or lazy mode sets the order its values are combined in --
+#: the last bits; with a holistic aggregate (median, distinct) in the query the modes under
+#: ``thresholds="adaptive"`` are each partition's own (its ``aggr`` is measured from its
+#: state; docs/limits.md), so these may differ from one thread's in the last bits
 FLOATY = [agg.mean("val"), agg.var("val"), agg.median("val"), agg.distinct("val")]
 KINDS = [Tumbling(7), Tumbling(5, origin=3), Sliding(10, 3), Sliding(9, 6, origin=2)]
 THRESHOLDS = ["adaptive", "eager", "lazy"]

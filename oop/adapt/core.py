@@ -146,7 +146,7 @@ class LogicCore:
 
     def given_terms(self, terms: dict[str, Any]) -> None:
         """Take Cond. 6.9's stream-wide terms as one thread measured them
-        (:meth:`StreamTerms.before_batch <oop.adapt.extents.StreamTerms.before_batch>`):
+        (:meth:`StreamTerms.on_batch <oop.adapt.extents.StreamTerms.on_batch>`):
         ``wed`` (kept through the closes until the next call) and the validity columns
         one thread's buffer holds (``tup``) -- before this batch, and after its routing
         (``validity_after``: one thread adds a column at its first null, whichever

@@ -126,7 +126,8 @@ class StreamTerms:
     """Cond. 6.9's stream-wide terms as one AdaptWID thread measures them (see the module
     docstring), fed with every batch and punctuation of the stream, in order.
 
-    ``kind``: the resolved window kind; ``value_columns``: the columns AdaptWID buffers.
+    ``geom``: the windows' ``(RANGE, SLIDE, origin)``; ``value_columns``: the columns
+    AdaptWID buffers.
     Not thread-safe (the driving thread's).
     """
 
