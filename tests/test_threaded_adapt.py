@@ -29,6 +29,7 @@ from _drive import drive as drive_steps
 from oop.adapt import operator as adapt_operator
 from oop.adapt.operator import AdaptWID
 from oop.adapt.order import window_code_order, window_code_order_reference
+from oop.adapt.extents import StreamTerms
 from oop.adapt.threaded import ThreadedAdapt, adapt_threadable
 from oop.errors import ConfigError, ValueRangeError
 from oop.operators.base import StreamInfo
@@ -467,3 +468,40 @@ def test_regression_partitions_measured_their_own_wed(kind):
                                            t.schema, items)
         assert got.equals(one), n
         assert_modes_as_one_thread(m1, m["partitions"], samples)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), kind=st.sampled_from([Tumbling(4), Sliding(6, 2), Sliding(5, 2, 1),
+                                             Tumbling(3, origin=1)]))
+def test_stream_terms_measure_what_one_thread_measures(data, kind):
+    """The driving thread's :class:`StreamTerms` (fed every batch and punctuation) holds
+    one thread's ``wed`` and validity columns before every batch and after every
+    punctuation -- disorder, late rows, nulls and far-apart times (closes in runs)
+    included."""
+    if data.draw(st.booleans()):  # punctuation that makes later tuples late
+        schema, steps = TABLE_SCHEMA, data.draw(late_scripts())
+    else:  # valid punctuation, nulls, far-apart times
+        t = data.draw(disordered_tables(max_rows=60, n_keys=5, max_delay=data.draw(
+            st.sampled_from([0, 6, None])), max_gap=data.draw(st.sampled_from([1, 3, 200]))))
+        val = t.column("val").to_numpy().astype(np.float64)
+        null = np.asarray(data.draw(st.lists(st.booleans(), min_size=t.num_rows,
+                                             max_size=t.num_rows)), bool)
+        t = t.set_column(2, "val", pa.array(val, mask=null & (val > 50)))
+        schema, steps = t.schema, data.draw(exact_punctuation_feed(data.draw(batch_splits(t))))
+    one = AdaptWID(kind, [agg.count(), agg.sum("val")], by="key")
+    one.open([StreamInfo("s", schema, {"ts": "ms"}, "ts")])
+    k = one.window_kind
+    terms = StreamTerms((k.r, k.s, k.o), one.cfg.value_columns)
+    last = None
+    for s in steps:
+        if isinstance(s, Punctuation):
+            if last is not None and s.value <= last:
+                continue  # not forwarded (ThreadedAdapt's rule too)
+            last = s.value
+            one.on_punctuation(s)
+            assert terms.on_punctuation(s.value) == one.stream_terms
+        elif s.num_rows:
+            given = terms.on_batch(s, s.column("ts").to_numpy().astype(np.int64))
+            assert {"wed": given["wed"], "validity": given["validity"]} == one.stream_terms
+            one.on_batch(s)
+            assert given["validity_after"] == one.stream_terms["validity"]
