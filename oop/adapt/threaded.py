@@ -132,6 +132,8 @@ class ThreadedAdapt(ThreadedWindow):
         self.adapt_kw: dict[str, Any] = dict(kind=kind, aggs=as_aggs(aggs),
                                              thresholds=thresholds, n_bins=n_bins, time=time)
         self.sum_max: dict[str, int] = {}
+        #: Cond. 6.9's stream-wide terms over every tuple (set at open; None: forced modes)
+        self.terms: StreamTerms | None = None
 
     # ---- the partitioned operator ----------------------------------------------------
     def _one_operator(self, by: Sequence[str], name: str) -> Operator:
@@ -154,7 +156,9 @@ class ThreadedAdapt(ThreadedWindow):
 
     def _presets(self, batch: pa.RecordBatch, times: np.ndarray | None,
                  codes: np.ndarray) -> dict[str, Any]:
-        """What one thread knows before this batch: var/std's shift (the column's first
+        """What one thread knows before this batch: Cond. 6.9's stream-wide terms
+        (:class:`~oop.adapt.extents.StreamTerms`, this batch measured; one compiled pass
+        over its times), var/std's shift (the column's first
         valid value, :meth:`AdaptWID.fix_shifts`) and the bound of every exact integer sum
         over the whole column so far (one thread's ``sum_max``; a partition's own is never
         larger). O(rows) per such column."""
@@ -221,5 +225,7 @@ class ThreadedAdapt(ThreadedWindow):
         return out
 
     def adapt_metrics(self) -> dict[str, Any]:
-        """Each partition's :meth:`AdaptWID.adapt_metrics` (their modes are their own)."""
+        """Each partition's :meth:`AdaptWID.adapt_metrics` (its groups' modes, as one thread
+        decides them: the switch counts and the timeline's group counts add up to one
+        thread's; ``wed`` and ``tup`` are one thread's)."""
         return {"partitions": [p.op.adapt_metrics() for p in self.parts]}
