@@ -8,7 +8,7 @@ millions of window ids) -- never a MemoryError from an allocation or the
 OOM killer. Before, closing the buffered tuples folded them into transient
 lanes over the whole span of closing window ids (576 MiB for 20 groups, and
 a numba allocation failure for sliding windows); now a punctuation closes
-its windows run by run (``AdaptLogic._close_in_runs``).
+its windows run by run (``AdaptLogic._close_run``).
 """
 
 from __future__ import annotations

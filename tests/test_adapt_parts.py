@@ -342,7 +342,7 @@ def test_open_extents_fast_paths_equal_the_scan(kind, steps):
     for rows, step in steps:
         gids = np.array([r[0] for r in rows], np.int64)
         ts = np.array([now + r[1] for r in rows], np.int64)
-        slow._open_span = (2**62, 2**62 - 1)  # no span known: the scan (or the set check)
+        slow.extents._open_span = (2**62, 2**62 - 1)  # no span known: the scan (or the set check)
         for lg in (fast, slow):
             lg.on_batch(gids, ts, None, {})
         assert list(fast.open_wids) == list(slow.open_wids)

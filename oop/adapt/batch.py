@@ -27,12 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from oop.adapt.algebra import Rows
-from oop.adapt.bucket import covered_windows, expand
+from oop.adapt.bucket import expand
 from oop.adapt.buffer import Chunk
 from oop.adapt.config import AdaptConfig
 from oop.adapt.groups import GID, GID_MAX, MODE_BIT, VOL_MASK
 from oop.adapt.kernels.groupby import group_pairs, segment_tupcnt
-from oop.adapt.kernels.route import ROW_EAGER, ROW_LATE, route_batch
+from oop.adapt.kernels.route import ROW_EAGER, route_batch
 from oop.adapt.modes import GroupModes
 from oop.adapt.store import Block
 from oop.errors import ConfigError
@@ -58,8 +58,6 @@ class BatchPath(GroupModes):
         self._lo = np.empty(0, np.int64)  # window-id ranges of the current batch (not state)
         self._idx = np.empty(0, np.int64)  # its lazy rows (not state)
         self._hi = np.empty(0, np.int64)
-        #: [a, b]: every window id in it that is >= first_open is open (0, -1: none known)
-        self._open_span = (0, -1)
 
     # ---- the Bucket ----------------------------------------------------------------------------
     def _wids(self, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +111,9 @@ class BatchPath(GroupModes):
                          self._theta_base(), self._range_f, self._skew_on,
                          float(self.cfg.thresholds.up), cls, hwm, out, self._idx)
         n_late, n_lazy, n_eager, n_born, n_born_e, elo, ehi, wlo, whi = out.tolist()
+        if self._validity_after:  # given: the validity columns one thread adds now
+            self._add_validity(self._validity_after)
+            self._validity_after = []
         if n_late:
             self.late += n_late
             if n_late == n:
@@ -127,7 +128,7 @@ class BatchPath(GroupModes):
                 raise ConfigError(
                     f"adaptive_window: {self.volume.active} tuples in open windows exceed "
                     "AdaptWID's 30-bit winVol; use shorter windows or Stream.window")
-        self._start_extents(lo, hi, cls, n_late, wlo, whi)
+        self.extents.start(lo, hi, self.lwm.value, cls, n_late, wlo, whi)
         cols = self._carried(values, n)
         pulled = None
         if len(sw):
@@ -182,50 +183,6 @@ class BatchPath(GroupModes):
         if len(self._zeros8) < n:
             self._zeros8 = np.zeros(max(n, 2 * len(self._zeros8)), np.int8)
         return self._zeros8[:n]
-
-    def _start_extents(self, lo: np.ndarray, hi: np.ndarray, cls: np.ndarray | None = None,
-                       n_late: int = 0, wlo: int | None = None, whi: int | None = None) -> None:
-        """Start ``wed`` for the windows the rows in time open (``cls > 0``).
-
-        Fast path: every window in ``[wlo, whi]`` is open already (O(log) in the open set).
-        """
-        opened = self.open_wids
-        if wlo is not None and whi is not None:
-            a, b = self._open_span  # closing windows only removes ids below first_open <= wlo
-            if a <= wlo and whi <= b:
-                return
-            if a <= wlo <= b + 1 and 0 < whi - b <= self._range // self._slide:
-                # only windows above the open span are new, and the row whose last window is
-                # whi covers every one of (b, whi] (a tuple is in >= RANGE // SLIDE
-                # consecutive windows, clipped to first_open <= wlo <= b + 1): no scan
-                self._open_new([w for w in range(b + 1, whi + 1) if w not in opened])
-                self._open_span = (a, whi)
-                return
-            if opened and wlo >= opened[0] and whi <= opened[-1] \
-                    and opened.bisect_right(whi) - opened.bisect_left(wlo) == whi - wlo + 1:
-                self._open_span = (wlo, whi)
-                return
-        if n_late and cls is not None:
-            ok = cls != ROW_LATE
-            lo, hi = lo[ok], hi[ok]
-        ws = covered_windows(lo, hi)
-        if ws is None:  # the batch spans far more windows than it has tuples
-            ulo, inv = np.unique(lo, return_inverse=True)
-            top = np.full(len(ulo), INT64_MIN, np.int64)
-            np.maximum.at(top, inv, hi)
-            ws = np.unique(expand(ulo, top)[1])
-        if wlo is not None and whi is not None and len(ws) == whi - wlo + 1:
-            self._open_span = (wlo, whi)  # no gap: every window of [wlo, whi] is open below
-        self._open_new([w for w in ws.tolist() if w not in opened])  # per window, not tuple
-
-    def _open_new(self, fresh: list[int]) -> None:
-        """Windows ``fresh`` (ascending, not open yet) open: their extents start ``wed``."""
-        if not fresh:
-            return
-        lwm = self.lwm.value
-        for w in fresh:  # extent start = origin + (w + 1) * SLIDE - RANGE (kind.extents)
-            self.wed.start(w, lwm, fallback=self._origin + (w + 1) * self._slide - self._range)
-        self.open_wids.update(fresh)
 
     def _to_eager(self, ch: Chunk, lo: np.ndarray, hi: np.ndarray) -> None:
         """Fold rows into partials; ``[lo, hi)``: their open window ids (``_wids``)."""

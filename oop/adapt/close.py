@@ -30,7 +30,8 @@ released by one kernel (:func:`~oop.adapt.kernels.dense_release`).
 
 A row far ahead of (or behind) the rest leaves millions of empty window ids between the
 windows one punctuation closes: such a punctuation is closed run by run
-(:meth:`ClosePath._close_in_runs`), so the transient lanes span one run's windows.
+(:meth:`ClosePath._close_run`), so the transient lanes span one run's windows; the groups
+are settled once per punctuation, after its last run.
 
 Cost: per punctuation O(|B| x closing windows + partials emitted) vectorized, and
 O(closing windows) Python calls (about a dozen numpy / kernel calls for one closing
@@ -55,7 +56,7 @@ from oop.adapt.store import Block
 __all__ = ["ClosePath"]
 
 #: a punctuation closes windows run by run where this many empty window ids separate two
-#: closing windows (see ClosePath._close_in_runs)
+#: closing windows (see ClosePath._close_run)
 _SPARSE_GAP = 64
 
 
@@ -83,14 +84,51 @@ class ClosePath(BatchPath):
 
     def on_punctuation(self, v: int) -> list[tuple[int, Block]]:
         """Close every window complete under ``v``; return ``(wid, block)`` in wid order (a
-        window may come as several blocks with disjoint groups, see :meth:`_union`)."""
+        window may come as several blocks with disjoint groups, see :meth:`_union`).
+
+        The windows close (run by run where they are sparse, :meth:`_close_run`), then the
+        groups are settled once for the whole punctuation with ``wed`` after all its closes
+        -- so the decisions do not depend on how the closes were cut into runs (a partition
+        of :class:`~oop.adapt.threaded.ThreadedAdapt` holds fewer windows, so other runs)."""
         fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
-        opened = self.open_wids
-        closing = opened[:opened.bisect_left(fo)] if fo > self.first_open else []
+        if fo <= self.first_open:  # no window completes
+            self.lwm.advance(v)
+            return []
+        closing = self.extents.closing(fo, self.first_open)
+        ends: list[int] = []
         if len(closing) > 1 and closing[-1] - closing[0] >= len(closing) + _SPARSE_GAP:
-            ends = _run_ends(closing)  # a list (cheaper than an irange iterator)
-            if ends.size:  # a wide span of many small gaps is closed at once
-                return self._close_in_runs(v, ends)
+            ends = _run_ends(closing).tolist()  # a wide span of many small gaps: by runs
+        tcs: list[tuple[np.ndarray, np.ndarray]] = []
+        expired: list[np.ndarray] = []
+        out: list[tuple[int, Block]] = []
+        for e in ends:  # each run is closed by the punctuation at its end (v bounds it)
+            out.extend(self._close_run(self._origin + (e + 1) * self._slide, tcs, expired))
+        out.extend(self._close_run(v, tcs, expired))
+        if self.given_wed is not None:  # the one-thread wed after this punctuation
+            self.wed.value = self.given_wed
+        if self.monitor and (tcs or expired):
+            if len(expired) > 1:
+                expired = [np.concatenate(expired)]  # settle_close dedups the groups
+            self._settle(tcs, expired)  # winVol, eager -> lazy, groups leaving H
+        self._sample(v)
+        self._track_peak()
+        return out
+
+    def _close_run(self, v: int, tcs: list[tuple[np.ndarray, np.ndarray]],
+                   expired: list[np.ndarray]) -> list[tuple[int, Block]]:
+        """Close the held windows below ``kind.first_open(v)``: emit them, purge their state,
+        advance the low-watermark; appends the popped partials' groups and ``tupcnt`` to
+        ``tcs`` and the groups of the purged buffered tuples to ``expired`` (the settle is
+        the caller's).
+
+        Run by run: a row far ahead of (or behind) the rest -- a bad clock -- leaves a span
+        of millions of empty window ids between the windows a punctuation closes; the close
+        of the buffered tuples folds into transient lanes over the closing span, so one
+        close over the whole span would allocate (span x groups) cells. Each run closed by
+        the punctuation at its end, the lanes span only the windows of one run. Cost: one
+        pass over the buffer per run."""
+        fo = (int(v) - self._origin) // self._slide  # kind.first_open(v)
+        closing = self.extents.closing(fo, self.first_open)
         self.lwm.advance(v)
         if fo <= self.first_open:
             return []
@@ -105,9 +143,9 @@ class ClosePath(BatchPath):
         # tupcnt of the closing partials, read now: aggregating B below may materialize a
         # derived tupcnt (first null), which converts the store's blocks, not popped ones;
         # a derived one is copied (merging transitional groups below adds to its lane)
-        tcs = [(b.gids, b.tupcnt if b.tupcnt.shape[1] else self.counts(b).copy())
-               for b in popped.values() if b is not None and len(b)] if self.monitor else []
-        expired: list[np.ndarray] = []
+        if self.monitor:
+            tcs.extend((b.gids, b.tupcnt if b.tupcnt.shape[1] else self.counts(b).copy())
+                       for b in popped.values() if b is not None and len(b))
         lazy_blocks: dict[int, Block] = {}
         if self.buffer.n_rows and closing:
             lazy_blocks = self._close_buffer(old, fo, expired, closing[0], closing[-1])
@@ -124,32 +162,11 @@ class ClosePath(BatchPath):
                 lb = Block(lb.gids, lb.tupcnt[:, :0], lb.states)
             for blk in self._union(eb, lb):
                 out.append((w, blk))
-            if not self._flushing:  # end of stream is not a measurement of arrival order
-                self.wed.complete(w, hw)
-            self.open_wids.discard(w)
+            # the end of stream is not a measurement of arrival order
+            self.extents.close(w, hw, measure=not self._flushing)
         assert not lazy_blocks, f"lazy tuples in windows that were not open: {sorted(lazy_blocks)}"
         if self.dense:
             self.eager.release(fo)  # type: ignore[union-attr]  # slots with no partial left
-        if self.monitor and (tcs or expired):
-            self._settle(tcs, expired)  # winVol, eager -> lazy, groups leaving H
-        self._sample(v)
-        self._track_peak()
-        return out
-
-    def _close_in_runs(self, v: int, ends: np.ndarray) -> list[tuple[int, Block]]:
-        """Close the held windows run by run: ``ends`` (:func:`_run_ends`) are the last windows
-        of the runs before ``v``'s, and each run is closed by the punctuation at its end (valid:
-        ``v`` bounds every smaller value); the last run by ``v`` itself.
-
-        A row far ahead of (or behind) the rest -- a bad clock -- leaves a span of millions
-        of empty window ids between the windows a punctuation closes; the close of the
-        buffered tuples folds into transient lanes over the closing span, so one close over
-        the whole span would allocate (span x groups) cells. Run by run, the lanes span only
-        the windows of one run. Cost: one pass over the buffer per run."""
-        out: list[tuple[int, Block]] = []
-        for e in ends.tolist():
-            out.extend(self.on_punctuation(self._origin + (e + 1) * self._slide))
-        out.extend(self.on_punctuation(v))
         return out
 
     def _union(self, eb: Block | None, lb: Block | None) -> list[Block]:

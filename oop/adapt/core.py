@@ -38,6 +38,8 @@ No punctuation rule here: nothing in this module emits, purges or forwards.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from sortedcontainers import SortedSet
 
@@ -46,6 +48,7 @@ from oop.adapt.buffer import LazyBuffer
 from oop.adapt.config import AdaptConfig, Timeline
 from oop.adapt.cost import MemoryCostModel
 from oop.adapt.dense import DenseEagerStore
+from oop.adapt.extents import OpenExtents
 from oop.adapt.groups import GID
 from oop.adapt.state import PeakBytes
 from oop.adapt.store import Block, EagerStore
@@ -98,12 +101,17 @@ class LogicCore:
         else:
             self.eager = EagerStore(self.aggs)
         self.model = MemoryCostModel(self.kind.r, self.kind.s)
-        self.wed = WindowExtentDuration(self.kind.r)
+        #: the open windows and their extents' duration ``wed`` (oop.adapt.extents)
+        self.extents = OpenExtents((self._range, self._slide, self._origin))
         self.offsets = SourceOffsets(self.S)
         self.volume = StreamVolume(self.kind.r)  # the whole stream's active tuples / RANGE
         self.lwm = LowWatermark("wid-time", stream="adaptwid")
         self.first_open = INT64_MIN  # every window w < first_open is complete
-        self.open_wids: SortedSet = SortedSet()
+        #: ``wed`` given from outside (a partition of ThreadedAdapt: the one-thread value,
+        #: :meth:`given_terms`); None: this operator's own measurement
+        self.given_wed: int | None = None
+        #: validity columns one thread's buffer holds after the current batch (given)
+        self._validity_after: list[str] = []
         # per group
         self.cap = 0
         self.n_groups = 0
@@ -125,6 +133,34 @@ class LogicCore:
         self.switches_to_lazy = 0
         self.timeline = Timeline()
         self.peak = PeakBytes()
+
+    @property
+    def wed(self) -> WindowExtentDuration:
+        """Cond. 6.9's ``wed`` (:class:`~oop.adapt.extents.OpenExtents`)."""
+        return self.extents.wed
+
+    @property
+    def open_wids(self) -> SortedSet:
+        """The open window ids, ascending (:class:`~oop.adapt.extents.OpenExtents`)."""
+        return self.extents.open_wids
+
+    def given_terms(self, terms: dict[str, Any]) -> None:
+        """Take Cond. 6.9's stream-wide terms as one thread measured them
+        (:meth:`StreamTerms.on_batch <oop.adapt.extents.StreamTerms.on_batch>`):
+        ``wed`` (kept through the closes until the next call) and the validity columns
+        one thread's buffer holds (``tup``) -- before this batch, and after its routing
+        (``validity_after``: one thread adds a column at its first null, whichever
+        partition that row is in). A partition of
+        :class:`~oop.adapt.threaded.ThreadedAdapt` is given them before each element.
+        O(columns)."""
+        self.given_wed = self.wed.value = int(terms["wed"])
+        self._add_validity(terms["validity"])
+        self._validity_after = list(terms.get("validity_after", ()))
+
+    def _add_validity(self, columns: list[str]) -> None:
+        """Hold a validity column in B for each of ``columns`` (from now on). O(columns)."""
+        for c in columns:
+            self.buffer.add_column(c + "?", np.dtype(np.bool_), True)
 
     def _ensure_scratch(self) -> None:
         """Grow the kernels' scratch (all -1, indexed by group code) to cover every group

@@ -44,7 +44,6 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from sortedcontainers import SortedSet
 
 from oop.adapt.close import ClosePath
 from oop.adapt.groups import EAGER, GID, LAZY, MODE_BIT
@@ -76,13 +75,11 @@ class AdaptLogic(ClosePath):
         for a, k in zip(self.aggs, s.shifts):
             a.shift = k
         self.buffer.restore(s.buffer)
-        self.wed.restore(s.wed)
         self.offsets.restore(s.offsets)
         self.lwm.value = s.lwm
         self.volume.active = s.active
         self.first_open = s.first_open
-        self.open_wids = SortedSet(s.open_wids)
-        self._open_span = (0, -1)
+        self.extents.restore(s.wed, s.open_wids)
         self._wv, self.tupcnt_from = s.wv, s.tupcnt_from
         self.cap = len(self._wv) if self.monitor else s.n_groups
         self.n_groups = s.n_groups

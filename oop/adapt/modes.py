@@ -19,7 +19,10 @@ layout), ``wed`` from :class:`~oop.progress.WindowExtentDuration`, per-source of
 RANGE``: ``theta = base + sum_K winVol[g, K] / RANGE * offset[K]`` with ``base = aggr *
 wed / (tup * SLIDE)`` (:meth:`GroupModes._theta_base`). ``wed`` is measured once for the
 union (``hwm`` = the earliest-arriving source's high-watermark, so it is the *duration*
-of 004 Fig. 6-16), not per source. Two thresholds ``up > down`` keep a group whose volume
+of 004 Fig. 6-16), not per source (:class:`~oop.adapt.extents.OpenExtents`); a partition
+of a run on key partitions is given the one-thread ``wed`` and ``tup``
+(:meth:`~oop.adapt.core.LogicCore.given_terms`) and computes ``theta`` by this same code.
+Two thresholds ``up > down`` keep a group whose volume
 hovers near ``theta`` from thrashing (004 §6.3.4.2).
 
 Where the switches happen (compiled, :mod:`oop.adapt.kernels`):
@@ -34,6 +37,7 @@ Where the switches happen (compiled, :mod:`oop.adapt.kernels`):
   (``Thresholds.decide_on="closed_extent"``, default) or, as 004 §6.3.4.2 words it, the
   tuples remaining after the punctuation (``"remaining"``), which flips dense
   tumbling-window groups at every boundary (see :class:`~oop.adapt.cost.Thresholds`).
+  Once per punctuation, after all its windows closed (also when they close run by run).
 
 This module holds the Python side: the per-group arrays (growth, key compaction), the
 flag and volume readers, ``theta``'s inputs for the kernels, the live-group counts and

@@ -263,6 +263,22 @@ class AdaptWID(Operator):
             if a.op == "sumsq" and a.shift is None and a.column in shifts:
                 a.shift = shifts[a.column]
 
+    @property
+    def stream_terms(self) -> dict[str, Any]:
+        """Cond. 6.9's stream-wide terms this operator decides with (``wed``, the validity
+        columns of its buffer)."""
+        assert self.logic is not None
+        return {"wed": int(self.logic.wed.value),
+                "validity": [c[:-1] for c in self.logic.buffer.dtypes if c.endswith("?")]}
+
+    @stream_terms.setter
+    def stream_terms(self, terms: dict[str, Any]) -> None:
+        """Decide with the terms one thread measured over the whole stream (a partition of
+        ThreadedAdapt, before each batch and punctuation: :meth:`AdaptLogic.given_terms
+        <oop.adapt.core.LogicCore.given_terms>`)."""
+        assert self.logic is not None
+        self.logic.given_terms(terms)
+
     def _src(self, n: int, port: int) -> np.ndarray:
         """``port`` for ``n`` rows: a slice of a reused per-port array (read only)."""
         buf = self._src_bufs.get(port)
@@ -364,8 +380,7 @@ class AdaptWID(Operator):
         buffered tuple, a count in ``winVol`` (a subclass adds its own). An entry of H
         with ``winVol`` 0 whose eager flag alone is left is not held (004 §6.3 removes
         such groups from H): so the rule does not depend on which groups are eager, and a
-        run on key partitions, each deciding eager / lazy from its own measurements,
-        compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
+        run on key partitions compacts when one thread does (:mod:`oop.adapt.threaded`). O(n + state)."""
         lg = self.logic
         assert lg is not None
         live = lg.live_codes(n)

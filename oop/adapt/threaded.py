@@ -27,15 +27,27 @@ What differs from the window's partitioning, and why:
   largest ``|value|`` of the whole column; each partition is told that bound before
   its batch (``sum_max``), so an overflow is refused exactly where one thread refuses.
 
-Eager or lazy is decided per partition: Cond. 6.9's measured terms (``wed``, the
-stream volume, the sources' offsets) are the partition's, so a group may be eager on
-one thread and lazy on several. The rows do not depend on it -- the keys, windows and
-every count, integer sum, min / max / first / last, quantile and distinct count are
-identical -- except in the last bits of float arithmetic: eager folds a group's
-values into its partials batch by batch, lazy folds its buffered tuples bin by bin,
-so a float ``sum`` / ``mean`` / ``var`` can round differently (the 4M-row tumbling
-benchmark: 88 of 1.13M sums, at most 2.8e-16 relative). Forced ``thresholds="eager"``
-or ``"lazy"``: identical to the bit. The state and the switch counts can differ.
+* **Eager or lazy as one thread decides.** Cond. 6.9 (one source: ``theta = aggr * wed
+  / (tup * SLIDE)``, 004 §6.3.2) has terms that describe the whole stream: ``wed`` (the
+  high-watermark when an extent completes minus the low-watermark when its first tuple
+  arrived) and ``tup`` (the buffer's columns: a value column's validity is held from its
+  first null). A partition that measured them from its own tuples would flip a group at
+  other moments than one thread, and a float sum / mean / var would add in another
+  order (the 4M-row tumbling benchmark: 88 of 1.13M sums differed, <= 2.8e-16
+  relative). So this thread measures them over every tuple
+  (:class:`~oop.adapt.extents.StreamTerms`: the one-thread kernel for the rows' window
+  ids, the one :class:`~oop.adapt.extents.OpenExtents` for the extents) and gives each
+  partition the one-thread values before each batch, punctuation and the end
+  (:attr:`AdaptWID.stream_terms <oop.adapt.operator.AdaptWID.stream_terms>`); the
+  partitions compute ``theta`` by the one-thread code with them, and a group's own
+  volume ``winVol`` is its partition's. ``aggr`` of bounded aggregates is fixed by the
+  lanes' layout (the same everywhere); a holistic aggregate's is the measured bytes per
+  held partial, which would need every partition's state after each element: not given
+  (docs/limits.md) -- such a query's modes are each partition's own. The stream volume
+  and the sources' offsets enter ``theta`` only with several sources, which are not
+  partitioned. The switch counts and each punctuation's eager / transitional / lazy
+  group counts add up to one thread's, and the output is one thread's to the bit
+  (forced modes too).
 
 Punctuation rule: as AdaptWID (emits every window with ``end <= v``, purges it,
 forwards ``P("window_end", v)``), minimum over the partitions. Not partitioned
@@ -44,12 +56,14 @@ and records the reason in its ``plan_info["one_thread"]``): several ``sources`` 
 offsets enter Cond. 6.9 by port), no ``by`` key, windows other than tumbling and
 sliding. Checkpoints: :meth:`snapshot` refuses in one line.
 
-Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound
+Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound,
+Cond. 6.9's terms (one compiled pass over the time column, adaptive thresholds only)
 and the scatter, O(output rows x log N) for the merge; the partitions the rest.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Sequence
 
 import numpy as np
@@ -57,9 +71,11 @@ import pyarrow as pa
 
 from oop.adapt import operator as _adapt
 from oop.adapt.cost import Thresholds
+from oop.adapt.extents import StreamTerms
 from oop.adapt.operator import AdaptWID
 from oop.operators.base import Operator
-from oop.stream.elements import Element
+from oop.stream.elements import Element, Punctuation
+from oop.stream.timecol import time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window.kinds import WindowKind
 from oop.window.late import LateRule
@@ -98,6 +114,13 @@ def adaptive_operator(kind: WindowKind, aggs: Agg | Sequence[Agg], *, by: Sequen
     return op
 
 
+def _punctuate(op: AdaptWID, p: Punctuation, terms: dict[str, Any]) -> list[Element]:
+    """A partition's punctuation, deciding with the one-thread ``wed`` after it
+    (:class:`~oop.adapt.extents.StreamTerms`), on the partition's thread."""
+    op.stream_terms = terms
+    return op.on_punctuation(p)
+
+
 class ThreadedAdapt(ThreadedWindow):
     """AdaptWID over ``threads`` key partitions (see the module docstring)."""
 
@@ -109,6 +132,8 @@ class ThreadedAdapt(ThreadedWindow):
         self.adapt_kw: dict[str, Any] = dict(kind=kind, aggs=as_aggs(aggs),
                                              thresholds=thresholds, n_bins=n_bins, time=time)
         self.sum_max: dict[str, int] = {}
+        #: Cond. 6.9's stream-wide terms over every tuple (set at open; None: forced modes)
+        self.terms: StreamTerms | None = None
 
     # ---- the partitioned operator ----------------------------------------------------
     def _one_operator(self, by: Sequence[str], name: str) -> Operator:
@@ -120,6 +145,10 @@ class ThreadedAdapt(ThreadedWindow):
         self.time = t._time
         self.rule = LateRule(None)  # never revises: the partitions decide late rows
         self.sum_max = dict(t.sum_max)
+        k = t.window_kind
+        # Cond. 6.9's stream-wide terms, measured here over every tuple (forced modes: none)
+        self.terms = (StreamTerms((k.r, k.s, k.o), t.cfg.value_columns)
+                      if t.logic.monitor else None)
         return [self.time] + [c for c in t.cfg.value_columns if c != self.time]
 
     def _keys_compact_min(self) -> int:
@@ -127,11 +156,16 @@ class ThreadedAdapt(ThreadedWindow):
 
     def _presets(self, batch: pa.RecordBatch, times: np.ndarray | None,
                  codes: np.ndarray) -> dict[str, Any]:
-        """What one thread knows before this batch: var/std's shift (the column's first
+        """What one thread knows before this batch: Cond. 6.9's stream-wide terms
+        (:class:`~oop.adapt.extents.StreamTerms`, this batch measured; one compiled pass
+        over its times), var/std's shift (the column's first
         valid value, :meth:`AdaptWID.fix_shifts`) and the bound of every exact integer sum
         over the whole column so far (one thread's ``sum_max``; a partition's own is never
         larger). O(rows) per such column."""
         presets: dict[str, Any] = {}
+        if self.terms is not None:  # what one thread decides this batch with, then measure it
+            presets["stream_terms"] = self.terms.on_batch(
+                batch, time_values(batch, self.time, self.inputs[0].name))
         t = self.template
         var_cols = {a.column for a in t.logic.aggs if a.op == "sumsq" and a.shift is None}
         if var_cols:  # var/std's shift: the one one thread fixes, from the whole batch
@@ -159,10 +193,27 @@ class ThreadedAdapt(ThreadedWindow):
         """As the window; then, when one thread would (after the close, the dictionary at
         its check size), the global key compaction."""
         before = self.lwm
-        out = super().on_punctuation(p, port)
+        if self.terms is None or not isinstance(p, Punctuation) or p.attr != self.time \
+                or p.value <= self.lwm:
+            out = super().on_punctuation(p, port)
+        else:  # ThreadedWindow.on_punctuation, each partition told the one-thread wed first
+            self.lwm = p.value
+            terms = self.terms.on_punctuation(p.value)
+            self.pending.append((True, [q.submit(partial(_punctuate, q.op, p, terms))
+                                        for q in self.parts]))
+            out = self._collect(keep_punctuations=self.lag)
         if self.lwm > before and self.enc.n_codes >= self._keys_compact_at:
             out.extend(self._compact_keys())
         return out
+
+    def flush(self) -> list[Element]:
+        """As the window; each partition first told the one-thread terms (the validity
+        columns of a batch that gave it no row)."""
+        if self.terms is not None:
+            terms = self.terms.terms()
+            for q in self.parts:  # ordered before the flush on each partition's thread
+                q.submit(partial(setattr, q.op, "stream_terms", terms))
+        return super().flush()
 
     def _collect(self, keep_punctuations: int) -> list[Element]:
         out = super()._collect(keep_punctuations)
@@ -174,5 +225,7 @@ class ThreadedAdapt(ThreadedWindow):
         return out
 
     def adapt_metrics(self) -> dict[str, Any]:
-        """Each partition's :meth:`AdaptWID.adapt_metrics` (their modes are their own)."""
+        """Each partition's :meth:`AdaptWID.adapt_metrics` (its groups' modes, as one thread
+        decides them: the switch counts and the timeline's group counts add up to one
+        thread's; ``wed`` and ``tup`` are one thread's)."""
         return {"partitions": [p.op.adapt_metrics() for p in self.parts]}
