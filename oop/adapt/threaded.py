@@ -64,7 +64,7 @@ and the scatter, O(output rows x log N) for the merge; the partitions the rest.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -193,18 +193,17 @@ class ThreadedAdapt(ThreadedWindow):
         """As the window; then, when one thread would (after the close, the dictionary at
         its check size), the global key compaction."""
         before = self.lwm
-        if self.terms is None or not isinstance(p, Punctuation) or p.attr != self.time \
-                or p.value <= self.lwm:
-            out = super().on_punctuation(p, port)
-        else:  # ThreadedWindow.on_punctuation, each partition told the one-thread wed first
-            self.lwm = p.value
-            terms = self.terms.on_punctuation(p.value)
-            self.pending.append((True, [q.submit(partial(_punctuate, q.op, p, terms))
-                                        for q in self.parts]))
-            out = self._collect(keep_punctuations=self.lag)
+        out = super().on_punctuation(p, port)
         if self.lwm > before and self.enc.n_codes >= self._keys_compact_at:
             out.extend(self._compact_keys())
         return out
+
+    def _punctuation_task(self, p: Punctuation) -> Callable[[Any], list[Element]]:
+        """Each partition is told the one-thread ``wed`` after ``p`` first (forced modes:
+        as the window)."""
+        if self.terms is None:
+            return super()._punctuation_task(p)
+        return partial(_punctuate, p=p, terms=self.terms.on_punctuation(p.value))
 
     def flush(self) -> list[Element]:
         """As the window; each partition first told the one-thread terms (the validity

@@ -473,9 +473,14 @@ class ThreadedWindow(Operator):
         if not isinstance(p, Punctuation) or p.attr != self.time or p.value <= self.lwm:
             return []
         self.lwm = p.value
-        self.pending.append((True, [q.submit(lambda op=q.op: op.on_punctuation(p))
-                                    for q in self.parts]))
+        task = self._punctuation_task(p)
+        self.pending.append((True, [q.submit(partial(task, q.op)) for q in self.parts]))
         return self._collect(keep_punctuations=self.lag)
+
+    def _punctuation_task(self, p: Punctuation) -> Callable[[Any], list[Element]]:
+        """What each partition runs on its thread for the punctuation ``p`` (a subclass
+        may first tell the partition what one thread knows at ``p``)."""
+        return lambda op: op.on_punctuation(p)
 
     def flush(self) -> list[Element]:
         self.pending.append((True, [q.submit(q.op.flush) for q in self.parts]))
