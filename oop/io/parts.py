@@ -47,9 +47,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import threading
 import time
-import re
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -59,6 +59,7 @@ from oop.errors import CheckpointError
 from oop.io.writers import DEFAULT_ROW_GROUP_ROWS, SUFFIX, FormatWriter, make_writer
 from oop.io.protocol import Offset
 from oop.io.filewrite import DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors
+from oop.io.inflight import InFlight
 
 __all__ = ["PartsSink", "recover", "part_name", "committed_parts"]
 
@@ -145,33 +146,29 @@ class _Part:
 
     def __init__(self, sink: "PartsSink", n: int) -> None:
         assert sink.schema is not None
+        self.sink = sink
         self.final = sink.folder / part_name(n, sink.format)
         self.pending = sink.folder / f".{self.final.name}.pending"
-        self.guard = sink._guard
         self.rows = 0  # rows given to this part (counted when queued)
         self.f: IO[bytes] | None = None
         self.w: FormatWriter | None = None
-        self._open = lambda: sink.opener(str(self.pending), "wb")
-        self._make = lambda f: make_writer(sink.format, f, sink.schema,  # type: ignore[arg-type]
-                                           row_group_rows=sink.row_group_rows)
 
     def start(self) -> None:
-        with self.guard("opening", self.pending):
-            self.f = self._open()
-        with self.guard(what=self.pending):
-            self.w = self._make(self.f)
+        """Open the pending file and its encoder (before any write of this part)."""
+        s = self.sink
+        with s._guard("opening", self.pending):
+            self.f = s.opener(str(self.pending), "wb")
+        with s._guard(what=self.pending):
+            self.w = make_writer(s.format, self.f, s.schema,  # type: ignore[arg-type]
+                                 row_group_rows=s.row_group_rows)
 
     def write(self, piece: pa.RecordBatch) -> None:
-        if self.w is None:
-            self.start()
-        with self.guard(what=self.pending):
+        with self.sink._guard(what=self.pending):
             self.w.write(piece)  # type: ignore[union-attr]
 
     def finish(self) -> None:
         """Encode what is buffered, then flush, fsync and close the file."""
-        if self.w is None:
-            self.start()
-        with self.guard(what=self.pending):
+        with self.sink._guard(what=self.pending):
             self.w.close()  # type: ignore[union-attr]
             self.f.flush()  # type: ignore[union-attr]
             fsync(self.f)
@@ -191,21 +188,17 @@ class _Lanes:
 
         self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"oop-part-{name}")
                       for _ in range(n)]
+        self.queued = [InFlight(lane_bytes) for _ in range(n)]
         self.cpu_s = 0.0  # CPU seconds of the work run so far
-        self.lane_bytes = lane_bytes
-        self.queued = [0] * n
-        self.cv = threading.Condition()
+        self._cpu_lock = threading.Lock()
         self.futures: list[Any] = []
 
     def submit(self, k: int, fn: Callable[..., None], *args: Any, nbytes: int = 0) -> None:
         lane = k % len(self.lanes)
-        with self.cv:
-            while self.queued[lane] and self.queued[lane] + nbytes > self.lane_bytes:
-                self.cv.wait()
-            self.queued[lane] += nbytes
+        self.queued[lane].acquire(nbytes)
         fut = self.lanes[lane].submit(self._timed, fn, args)
         if nbytes:
-            fut.add_done_callback(lambda _f: self._done(lane, nbytes))
+            fut.add_done_callback(lambda _f: self.queued[lane].release(nbytes))
         self.futures.append(fut)
         self._raise_done()
 
@@ -214,13 +207,8 @@ class _Lanes:
         try:
             fn(*args)
         finally:
-            with self.cv:
+            with self._cpu_lock:
                 self.cpu_s += time.thread_time() - t0
-
-    def _done(self, lane: int, nbytes: int) -> None:
-        with self.cv:
-            self.queued[lane] -= nbytes
-            self.cv.notify_all()
 
     def _raise_done(self) -> None:
         """Raise the first error of the work that has finished; forget finished work."""

@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
+from oop.io.inflight import InFlight
 from oop.io.protocol import END, IDLE, Offset, Poll
 
 __all__ = ["ReadAhead", "BackgroundSink"]
@@ -131,10 +132,8 @@ class BackgroundSink:
     def __init__(self, inner: Any, max_bytes: int = 4 << 20, lanes: int = 2) -> None:
         self.inner = inner
         self.name = inner.name
-        self.max_bytes = max_bytes
         self._q: queue.Queue[Any] = queue.Queue()
-        self._inflight = 0  # bytes queued, not yet written
-        self._cv = threading.Condition()
+        self._inflight = InFlight(max_bytes)  # bytes queued, not yet written
         self._error: BaseException | None = None
         self._cpu_s = 0.0  # CPU time of the writing thread so far
         #: called once the sink closed cleanly (e.g. to report ``cpu_s`` in a summary)
@@ -169,9 +168,7 @@ class BackgroundSink:
                 self._error = e
             finally:
                 if item is not _STOP:
-                    with self._cv:
-                        self._inflight -= item.nbytes
-                        self._cv.notify_all()
+                    self._inflight.release(item.nbytes)
                 self._q.task_done()
 
     def _raise(self) -> None:
@@ -193,11 +190,7 @@ class BackgroundSink:
             self.inner.write(batch)
             return
         self._raise()
-        nbytes = batch.nbytes
-        with self._cv:
-            while self._inflight and self._inflight + nbytes > self.max_bytes:
-                self._cv.wait()
-            self._inflight += nbytes
+        self._inflight.acquire(batch.nbytes)
         self._q.put(batch)
 
     def _then(self, fn: Callable[[], Any]) -> Any:
