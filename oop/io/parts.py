@@ -58,7 +58,8 @@ import pyarrow as pa
 from oop.errors import CheckpointError
 from oop.io.writers import DEFAULT_ROW_GROUP_ROWS, SUFFIX, FormatWriter, make_writer
 from oop.io.protocol import Offset
-from oop.io.filewrite import DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors
+from oop.io.filewrite import (DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors,
+                              native_open)
 from oop.io.inflight import InFlight
 
 __all__ = ["PartsSink", "recover", "part_name", "committed_parts"]
@@ -251,7 +252,7 @@ class PartsSink:
         self.folder = Path(folder)
         self.format = fmt
         self.name = name
-        self.opener: Opener = opener or open  # type: ignore[assignment]
+        self.opener: Opener = opener or native_open
         self.max_rows_per_part = max_rows_per_part
         self.row_group_rows = row_group_rows
         self.schema: pa.Schema | None = None

@@ -32,7 +32,8 @@ from typing import IO, Any, Callable, Iterator
 import pyarrow as pa
 
 from oop.errors import CheckpointError, ConfigError, SinkError
-from oop.io.filewrite import DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors
+from oop.io.filewrite import (DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors,
+                              native_open)
 from oop.io.writers import (
     DEFAULT_ROW_GROUP_ROWS,
     EXTENSIONS,
@@ -52,7 +53,7 @@ class FileSink:
 
     The file is created at the first write (or at close, for a run without
     rows), not at :meth:`open`, so restoring a checkpoint can refuse before
-    an earlier run's file is truncated. ``opener`` (default :func:`open`)
+    an earlier run's file is truncated. ``opener`` (default :func:`~oop.io.filewrite.native_open`)
     opens it; tests inject one whose writes fail. The file is written in
     place: an aborted run leaves what was written (a Parquet or Arrow file
     without its footer is unreadable).
@@ -64,7 +65,7 @@ class FileSink:
         self.path = str(path)
         self.format = fmt
         self.name = name
-        self.opener: Opener = opener or open  # type: ignore[assignment]
+        self.opener: Opener = opener or native_open
         self.row_group_rows = row_group_rows
         self.rows = 0
         self.schema: pa.Schema | None = None
