@@ -349,3 +349,54 @@ def test_the_batch_is_given_only_to_a_generator_that_reads_rows(reads_rows: bool
     assert rows == ([n for _, n in seen.calls] if reads_rows else [None] * len(rows))
     assert any(n > 250 for _, n in seen.calls)  # some segment spans several batches
     assert got.column("count").to_pylist() == [100] * 30
+
+
+@pytest.mark.parametrize("reads_times", [False, True])
+def test_times_are_concatenated_only_for_a_generator_that_reads_them(reads_times: bool) -> None:
+    """A generator whose ``on_batch_stats`` reads only the bounds (``reads_times`` False)
+    gets an empty ``times`` for a segment of several batches, with the segment's exact
+    min and max; one that reads them gets every time. Same punctuation, same results."""
+    from oop.punctuation.base import GeneratorConfig, PunctuationGenerator
+    from oop.punctuation.cadence import Cadence
+
+    rng = np.random.default_rng(7)
+    ts = np.sort(rng.integers(0, 3000, 3000)) + rng.integers(0, 40, 3000)  # disordered
+    seen: list[tuple[int, int, int, int]] = []  # (times given, lo, hi, bound)
+
+    class Logic(PunctuationGenerator):
+        def __init__(self) -> None:
+            self.reads_times = reads_times
+            self.hwm = -1
+
+        def on_batch(self, batch: pa.RecordBatch | None, times: np.ndarray) -> int | None:
+            raise AssertionError("a segment without late rows goes to on_batch_stats")
+
+        def on_batch_stats(self, batch: pa.RecordBatch | None, times: np.ndarray,
+                           lo: int, hi: int) -> int | None:
+            if reads_times:
+                assert (int(times.min()), int(times.max())) == (lo, hi)
+            self.hwm = max(self.hwm, hi)
+            seen.append((len(times), lo, hi, self.hwm - 100))
+            return self.hwm - 100
+
+    class Config(GeneratorConfig):
+        def build(self, time: TimeSpec) -> PunctuationGenerator:
+            return Logic()
+
+    t = pa.table({"ts": ts.astype(np.int64), "v": np.ones(3000)})
+    src = oop.from_arrow(t, time="ts", punctuation=Cadence(Config(), 700), batch_size=250)
+    got = src.window(oop.Tumbling(100), [oop.agg.count()]).run().table
+    segments = [ts[i:i + 700] for i in range(0, 2800, 700)]  # the closed segments
+    assert [(lo, hi) for _, lo, hi, _ in seen] == [(s.min(), s.max()) for s in segments]
+    assert [n for n, *_ in seen] == ([700] * 4 if reads_times else [0] * 4)
+    assert sum(got.column("count").to_pylist()) == 3000  # every tuple in one window
+
+
+def test_wrappers_carry_what_the_inner_generator_reads() -> None:
+    """Idle, wall-clock idle and granular wrappers read what their inner generator reads."""
+    from oop.punctuation import parse_punctuation
+
+    for spec, times in [("bounded:5", False), ("ordered", False), ("adaptive", True)]:
+        for wrapped in (spec, f"{spec}+idle:10", f"{spec}+every:10", f"{spec}+cadence:100rows"):
+            g = parse_punctuation(wrapped).build(SPEC)
+            assert g.reads_times is times, wrapped

@@ -43,6 +43,9 @@ from oop.punctuation.cadence import cadence_of
 from oop.stream.late import LatePolicy, split_late
 from oop.stream.timecol import TimeSpec, check_time_column, null_time_mask, time_values
 
+_NO_TIMES = np.empty(0, dtype=np.int64)  # for on_batch_stats of a generator not reading them
+_NO_TIMES.setflags(write=False)
+
 __all__ = ["Source", "FeedItem"]
 
 FeedItem = pa.RecordBatch | Punctuation
@@ -329,14 +332,14 @@ class Source(Operator):
         if not batches:
             v = None
         else:
-            rows = self.generator.reads_rows
+            g = self.generator
+            stats = exact and lo <= hi  # the on-time rows' bounds are known (and some exist)
             if len(batches) == 1:
-                batch, times = batches[0] if rows else None, times_l[0]
-            else:  # the columns are concatenated only for a generator that reads them
-                batch = pa.concat_batches(batches) if rows else None
-                times = np.concatenate(times_l)
-            v = (self.generator.on_batch_stats(batch, times, lo, hi) if exact and len(times)
-                 else self.generator.on_batch(batch, times))
+                batch, times = batches[0] if g.reads_rows else None, times_l[0]
+            else:  # columns and times are concatenated only for a generator that reads them
+                batch = pa.concat_batches(batches) if g.reads_rows else None
+                times = _NO_TIMES if stats and not g.reads_times else np.concatenate(times_l)
+            v = g.on_batch_stats(batch, times, lo, hi) if stats else g.on_batch(batch, times)
         out = self._punctuate(v)
         gauges = self.generator.gauges()
         if gauges:

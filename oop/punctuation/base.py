@@ -14,7 +14,8 @@ logic (a :class:`PunctuationGenerator`) for one source:
   concatenated (a copy of the whole input, once, for nothing).
 * :meth:`PunctuationGenerator.on_batch_stats` is the same call with the
   batch's min and max time already computed by the source (one fused pass);
-  generators that only need the max override it.
+  generators that only need the max override it and set ``reads_times`` to
+  False: they get no times then (a segment's times are not concatenated).
 * :meth:`PunctuationGenerator.on_late` sees the times of the rows the source
   found late (before they are dropped or routed); estimators use it.
 * :meth:`PunctuationGenerator.on_idle` is called by the executor between
@@ -51,6 +52,8 @@ class PunctuationGenerator(ABC):
 
     #: whether :meth:`on_batch` reads the batch's columns (else it is given None)
     reads_rows: bool = False
+    #: whether :meth:`on_batch_stats` reads ``times`` (else it is given an empty array)
+    reads_times: bool = True
 
     @abstractmethod
     def on_batch(self, batch: pa.RecordBatch | None, times: np.ndarray) -> int | None:
@@ -64,7 +67,8 @@ class PunctuationGenerator(ABC):
 
         Generators that only need the max (ordered, bounded delay) override it
         to skip a pass over the batch; the default calls :meth:`on_batch`.
-        Only called with a non-empty ``times``.
+        Only called for a non-empty segment; ``times`` is empty when
+        :attr:`reads_times` is False.
         """
         return self.on_batch(batch, times)
 

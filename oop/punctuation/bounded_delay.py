@@ -27,6 +27,8 @@ __all__ = ["BoundedDelay", "BoundedDelayLogic"]
 
 
 class BoundedDelayLogic(PunctuationGenerator):
+    reads_times = False  # on_batch_stats reads the max only
+
     def __init__(self, delay: int) -> None:
         self.delay = delay
         self.hwm = INT64_MIN

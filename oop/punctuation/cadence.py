@@ -98,6 +98,7 @@ class IdleWallLogic(PunctuationGenerator):
     def __init__(self, inner: PunctuationGenerator, seconds: float) -> None:
         self.inner = inner
         self.reads_rows = inner.reads_rows
+        self.reads_times = inner.reads_times
         self.seconds = seconds
         self.last_data = _time.monotonic()
         self.last = INT64_MIN

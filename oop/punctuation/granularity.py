@@ -47,6 +47,7 @@ class GranularLogic(PunctuationGenerator):
     def __init__(self, inner: PunctuationGenerator, every: int, origin: int) -> None:
         self.inner = inner
         self.reads_rows = inner.reads_rows
+        self.reads_times = inner.reads_times
         self.every = every
         self.origin = origin
         self.last = INT64_MIN

@@ -50,6 +50,7 @@ class IdleLogic(PunctuationGenerator):
     def __init__(self, inner: PunctuationGenerator, slack: int) -> None:
         self.inner = inner
         self.reads_rows = inner.reads_rows
+        self.reads_times = inner.reads_times
         self.slack = slack
         self.last = INT64_MIN  # the largest bound this generator returned
         self.idle_advances = 0

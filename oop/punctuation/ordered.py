@@ -20,6 +20,8 @@ __all__ = ["Ordered", "OrderedLogic"]
 
 
 class OrderedLogic(PunctuationGenerator):
+    reads_times = False  # on_batch_stats reads the max only
+
     def on_batch(self, batch: pa.RecordBatch, times: np.ndarray) -> int | None:
         return int(times.max()) if len(times) else None
 
