@@ -7,6 +7,8 @@ satisfies it, no tuple is ever late and every emitted punctuation is true
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -400,3 +402,31 @@ def test_wrappers_carry_what_the_inner_generator_reads() -> None:
         for wrapped in (spec, f"{spec}+idle:10", f"{spec}+every:10", f"{spec}+cadence:100rows"):
             g = parse_punctuation(wrapped).build(SPEC)
             assert g.reads_times is times, wrapped
+
+
+@pytest.mark.parametrize("late_row", [False, True])
+def test_a_batch_cut_by_the_cadence_is_forwarded_whole(late_row: bool) -> None:
+    """Input batches of 250 rows, a punctuation every 700 rows: a batch with a cadence
+    point inside goes on whole, its punctuation after it, when none of its rows is late;
+    a batch with a late row is cut at the point. Same punctuations, same windows as with
+    batches aligned to the cadence, and every tuple counted."""
+    from oop.punctuation.cadence import Cadence
+
+    ts = np.arange(3000, dtype=np.int64) + np.tile([0, 30, 10, 20], 750)  # disordered
+    if late_row:
+        ts[1300] = 100  # behind the punctuation of rows 0-699 (~670): late, in a cut batch
+    t = pa.table({"ts": ts, "v": np.ones(3000)})
+
+    def run(batch_size: int) -> Any:
+        return (oop.from_arrow(t, time="ts", punctuation=Cadence(oop.BoundedDelay(30), 700),
+                               batch_size=batch_size, name="src")
+                .window(oop.Tumbling(100), [oop.agg.count()]).run())
+
+    cut, aligned = run(250), run(700)
+    src = cut.metrics["src"]
+    assert src.punctuations_out == aligned.metrics["src"].punctuations_out == 4
+    # 12 batches, 4 with a cadence point inside (cut in two before: 16)
+    assert src.batches_out == (13 if late_row else 12)
+    assert cut.table.equals(aligned.table)
+    assert sum(cut.table.column("count").to_pylist()) + sum(src.late.values()) == 3000
+    assert sum(src.late.values()) == (1 if late_row else 0)

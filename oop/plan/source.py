@@ -237,34 +237,43 @@ class Source(Operator):
         self.metrics.batches_in += 1
         self.rows_read += batch.num_rows
         if self.cadence is None:  # punctuate after every physical batch
-            out = self._piece(batch)
+            out, _ = self._piece(batch)
             out.extend(self._close_segment())
             return out
         out = []
         start, n = 0, batch.num_rows
+        whole = True  # every piece forwarded whole (none had a late, null-time or ahead row)
         while start < n:  # cut at the cadence points: rows k * cadence of the arrival order
             take = min(n - start, self.cadence - self._seg_rows)
             piece = batch if take == n else batch.slice(start, take)
-            out.extend(self._piece(piece))
+            got, clean = self._piece(piece)
+            whole = whole and clean
+            out.extend(got)
             self._seg_rows += take
             start += take
             if self._seg_rows >= self.cadence:
                 out.extend(self._close_segment())
+        if whole and len(out) > 2:
+            return _pieces_first(batch, out)
         return out
 
-    def _piece(self, batch: pa.RecordBatch) -> list[Element]:
+    def _piece(self, batch: pa.RecordBatch) -> tuple[list[Element], bool]:
         """Split the late rows off ``batch`` (the bound holds until the segment closes),
-        forward the on-time rows, and keep their times for the generator."""
+        forward the on-time rows, and keep their times for the generator. Also says
+        whether ``batch`` was forwarded whole (no row late, without a time or ahead)."""
         assert self.generator is not None
+        given = batch
         batch = self._route_null_times(batch)
         times = time_values(batch, self.time, self.name)
         if self.max_ahead is not None and self.lwm.value != INT64_MIN and len(times):
             batch, times = self._route_ahead(batch, times)
+        on_time_whole = batch is given
         bound = self.lwm.value
         extra = self.generator.late_bound()
         if extra is not None and extra > bound:
             bound = extra
         lo, hi = time_bounds(times) if len(times) else (bound, INT64_MIN)
+        clean = lo >= bound and on_time_whole
         if lo >= bound:
             # fast path (one fused min/max pass): nothing in the batch is late
             on_time = batch
@@ -296,8 +305,8 @@ class Source(Operator):
         if on_time.num_rows:
             self._seg_batches.append(on_time)
             self._seg_times.append(times)
-            return [on_time]
-        return []
+            return [on_time], clean
+        return [], clean
 
     def _route_ahead(self, batch: pa.RecordBatch, times: np.ndarray
                      ) -> tuple[pa.RecordBatch, np.ndarray]:
@@ -451,3 +460,15 @@ class Source(Operator):
         assert m.tuples_in == m.tuples_out + m.late_total, (m.tuples_in, m.tuples_out, m.late)
 
 
+def _pieces_first(batch: pa.RecordBatch, out: list[Element]) -> list[Element]:
+    """``batch`` whole, then the punctuations of ``out`` (its pieces and the punctuations
+    closing the cadence segments cut in it), when every piece was forwarded whole.
+
+    Valid because a punctuation only bounds the tuples *after* it: each piece passed the
+    late check against every punctuation before it, and moving a tuple ahead of a
+    punctuation lifts a bound from it. Every window result is the same (a window closed by
+    a punctuation holds no tuple of a later piece), so operators see one batch instead of
+    one per piece: with input batches and cadence both 65,536 rows but files not a
+    multiple of it, the window got ~2 batches per input batch.
+    """
+    return [batch, *(e for e in out if isinstance(e, Punctuation))]
