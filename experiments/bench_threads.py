@@ -99,19 +99,27 @@ def rounding_only(a: pa.Table, b: pa.Table) -> bool:
 
 
 def stages(data: Path, out: Path) -> dict[str, float]:
-    """CPU seconds (this process) of decoding the input and of encoding ``out``'s rows."""
+    """CPU seconds (this process) of decoding the input and of encoding ``out``'s rows, both
+    as ``oop replay`` does them (its Parquet reader; its result encoder and settings)."""
+    from oop.io.filewrite import native_open
+    from oop.io.formats import parquet_file
+    from oop.io.writers import make_writer
+
     t0 = time.process_time()
     rows = 0
     for f in sorted(data.glob("*.parquet")):
-        for b in pq.ParquetFile(f).iter_batches(batch_size=65_536):
+        for b in parquet_file(str(f)).iter_batches(batch_size=65_536):
             rows += b.num_rows
     read = time.process_time() - t0
     table = read_parts(out)
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.process_time()
-        with pq.ParquetWriter(Path(tmp) / "x.parquet", table.schema) as w:
-            for b in table.to_batches(max_chunksize=65_536):
-                w.write_batch(b)
+        f = native_open(str(Path(tmp) / "x.parquet"), "wb")
+        w = make_writer("parquet", f, table.schema)
+        for b in table.to_batches(max_chunksize=65_536):
+            w.write(b)
+        w.close()
+        f.close()
         write = time.process_time() - t0
     return {"read_cpu_s": read, "write_cpu_s": write, "input_rows": rows,
             "output_rows": table.num_rows}
