@@ -48,8 +48,6 @@ import contextlib
 import errno
 import os
 import re
-import threading
-import time
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -61,6 +59,7 @@ from oop.io.protocol import Offset
 from oop.io.filewrite import (DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors,
                               native_open)
 from oop.io.inflight import InFlight
+from oop.metrics import ThreadClock
 
 __all__ = ["PartsSink", "recover", "part_name", "committed_parts"]
 
@@ -187,29 +186,26 @@ class _Lanes:
     def __init__(self, n: int, lane_bytes: int, name: str) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"oop-part-{name}")
-                      for _ in range(n)]
+        self.clocks = [ThreadClock() for _ in range(n)]  # each lane's CPU time
+        self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"oop-part-{name}",
+                                         initializer=clock.start)
+                      for clock in self.clocks]
         self.queued = [InFlight(lane_bytes) for _ in range(n)]
-        self.cpu_s = 0.0  # CPU seconds of the work run so far
-        self._cpu_lock = threading.Lock()
         self.futures: list[Any] = []
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds the lanes spent so far."""
+        return sum(clock.seconds for clock in self.clocks)
 
     def submit(self, k: int, fn: Callable[..., None], *args: Any, nbytes: int = 0) -> None:
         lane = k % len(self.lanes)
         self.queued[lane].acquire(nbytes)
-        fut = self.lanes[lane].submit(self._timed, fn, args)
+        fut = self.lanes[lane].submit(fn, *args)
         if nbytes:
             fut.add_done_callback(lambda _f: self.queued[lane].release(nbytes))
         self.futures.append(fut)
         self._raise_done()
-
-    def _timed(self, fn: Callable[..., None], args: tuple[Any, ...]) -> None:
-        t0 = time.thread_time()
-        try:
-            fn(*args)
-        finally:
-            with self._cpu_lock:
-                self.cpu_s += time.thread_time() - t0
 
     def _raise_done(self) -> None:
         """Raise the first error of the work that has finished; forget finished work."""
@@ -233,6 +229,8 @@ class _Lanes:
         futures, self.futures = self.futures, []
         for fut in futures:
             fut.exception()
+        for clock in self.clocks:
+            clock.stop()  # the lanes are idle, not ended: their clocks are still there
         for lane in self.lanes:
             lane.shutdown(wait=True)
 

@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from typing import Any, Callable
 
 import pyarrow as pa
 
 from oop.io.inflight import InFlight
 from oop.io.protocol import END, IDLE, Offset, Poll
+from oop.metrics import ThreadClock
 
 __all__ = ["ReadAhead", "BackgroundSink"]
 
@@ -62,25 +62,30 @@ class ReadAhead:
         self._thread: threading.Thread | None = None
         self._rows = 0
         self._closed = threading.Event()
-        self.cpu_s = 0.0  # CPU time of the reading thread so far
+        self._clock = ThreadClock()  # CPU time of the reading thread
 
     def open(self) -> pa.Schema | None:
         return self.inner.open()
 
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds of the reading thread so far."""
+        return self._clock.seconds
+
     def _run(self, max_rows: int) -> None:
+        self._clock.start()
         try:
-            t0 = time.thread_time()
             while not self._closed.is_set():
-                self.cpu_s = time.thread_time() - t0
                 item = self.inner.poll(max_rows, 0.1)
                 if item is IDLE:
                     continue
                 self._put((item, self.inner.offset()))
                 if item is END:
                     break
-            self.cpu_s = time.thread_time() - t0
         except BaseException as e:  # raised again by poll() on the driving thread
             self._put((e, None))
+        finally:
+            self._clock.stop()
 
     def _put(self, item: Any) -> None:
         while not self._closed.is_set():
@@ -135,7 +140,7 @@ class BackgroundSink:
         self._q: queue.Queue[Any] = queue.Queue()
         self._inflight = InFlight(max_bytes)  # bytes queued, not yet written
         self._error: BaseException | None = None
-        self._cpu_s = 0.0  # CPU time of the writing thread so far
+        self._clock = ThreadClock()  # CPU time of the writing thread
         #: called once the sink closed cleanly (e.g. to report ``cpu_s`` in a summary)
         self.on_close: Callable[[], None] | None = None
         write_on_threads = getattr(inner, "write_on_threads", None)
@@ -152,15 +157,15 @@ class BackgroundSink:
     @property
     def cpu_s(self) -> float:
         """CPU seconds of the writing thread (or of a part folder's lanes) so far."""
-        return float(self.inner.cpu_s) if self.direct else self._cpu_s
+        return float(self.inner.cpu_s) if self.direct else self._clock.seconds
 
     def _run(self) -> None:
-        t0 = time.thread_time()
+        self._clock.start()
         while True:
-            self._cpu_s = time.thread_time() - t0
             item = self._q.get()
             try:
                 if item is _STOP:
+                    self._clock.stop()
                     return
                 if self._error is None:
                     self.inner.write(item)

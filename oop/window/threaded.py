@@ -82,7 +82,7 @@ import pyarrow as pa
 
 from oop.errors import ConfigError
 from oop.limits import current_budget
-from oop.metrics import StateSize
+from oop.metrics import StateSize, ThreadClock
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
@@ -234,21 +234,24 @@ def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
 class _Partition:
     """One partition: its operator and the one thread that applies elements to it in order."""
 
-    def __init__(self, op: Operator, pool: ThreadPoolExecutor) -> None:
+    def __init__(self, op: Operator, name: str) -> None:
         self.op = op
-        self.pool = pool
+        self.clock = ThreadClock()  # CPU time of its thread
+        self.pool = ThreadPoolExecutor(1, name, initializer=self.clock.start)
         self.state = StateSize()
         self.out_punct: int | None = None  # latest P(window_end, v) it emitted
-        self.cpu_s = 0.0  # CPU time its thread spent on its elements
         self.late: dict[str, int] = {}  # its late counters after its last element (a copy)
 
+    @property
+    def cpu_s(self) -> float:
+        """CPU seconds its thread spent so far."""
+        return self.clock.seconds
+
     def _run(self, fn: Callable[[], list[Element]]) -> list[Element]:
-        t0 = _time.thread_time()
         out = fn()
         self.state = self.op.state_size()
         if self.op.metrics.late:
             self.late = dict(self.op.metrics.late)
-        self.cpu_s += _time.thread_time() - t0
         return out
 
     def submit(self, fn: Callable[[], list[Element]]) -> "Future[list[Element]]":
@@ -327,7 +330,7 @@ class ThreadedWindow(Operator):
         for i in range(self.n):
             op = self._one_operator([KEY], f"{self.name}[{i}]")
             op.open([pinfo])
-            self.parts.append(_Partition(op, ThreadPoolExecutor(1, f"oop-{self.name}-{i}")))
+            self.parts.append(_Partition(op, f"oop-{self.name}-{i}"))
         self.out_schema = out.schema
         self.n_keys = len(self.by)
         self.lwm = INT64_MIN
@@ -498,6 +501,7 @@ class ThreadedWindow(Operator):
     def close(self) -> None:
         """Stop the partitions' threads (after the end, or to abandon a run)."""
         for p in self.parts:
+            p.clock.stop()  # before its thread ends (its clock goes with it)
             p.pool.shutdown(wait=True)
 
     # ---- combining ----------------------------------------------------------
