@@ -146,3 +146,52 @@ def test_background_sink_over_lanes_equals_a_plain_run(tmp_path: Path) -> None:
     got = pq.read_table(folder)
     assert len(committed_parts(folder)) == -(-want.num_rows // 400)
     assert got.to_pylist() == want.to_pylist()
+
+
+@pytest.mark.parametrize("lanes", [0, 2])
+def test_a_part_is_fsynced_when_the_next_finishes_and_before_any_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lanes: int) -> None:
+    """A finished part's write-back starts at once and its fsync waits for the next part
+    (or the commit): at most one finished part is not yet fsynced, and every part is
+    fsynced before it is recorded (prepare) or renamed (commit)."""
+    import oop.io.parts as parts_mod
+
+    synced: list[str] = []
+    real = parts_mod.fsync
+
+    def recording(f: Any) -> None:
+        real(f)
+        synced.append(Path(getattr(f, "name", "") or "").name)
+
+    monkeypatch.setattr(parts_mod, "fsync", recording)
+    folder = tmp_path / "out"
+    sink = PartsSink(folder, max_rows_per_part=100)
+    if lanes:
+        sink.write_on_threads(lanes)
+    sink.open(batch(0, 1).schema)
+    for i in range(11):  # 550 rows: parts 0-4 finished on the way, part 5 open
+        sink.write(batch(i * 50, 50))
+        sink._wait()
+        finished = (i + 1) * 50 // 100
+        assert len(sink._unsynced) == min(finished, 1)
+    point = sink.prepare()  # part 5 finished, every part fsynced, nothing renamed
+    assert point == {"parts": 6, "rows": 550} and not sink._unsynced
+    assert committed_parts(folder) == []
+    sink.commit()
+    sink.close()
+    names, rows, table = folder_state(folder)
+    assert names == [f"part-{k:05d}.parquet" for k in range(6)]
+    assert rows == [100] * 5 + [50]
+    assert [r["ts"] for r in table] == list(range(550))
+    assert len(synced) >= 6  # each part once (and the folder's own fsyncs)
+
+
+def test_abort_closes_a_part_not_yet_fsynced(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    sink = PartsSink(folder, max_rows_per_part=100)
+    sink.open(batch(0, 1).schema)
+    sink.write(batch(0, 150))  # part 0 finished (written back, not fsynced), part 1 open
+    assert len(sink._unsynced) == 1
+    sink.abort()
+    assert not sink._unsynced and committed_parts(folder) == []
+    assert [p.name for p in folder.iterdir()] == []

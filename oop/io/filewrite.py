@@ -15,7 +15,8 @@ import pyarrow as pa
 from oop.errors import SinkError
 from oop.io.writers import FormatWriter
 
-__all__ = ["discard", "Opener", "native_open", "DEFAULT_MAX_ROWS_PER_PART", "io_errors", "fsync"]
+__all__ = ["discard", "Opener", "native_open", "DEFAULT_MAX_ROWS_PER_PART", "io_errors", "fsync",
+           "start_writeback"]
 
 
 def discard(writer: FormatWriter | None, f: IO[bytes] | None) -> None:
@@ -78,3 +79,42 @@ def fsync(f: Any) -> None:
     except OSError as e:
         if e.errno not in (_errno.EINVAL, _errno.ENOTSUP, _errno.EROFS):
             raise
+
+
+_SYNC_FILE_RANGE_WRITE = 2  # <fcntl.h>: start writing back the dirty pages, do not wait
+
+
+def _sync_file_range() -> Callable[..., int] | None:
+    """libc's ``sync_file_range`` (Linux), or None where there is none."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (AttributeError, OSError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    return fn  # type: ignore[no-any-return]
+
+
+_WRITEBACK: list[Callable[..., int] | None] = []  # looked up once, at the first use
+
+
+def start_writeback(f: Any) -> None:
+    """Ask the kernel to start writing ``f``'s dirty pages to disk now, without waiting.
+
+    A later :func:`fsync` of the same file then finds them written (or nearly): a part
+    folder starts the write-back when it finishes a part and fsyncs it when the next
+    part is finished (or at the commit), so the disk works while the next part is
+    encoded. Advisory: where the call or the file number is missing, nothing happens
+    (the fsync still makes the file durable, and reports any write error).
+    """
+    if not _WRITEBACK:
+        _WRITEBACK.append(_sync_file_range())
+    fn = _WRITEBACK[0]
+    if fn is None:
+        return
+    try:
+        fd = f.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)

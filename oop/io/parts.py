@@ -27,6 +27,13 @@ A sink opened on a folder that already holds parts continues after the
 highest committed number (appends). Memory: one part's Parquet row-group
 buffer at most.
 
+Durability without waiting: a finished part is flushed and its write-back to
+disk started (:func:`~oop.io.filewrite.start_writeback`); it is fsynced when
+the next part is finished, or by :meth:`prepare` / :meth:`commit`, whichever
+comes first -- always before it is recorded or renamed. The disk writes part
+``k`` while part ``k + 1`` is encoded (one thread waited 0.33 s in fsync on
+the 50M-row sliding benchmark, 44 parts).
+
 :meth:`PartsSink.write_on_threads` (a pipelined run's writing stage,
 :class:`oop.plan.background.BackgroundSink`) encodes the parts on ``n``
 threads of their own, part ``k`` on lane ``k % n``: each part is still one
@@ -57,7 +64,7 @@ from oop.errors import CheckpointError
 from oop.io.writers import DEFAULT_ROW_GROUP_ROWS, SUFFIX, FormatWriter, make_writer
 from oop.io.protocol import Offset
 from oop.io.filewrite import (DEFAULT_MAX_ROWS_PER_PART, Opener, discard, fsync, io_errors,
-                              native_open)
+                              native_open, start_writeback)
 from oop.io.inflight import InFlight
 from oop.metrics import ThreadClock
 
@@ -167,12 +174,19 @@ class _Part:
             self.w.write(piece)  # type: ignore[union-attr]
 
     def finish(self) -> None:
-        """Encode what is buffered, then flush, fsync and close the file."""
+        """Encode what is buffered, flush, and start writing the file back to disk
+        (:meth:`sync` waits for it)."""
         with self.sink._guard(what=self.pending):
             self.w.close()  # type: ignore[union-attr]
             self.f.flush()  # type: ignore[union-attr]
+            start_writeback(self.f)
+
+    def sync(self) -> None:
+        """fsync and close the finished file (before it may be renamed into place)."""
+        with self.sink._guard(what=self.pending):
             fsync(self.f)
             self.f.close()  # type: ignore[union-attr]
+        self.f = None
 
     def discard(self) -> None:
         discard(self.w, self.f)
@@ -259,6 +273,7 @@ class PartsSink:
         self.rows_committed = 0
         self.pending: list[tuple[Path, Path, int]] = []  # finished parts: pending, final, rows
         self._part: _Part | None = None  # the open part
+        self._unsynced: list[tuple[int, _Part]] = []  # finished, written back, not fsynced
         self._lanes: _Lanes | None = None  # threads encoding the parts (write_on_threads)
         self._lanes_cpu_s = 0.0  # CPU seconds of lanes already stopped
         self.closed = False
@@ -279,12 +294,20 @@ class PartsSink:
         """CPU seconds the lanes (:meth:`write_on_threads`) spent so far; 0 without lanes."""
         return self._lanes_cpu_s + (self._lanes.cpu_s if self._lanes is not None else 0.0)
 
-    def _run(self, fn: Callable[..., None], *args: Any, nbytes: int = 0) -> None:
-        """Run ``fn(*args)`` now, or on the open part's lane."""
+    def _run(self, fn: Callable[..., None], *args: Any, nbytes: int = 0,
+             part: int | None = None) -> None:
+        """Run ``fn(*args)`` now, or on the lane of ``part`` (default: the open part)."""
         if self._lanes is None:
             fn(*args)
         else:
-            self._lanes.submit(self.next_part - 1, fn, *args, nbytes=nbytes)
+            k = self.next_part - 1 if part is None else part
+            self._lanes.submit(k, fn, *args, nbytes=nbytes)
+
+    def _sync(self, keep: int = 0) -> None:
+        """fsync the finished parts but the newest ``keep`` (each on its lane)."""
+        while len(self._unsynced) > keep:
+            n, part = self._unsynced.pop(0)
+            self._run(part.sync, part=n)
 
     def _wait(self) -> None:
         if self._lanes is not None:
@@ -333,6 +356,7 @@ class PartsSink:
         """
         if self._part is not None:
             self._finish_part()
+        self._sync()
         self._wait()
         return {"parts": self.committed + len(self.pending),
                 "rows": self.rows_committed + sum(rows for _, _, rows in self.pending)}
@@ -341,6 +365,7 @@ class PartsSink:
         """Finish the open part and rename the pending parts into place; O(parts renamed)."""
         if self._part is not None:
             self._finish_part()
+        self._sync()
         self._wait()
         if self.pending:
             with self._guard("committing parts in"):
@@ -370,6 +395,9 @@ class PartsSink:
         self.closed = True
         self._stop_lanes()
         victims = [p for p, _, _ in self.pending]
+        for _, part in self._unsynced:
+            part.discard()
+        self._unsynced = []
         if self._part is not None:
             self._part.discard()
             victims.append(self._part.pending)
@@ -385,11 +413,15 @@ class PartsSink:
         self._run(self._part.start)
 
     def _finish_part(self) -> None:
+        """Finish the open part; fsync the one finished before it, whose write-back had
+        the time of this part's encoding to complete (the newest waits for the next)."""
         part = self._part
         assert part is not None
         self._run(part.finish)
         self.pending.append((part.pending, part.final, part.rows))
+        self._unsynced.append((self.next_part - 1, part))
         self._part = None
+        self._sync(keep=1)
 
     def _stop_lanes(self) -> None:
         if self._lanes is not None:
