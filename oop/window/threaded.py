@@ -343,6 +343,7 @@ class ThreadedWindow(Operator):
         self._charged_codes = 0
         self._keys_compact_at = self._keys_compact_min()  # see _compact_keys
         self.parts: list[_Partition] = []
+        self._stopped = False
         self._open_partitions(self.n)
         self.out_schema = out.schema
         self.n_keys = len(self.by)
@@ -367,6 +368,7 @@ class ThreadedWindow(Operator):
             op = self._one_operator([KEY], f"{self.name}[{i}]")
             op.open([self._pinfo])
             self.parts.append(_Partition(op, ThreadPoolExecutor(1, f"oop-{self.name}-{i}")))
+        self._stopped = False
 
     # ---- the partitioned operator (hooks) ---------------------------------------------
     def _one_operator(self, by: Sequence[str], name: str) -> Operator:
@@ -530,6 +532,7 @@ class ThreadedWindow(Operator):
         """Stop the partitions' threads (after the end, or to abandon a run)."""
         for p in getattr(self, "parts", ()):
             p.pool.shutdown(wait=True)
+        self._stopped = bool(getattr(self, "parts", ()))
 
     # ---- combining ----------------------------------------------------------
     def _collect(self, keep_punctuations: int) -> list[Element]:
@@ -614,7 +617,7 @@ class ThreadedWindow(Operator):
         (:meth:`_settle`), then each partition snapshots its operator on its own thread.
         O(state + held results)."""
         self._settle()
-        snaps = [f.result() for f in [p.pool.submit(p.op.snapshot) for p in self.parts]]
+        snaps = self._on_partitions([lambda op=p.op: op.snapshot() for p in self.parts])
         return ThreadedState(
             base=super().snapshot(), lwm=self.lwm, out_punct=self.out_punct,
             enc=self.enc.snapshot(), part_of=self.part_of.copy(),
@@ -632,9 +635,9 @@ class ThreadedWindow(Operator):
             asked = self.n
             self._open_partitions(len(state.partitions))
             self._plan["threads_asked"] = asked
-        futs = [p.pool.submit(p.op.restore, s) for p, s in zip(self.parts, state.partitions)]
-        for p, f, punct, late in zip(self.parts, futs, state.part_out_punct, state.part_late):
-            f.result()
+        self._on_partitions([partial(p.op.restore, s) for p, s in zip(self.parts,
+                                                                       state.partitions)])
+        for p, punct, late in zip(self.parts, state.part_out_punct, state.part_late):
             p.out_punct, p.late, p.state = punct, dict(late), p.op.state_size()
         self.lwm, self.out_punct = state.lwm, state.out_punct
         self.enc.restore(state.enc)
@@ -647,6 +650,13 @@ class ThreadedWindow(Operator):
         self.budget.report(self, self.enc.nbytes())
         self.pending = deque((is_p, [], list(out)) for is_p, out in state.held)
         self._restore_own(state.own)
+
+    def _on_partitions(self, fns: list[Callable[[], Any]]) -> list[Any]:
+        """``fns[i]()`` on partition i's thread, all at once; on this thread once the
+        partitions are stopped (after the end: the job's last checkpoint)."""
+        if self._stopped:
+            return [fn() for fn in fns]
+        return [f.result() for f in [p.pool.submit(fn) for p, fn in zip(self.parts, fns)]]
 
     def _own_state(self) -> dict[str, Any]:
         """What the hooks decided that a restore needs: the template's method."""
