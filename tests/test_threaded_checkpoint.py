@@ -1,0 +1,214 @@
+"""Checkpoints of the window on key partitions (oop.window.threaded, Checkpoints).
+
+A threaded window is snapshotted at random cuts of a disordered feed, the
+snapshot goes through the checkpoint codec (what a checkpoint file holds),
+and a fresh operator -- on the same or another partition count -- restores
+it and continues. The stopped run's rows followed by the resumed run's must
+be the uninterrupted one-thread operator's, row for row and in order, with
+the same punctuations and late counts; the one that took the snapshot and
+went on must give them too (a snapshot changes nothing). The counts and sums
+are checked against a from-scratch group-by over the feed, and every input
+tuple is accounted for (a window's count or the late count).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Callable, Sequence
+from unittest import mock
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from _drive import drive
+from oop.adapt.operator import AdaptWID
+from oop.adapt.threaded import ThreadedAdapt
+from oop.checkpoint import decode, encode
+from oop.operators.base import Operator, StreamInfo
+from oop.sql.parallel import Parallelism
+from oop.stream.elements import Punctuation
+from oop.testing import (TABLE_SCHEMA, batch_splits, disordered_tables, exact_punctuation_feed,
+                         late_scripts)
+from oop.window import Sliding, Tumbling, agg
+from oop.window import aggregate as _aggregate
+from oop.window.aggregate import WindowAggregate
+from oop.window.kinds import WindowKind
+from oop.window.threaded import ThreadedWindow
+
+AGGS = [agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.std("val")]
+KINDS = [Tumbling(6), Tumbling(5, origin=3), Sliding(9, 3), Sliding(8, 6, origin=2)]
+
+
+@st.composite
+def feeds(draw: Any) -> tuple[pa.Schema, list[Any]]:
+    """A disordered table cut into batches, with valid punctuation between them."""
+    t = draw(disordered_tables(max_rows=60, n_keys=draw(st.sampled_from([1, 5, 14])),
+                               max_delay=draw(st.sampled_from([0, 4, 12])),
+                               string_keys=draw(st.booleans())))
+    return t.schema, draw(exact_punctuation_feed(draw(batch_splits(t))))
+
+
+def _apply(op: Operator, steps: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for s in steps:
+        out += op.on_punctuation(s) if isinstance(s, Punctuation) else op.on_batch(s)
+    return out
+
+
+def _checkpointed(op: Operator) -> Any:
+    """What a checkpoint file keeps of ``op`` and gives back (state and metrics)."""
+    return decode(*encode({"state": op.snapshot(), "metrics": op.metrics.snapshot()}))
+
+
+def _resumed(build: Callable[[int], Operator], schema: pa.Schema, steps: Sequence[Any],
+             cuts: list[int], counts: list[int]) -> tuple[list[Any], Operator, list[Any]]:
+    """Run ``steps`` on ``build(counts[0])``, checkpointing at each of ``cuts`` (ascending)
+    into a fresh ``build(counts[i + 1])`` that continues; returns (all output elements, the
+    last operator, the output of the first operator had it gone on past its first cut --
+    after its output up to that cut)."""
+    info = [StreamInfo("s", schema, {"ts": "ms"}, "ts")]
+    op = build(counts[0])
+    op.open(info)
+    out: list[Any] = []
+    at, going_on = 0, None
+    for cut, n in zip(cuts, counts[1:]):
+        out += _apply(op, steps[at:cut])
+        saved = _checkpointed(op)
+        if going_on is None:  # the operator that took the snapshot goes on, unaware
+            going_on = out + _apply(op, steps[cut:]) + op.flush()
+        else:
+            op.close()
+        op = build(n)
+        op.open(info)
+        op.restore(saved["state"])
+        op.metrics.restore(saved["metrics"])
+        at = cut
+    out += _apply(op, steps[at:]) + op.flush()
+    return out, op, going_on if going_on is not None else []
+
+
+def _table(out: Sequence[Any], schema: pa.Schema) -> pa.Table:
+    rows = [b for b in out if isinstance(b, pa.RecordBatch) and b.num_rows]
+    return pa.Table.from_batches(rows, schema=schema).combine_chunks()
+
+
+def _puncts(out: Sequence[Any]) -> list[Punctuation]:
+    return [p for p in out if isinstance(p, Punctuation)]
+
+
+def _oracle(kind: WindowKind, steps: Sequence[Any]) -> Counter:
+    """From scratch: (key, window_start) -> (count, sum) over every tuple (none is late
+    under exact punctuation), by the reference definition of the windows
+    (``kind.extent(w)``: ``[end - RANGE, end)``, ``end = origin + (w + 1) * SLIDE``)."""
+    acc: dict[tuple[Any, int], list[int]] = {}
+    for s in steps:
+        if isinstance(s, Punctuation):
+            continue
+        for ts, key, val in zip(*(s.column(c).to_pylist() for c in ("ts", "key", "val"))):
+            w = (ts - kind.o) // kind.s  # the first window whose end is past ts
+            while kind.extent(w)[0] <= ts:
+                cell = acc.setdefault((key, kind.extent(w)[0]), [0, 0])
+                cell[0] += 1
+                cell[1] += val
+                w += 1
+    return Counter({k: tuple(v) for k, v in acc.items()})
+
+
+def _cuts(data: st.DataObject, n: int) -> list[int]:
+    return sorted(data.draw(st.lists(st.integers(0, n), min_size=1, max_size=3)))
+
+
+@pytest.mark.parametrize("lag", [0, 1])
+@pytest.mark.parametrize("kind", KINDS, ids=repr)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_resumed_partitions_give_the_one_thread_rows(kind: WindowKind, lag: int,
+                                                     data: st.DataObject) -> None:
+    schema, steps = data.draw(feeds())
+    method = data.draw(st.sampled_from(["wid", "paned", "auto"]))
+    cuts = _cuts(data, len(steps))
+    counts = data.draw(st.lists(st.integers(2, 4), min_size=len(cuts) + 1,
+                                max_size=len(cuts) + 1))
+    compact_at = data.draw(st.sampled_from([4, 1 << 20]))  # global key compactions or none
+    with mock.patch.object(_aggregate, "KEYS_COMPACT_MIN", compact_at):
+        one = WindowAggregate(kind, AGGS, by="key", method=method)
+        t1, p1 = drive(one, schema, steps)
+        out, last, going_on = _resumed(
+            lambda n: ThreadedWindow(kind, AGGS, by="key", method=method, threads=n, lag=lag),
+            schema, steps, cuts, counts)
+        if compact_at < 1 << 20:
+            # compacting far more often than in production, the threaded window may order
+            # a window's keys otherwise than one thread (its dictionary is compacted at
+            # other moments); the uninterrupted threaded run is then the reference, and
+            # one thread's rows the same set
+            tn, _ = drive(ThreadedWindow(kind, AGGS, by="key", method=method,
+                                         threads=counts[0], lag=lag), schema, steps)
+            assert sorted(map(str, tn.to_pylist())) == sorted(map(str, t1.to_pylist()))
+            t1 = tn
+    got = _table(out, one.output.schema)
+    assert got.equals(t1), (cuts, counts, got.to_pylist(), t1.to_pylist())
+    assert _puncts(out) == p1
+    assert _table(going_on, one.output.schema).equals(t1) and _puncts(going_on) == p1
+    assert last.metrics.late_total == one.metrics.late_total == 0
+    assert last.n == counts[0]  # a restore runs on the checkpoint's partition count
+    want = _oracle(kind, steps)
+    assert Counter({(r["key"], r["window_start"]): (r["count"], r["sum_val"])
+                    for r in got.to_pylist()}) == want
+    if isinstance(kind, Tumbling):  # every tuple in exactly one window (none is late)
+        n_in = sum(s.num_rows for s in steps if isinstance(s, pa.RecordBatch))
+        assert sum(got.column("count").to_pylist()) == n_in
+
+
+@pytest.mark.parametrize("policy", ["drop", "side_output", "update"])
+@settings(max_examples=15, deadline=None)
+@given(steps=late_scripts(max_steps=14, max_rows=8, n_keys=6), data=st.data())
+def test_resumed_partitions_decide_late_tuples_as_one_thread(policy: str, steps: list[Any],
+                                                             data: st.DataObject) -> None:
+    kind = data.draw(st.sampled_from([Tumbling(6), Sliding(9, 3)]))
+    kw: dict[str, Any] = dict(by="key", method="wid", late=policy)
+    if policy == "update":
+        kw["allowed_lateness"] = data.draw(st.integers(0, 12))
+    aggs = [agg.count(), agg.sum("val"), agg.mean("val")]
+    one = WindowAggregate(kind, aggs, **kw)
+    t1, p1 = drive(one, TABLE_SCHEMA, steps)
+    cuts = _cuts(data, len(steps))
+    out, last, _ = _resumed(lambda n: ThreadedWindow(kind, aggs, threads=n, lag=1, **kw),
+                            TABLE_SCHEMA, steps, cuts, [3] * (len(cuts) + 1))
+    got = _table(out, one.output.schema)
+    assert got.equals(t1), (got.to_pylist(), t1.to_pylist())
+    assert _puncts(out) == p1
+    assert last.metrics.late == one.metrics.late
+    if isinstance(kind, Tumbling) and policy != "update":  # every tuple: a window or late
+        n_in = sum(s.num_rows for s in steps if isinstance(s, pa.RecordBatch))
+        assert sum(got.column("count").to_pylist()) + last.metrics.late_total == n_in
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_resumed_adaptwid_partitions_give_the_one_thread_rows(data: st.DataObject) -> None:
+    schema, steps = data.draw(feeds())
+    kind = data.draw(st.sampled_from([Tumbling(6), Sliding(9, 3)]))
+    thresholds = data.draw(st.sampled_from(["adaptive", "eager", "lazy"]))
+    aggs = [agg.count(), agg.sum("val"), agg.mean("val"), agg.std("val")]
+    one = AdaptWID(kind, aggs, by="key", thresholds=thresholds)
+    t1, p1 = drive(one, schema, steps)
+    cuts = _cuts(data, len(steps))
+    out, last, _ = _resumed(
+        lambda n: ThreadedAdapt(kind, aggs, by="key", thresholds=thresholds, threads=n, lag=1),
+        schema, steps, cuts, [2] + [3] * len(cuts))
+    got = _table(out, one.output.schema)
+    assert got.equals(t1), (got.to_pylist(), t1.to_pylist())
+    assert _puncts(out) == p1
+    assert last.metrics.late_total == one.metrics.late_total
+    assert Counter({(r["key"], r["window_start"]): (r["count"], r["sum_val"])
+                    for r in got.to_pylist()}) == _oracle(kind, steps)
+
+
+def test_a_checkpointed_sql_run_keeps_keyed_joins_on_one_thread() -> None:
+    schemas = [pa.schema([("ts", pa.int64()), ("k", pa.int64())])] * 2
+    assert Parallelism(partitions=3).join("j", schemas, keys=True) == 3
+    par = Parallelism(partitions=3, checkpointed=True)
+    assert par.join("j", schemas, keys=True) == 1 and "checkpointed" in par.notes[-1]
+    assert par.join("j", schemas, keys=False) == 3  # SplitJoin: checkpointable
+    assert par.window("TUMBLE", Tumbling(6), [agg.count()], ["k"]) == 3
