@@ -21,10 +21,12 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import oop
 from _drive import drive
 from oop.adapt.operator import AdaptWID
 from oop.adapt.threaded import ThreadedAdapt
 from oop.checkpoint import decode, encode
+from oop.checkpoint.fingerprint import describe_difference, plan_description
 from oop.operators.base import Operator, StreamInfo
 from oop.sql.parallel import Parallelism
 from oop.stream.elements import Punctuation
@@ -212,3 +214,21 @@ def test_a_checkpointed_sql_run_keeps_keyed_joins_on_one_thread() -> None:
     assert par.join("j", schemas, keys=True) == 1 and "checkpointed" in par.notes[-1]
     assert par.join("j", schemas, keys=False) == 3  # SplitJoin: checkpointable
     assert par.window("TUMBLE", Tumbling(6), [agg.count()], ["k"]) == 3
+
+
+def test_a_checkpoint_across_the_one_partition_boundary_is_refused_saying_why() -> None:
+    t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
+    s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
+
+    def lines(threads: int) -> list[str]:
+        ex, _ = s.window(Tumbling(10), [agg.count()], by="key", threads=threads).executor()
+        return plan_description(ex)
+
+    one, two, three = lines(1), lines(2), lines(3)
+    assert two == three  # the same fingerprint: a restore takes the checkpoint's count
+    for ours, theirs, where in ((one, two, "on key partitions in the checkpoint, on one "
+                                 "thread here"),
+                                (three, one, "on one thread in the checkpoint, on key "
+                                 "partitions here")):
+        msg = describe_difference(ours, theirs)
+        assert "operator 'window' ran " + where in msg and "thread count" in msg, msg
