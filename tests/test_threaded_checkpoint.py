@@ -232,3 +232,37 @@ def test_a_checkpoint_across_the_one_partition_boundary_is_refused_saying_why() 
                                  "partitions here")):
         msg = describe_difference(ours, theirs)
         assert "operator 'window' ran " + where in msg and "thread count" in msg, msg
+
+
+def test_a_compacted_key_keeps_its_partition_across_a_restart() -> None:
+    """Key 2 (code 2: partition 2 of 3) outlives a global compaction that renumbers it to
+    code 0 (``code mod 3`` would say partition 0); the checkpoint must keep its partition.
+
+    ::
+
+        ts   0         6         12
+             |--w0-----|--w1-----|
+        b1   k0..k7 @0, k2 @7
+        P6             ^ w0 closes: every key but k2 dead
+        b2             k2, k9 @8  (8 keys >= 4: compacted to k2 -> 0, k9 -> 1)
+        -- checkpoint, restart --
+        b3             k2 @9      (must land in k2's partition: one row for (k2, w1))
+    """
+    def b(ts: list[int], keys: list[int]) -> pa.RecordBatch:
+        return pa.record_batch({"ts": ts, "key": keys, "val": [1] * len(ts)},
+                               schema=TABLE_SCHEMA)
+
+    steps = [b([0, 0, 7, 0, 0, 0, 0, 0], [0, 1, 2, 3, 4, 5, 6, 7]), Punctuation("ts", 6),
+             b([8, 8], [2, 9]), b([9], [2]), Punctuation("ts", 12)]
+    aggs = [agg.count(), agg.sum("val")]
+    with mock.patch.object(_aggregate, "KEYS_COMPACT_MIN", 4):
+        def build(n: int) -> ThreadedWindow:
+            return ThreadedWindow(Tumbling(6), aggs, by="key", method="wid", threads=n, lag=1)
+
+        whole, _ = drive(build(3), TABLE_SCHEMA, steps)
+        out, last, _ = _resumed(build, TABLE_SCHEMA, steps, [3], [3, 3])
+    assert last.plan_info.get("global_key_compactions") == 1
+    got = _table(out, whole.schema)
+    assert got.equals(whole), got.to_pylist()
+    assert [(r["key"], r["window_start"], r["count"]) for r in got.to_pylist()
+            if r["window_start"] == 6] == [(2, 6, 3), (9, 6, 1)]
