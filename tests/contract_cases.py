@@ -238,7 +238,7 @@ CASES: list[ContractCase] = [
                  weight=None, no_accounting="a tuple lies in every window whose range holds it"),
     ContractCase("threaded-tumbling", ThreadedWindow,
                  lambda: ThreadedWindow(Tumbling(4), AGGS, threads=2, by="key"),
-                 weight=_count_sum(), no_snapshot="on several threads cannot be checkpointed"),
+                 weight=_count_sum()),
     ContractCase("sharded-window", ShardedQuery,
                  lambda: ShardedQuery(lambda x: x.window(Tumbling(4), AGGS, by="key"),
                                       [Route("key", 2, ("key",))]),
@@ -250,7 +250,7 @@ CASES: list[ContractCase] = [
                  lambda: PanedAdaptWID(Tumbling(4), AGGS, by="key"), weight=_count_sum()),
     ContractCase("threaded-adaptwid", ThreadedAdapt,
                  lambda: ThreadedAdapt(Tumbling(4), AGGS, threads=2, by="key"),
-                 weight=_count_sum(), no_snapshot="on several threads cannot be checkpointed"),
+                 weight=_count_sum()),
     # -- joins (004 ch. 7) --
     ContractCase("oa-join-band", OAJoin, lambda: OAJoin(BAND), inputs=(INFO, INFO_R),
                  feed=two_feeds, expected=_join_expected(BAND)),

@@ -5,7 +5,8 @@ Every job runs in a subprocess and is killed at random moments (seeded RNG,
 committed output folder, read with pyarrow, must equal the uninterrupted run's
 row for row as a multiset (nothing repeated, nothing lost), late side output
 included. Plans: WID tumbling with string keys and Paned-WID sliding through
-``oop replay`` (pipelined on 2 threads, and on one); the adaptive window, a join and a union through the library
+``oop replay`` (pipelined on 2 threads, and on one), WID sliding and AdaptWID on 3
+threads (2 key partitions; their output also row for row in order); the adaptive window, a join and a union through the library
 (``Stream.sink(checkpoint_dir=...)``, see ``tests/_recovery_driver.py``).
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 import oop
@@ -44,6 +46,11 @@ CLI_QUERIES = {
                       "--agg", "max:v", "--threads", "2"],
     "paned-sliding-1thread": ["--window", "sliding:2s,500ms", "--method", "paned",
                               "--agg", "count", "--agg", "max:v", "--threads", "1"],
+    # --threads 3: the window on 2 key partitions (pipelined: lag=1, results held back)
+    "wid-sliding-3threads": ["--window", "sliding:2s,500ms", "--method", "wid", "--agg",
+                             "count", "--agg", "sum:v", "--agg", "mean:v", "--threads", "3"],
+    "adapt-3threads": ["--window", "tumbling:1s", "--method", "adapt", "--agg", "count",
+                       "--agg", "sum:v", "--threads", "3"],
 }
 
 
@@ -74,6 +81,15 @@ def assert_exact(job: Job, key: str) -> None:
     assert pending(job.out) == [] and pending(job.late) == []
 
 
+def in_order(folder: Path) -> list[tuple[object, ...]]:
+    """The committed rows of a part folder, parts in name (commit) order."""
+    rows: list[tuple[object, ...]] = []
+    for p in sorted(p for p in folder.iterdir() if not p.name.startswith(".")):
+        t = pq.read_table(p)
+        rows.extend(zip(*(t.column(c).to_pylist() for c in t.column_names)))
+    return rows
+
+
 def _job(name: str, root: Path, data: tuple[Path, Path]) -> Job:
     if name in CLI_QUERIES:
         return cli_job(root, data[0], *CLI_QUERIES[name])
@@ -89,7 +105,8 @@ def _one_line(stderr: str) -> str:
 
 # ---- random SIGKILLs ------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["wid-tumbling", "paned-sliding", "paned-sliding-1thread",
-                                  "adaptive", "join", "union"])
+                                  "wid-sliding-3threads", "adapt-3threads", "adaptive", "join",
+                                  "union"])
 def test_sigkill_at_random_moments_then_rerun_is_exact(name: str, data: tuple[Path, Path],
                                                         tmp_path: Path) -> None:
     rng = np.random.default_rng([SEED, len(name), ord(name[0])])
@@ -100,6 +117,8 @@ def test_sigkill_at_random_moments_then_rerun_is_exact(name: str, data: tuple[Pa
             shutil.rmtree(d, ignore_errors=True)
         kills += kill_until_done(job, rng, KILLS_PER_PLAN - kills, KILL_LOG, name)
         assert_exact(job, name)
+        if name.endswith("3threads"):  # the parts in order: the uninterrupted rows in order
+            assert in_order(job.out) == in_order(job.ck.parent / "ref-out")
         if kills >= KILLS_PER_PLAN:
             break
     assert kills == KILLS_PER_PLAN, KILL_LOG

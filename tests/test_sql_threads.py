@@ -204,8 +204,6 @@ def test_explain_and_metrics_say_why_a_window_runs_on_one_thread(data: dict[str,
 
 @pytest.mark.parametrize("flags,words", [
     (["--threads", "0"], ["--threads 0", "at least 1"]),
-    (["--threads", "3", "--checkpoint-dir", "CK", "--out", "OUT/"],
-     ["--threads 3", "key partitions", "--checkpoint-dir", "--threads 2"]),
     (["--threads", "3", "--strategy", "iop-sort"], ["--threads 3", "--strategy iop-sort"]),
 ])
 def test_threads_that_cannot_work_are_refused_in_one_line(flags: list[str], words: list[str],

@@ -176,7 +176,7 @@ def test_raise_policy_raises_on_the_same_tuple():
 
 
 # ---- planning and refusals -----------------------------------------------------------
-def test_unpartitionable_queries_run_on_one_thread_and_checkpoints_refuse():
+def test_unpartitionable_queries_run_on_one_thread_and_partitions_resume():
     t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
     s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
     land = s.window(Landmark(10), [agg.count()], by="key", threads=4)
@@ -186,19 +186,20 @@ def test_unpartitionable_queries_run_on_one_thread_and_checkpoints_refuse():
     w = s.window(Tumbling(10), [agg.count()], by="key", threads=2)
     assert isinstance(w.node.op, ThreadedWindow)
     assert w.run().table.equals(s.window(Tumbling(10), [agg.count()], by="key").run().table)
-    with pytest.raises(ConfigError, match="cannot be checkpointed"):
-        w.run(stop_after_rounds=1)
+    head = w.run(stop_after_rounds=1)  # checkpointed (oop.window.threaded, Checkpoints)
+    tail = w.run(resume_from=head.checkpoint)
+    assert pa.concat_tables([head.table, tail.table]).equals(w.run().table)
     with pytest.raises(ConfigError, match="threads=1"):
         ThreadedWindow(Tumbling(10), [agg.count()], threads=1, by="key")
 
 
-def test_a_checkpointed_job_refuses_threads_before_any_work(tmp_path):
+def test_a_checkpointed_job_runs_key_partitions(tmp_path):
     t = pa.table({"ts": [1, 2, 30], "key": [1, 2, 1], "val": [1, 2, 3]})
     s = oop.from_arrow(t, time="ts", punctuation=oop.BoundedDelay(0))
     w = s.window(Tumbling(10), [agg.count()], by="key", threads=2)
-    with pytest.raises(ConfigError, match="window: a window on several threads cannot be "):
-        w.sink(f"{tmp_path}/out/", checkpoint_dir=tmp_path / "ck")
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    w.sink(f"{tmp_path}/out/", checkpoint_dir=tmp_path / "ck")
+    assert pq.read_table(tmp_path / "out").equals(
+        s.window(Tumbling(10), [agg.count()], by="key").run().table)
 
 
 # ---- the command ------------------------------------------------------------------
@@ -239,12 +240,8 @@ def test_cli_threads_gives_the_one_thread_output(tmp_path):
     for th in ("2", "3"):
         assert all(m[th]["plan"][k] >= 0 for k in cpu), m[th]["plan"]
     assert not set(cpu) & set(m["1"]["plan"])
-    r = _cli(*common, "--threads", "3", "--out", f"{tmp_path}/o/", "--checkpoint-dir",
-             str(tmp_path / "ck"))
-    assert r.returncode == 2 and "--threads 3 runs key partitions" in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
-    # a pipelined run (reading, the one-thread window, writing) is checkpointed
-    r = _cli(*common, "--threads", "2", "--out", f"{tmp_path}/ck-out/", "--checkpoint-dir",
+    # a pipelined run (reading, the window on key partitions, writing) is checkpointed
+    r = _cli(*common, "--threads", "3", "--out", f"{tmp_path}/ck-out/", "--checkpoint-dir",
              str(tmp_path / "ck"), "--checkpoint-every", "2000rows")
     assert r.returncode == 0, r.stderr
     assert pq.read_table(tmp_path / "ck-out").equals(outs["1"])

@@ -187,3 +187,17 @@ class StreamTerms:
             self.extents.close(w, hw)
         self.first_open = max(self.first_open, fo)
         return self.terms()
+
+    def snapshot(self) -> dict[str, Any]:
+        """What :meth:`restore` needs to measure on as before (a checkpoint of
+        :class:`~oop.adapt.threaded.ThreadedAdapt`). O(open windows)."""
+        return {"wed": self.extents.wed.snapshot(), "open": list(self.extents.open_wids),
+                "lwm": self.lwm, "first_open": self.first_open, "hwm": int(self._hwm[0]),
+                "nulls": list(self.nulls)}
+
+    def restore(self, s: dict[str, Any]) -> None:
+        """Continue from a :meth:`snapshot` of the same geometry. O(open windows)."""
+        self.extents.restore(s["wed"], s["open"])
+        self.lwm, self.first_open = int(s["lwm"]), int(s["first_open"])
+        self._hwm[0] = int(s["hwm"])
+        self.nulls = list(s["nulls"])

@@ -54,7 +54,11 @@ forwards ``P("window_end", v)``), minimum over the partitions. Not partitioned
 (:func:`adapt_threadable` says why; :func:`adaptive_operator` then builds one AdaptWID
 and records the reason in its ``plan_info["one_thread"]``): several ``sources`` (their
 offsets enter Cond. 6.9 by port), no ``by`` key, windows other than tumbling and
-sliding. Checkpoints: :meth:`snapshot` refuses in one line.
+sliding. Checkpoints: as the window's (:mod:`oop.window.threaded`), the driving
+thread's own part adding the global sum bounds, the var/std shifts one thread fixed and
+Cond. 6.9's stream-wide terms (:meth:`StreamTerms.snapshot
+<oop.adapt.extents.StreamTerms.snapshot>`); each partition's AdaptWID snapshots itself
+(the terms it was last given are given again before its next element).
 
 Cost: as ThreadedWindow -- this thread O(rows) for key encoding, the global sum bound,
 Cond. 6.9's terms (one compiled pass over the time column, adaptive thresholds only)
@@ -222,6 +226,17 @@ class ThreadedAdapt(ThreadedWindow):
                 late[k] = late.get(k, 0) + v
         self.metrics.late = late
         return out
+
+    def _own_state(self) -> dict[str, Any]:
+        """The global sum bounds, the var/std shifts fixed and Cond. 6.9's terms."""
+        return {"sum_max": dict(self.sum_max), "shifts": dict(self.template.preset_shift),
+                "terms": None if self.terms is None else self.terms.snapshot()}
+
+    def _restore_own(self, own: dict[str, Any]) -> None:
+        self.sum_max = dict(own["sum_max"])
+        self.template.preset_shift = dict(own["shifts"])
+        if self.terms is not None:
+            self.terms.restore(own["terms"])
 
     def adapt_metrics(self) -> dict[str, Any]:
         """Each partition's :meth:`AdaptWID.adapt_metrics` (its groups' modes, as one thread

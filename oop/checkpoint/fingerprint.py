@@ -159,9 +159,30 @@ def describe_difference(ours: list[str], theirs: Any, limit: int = 160) -> str:
         return f"the plan has {len(ours)} operators, the checkpointed one {len(theirs)}"
     for a, b in zip(ours, theirs):
         if a != b:
+            hint = _threads_hint(a, b)
+            if hint:
+                return hint
             k = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
             lo = max(0, k - 40)
             return (f"operator {a.split(' name=', 1)[-1].split(' ', 1)[0]} differs: "
                     f"...{a[lo: lo + limit // 2]}... here vs ...{b[lo: lo + limit // 2]}... "
                     "in the checkpoint")
     return "the plan fingerprint differs"
+
+
+#: the key-partitioned operators (their one-thread operator is another class)
+_PARTITIONED = ("oop.window.threaded.ThreadedWindow", "oop.adapt.threaded.ThreadedAdapt")
+
+
+def _threads_hint(ours: str, theirs: str) -> str | None:
+    """The difference in words when one side's operator runs on key partitions and the
+    other's on one thread (a thread count across ``--threads 2`` / ``3``)."""
+    here = any(f" {c} " in ours for c in _PARTITIONED)
+    there = any(f" {c} " in theirs for c in _PARTITIONED)
+    if here == there:
+        return None
+    name = ours.split(" name=", 1)[-1].split(" ", 1)[0]
+    where = ("on key partitions", "on one thread")
+    return (f"operator {name} ran {where[not there]} in the checkpoint, {where[not here]} "
+            "here; resume with the thread count of the run that wrote it (oop replay / sql: "
+            "--threads 3 or more for key partitions, 1 or 2 for one thread)")

@@ -1,10 +1,8 @@
 """``--threads N``: the flag ``oop replay`` and ``oop sql`` share, and what N means.
 
 N is the number of threads a run uses in all; the default is every core this
-process may use (:func:`usable_cores`), except with ``--checkpoint-dir`` (then
-at most 2: a pipelined run is checkpointed, key partitions are not yet) or a
-``--strategy`` other than ``oop`` (then 1: the in-order plans run on one
-thread).
+process may use (:func:`usable_cores`), except with a ``--strategy`` other
+than ``oop`` (then 1: the in-order plans run on one thread).
 
 * N = 1: the plan runs on the driving thread.
 * N > 1 *pipelines* the run (:func:`pipelined`): a finite input is decoded
@@ -18,7 +16,13 @@ thread).
   thread: on 2 cores that beats two partitions (the scatter and the merge cost
   more than a second core gives the window: ``docs/benchmarks.md``, Threads).
 
-Every N gives the same rows in the same order as N = 1.
+Every N gives the same rows in the same order as N = 1. With ``--checkpoint-dir``
+every N is checkpointed, a window on key partitions too (its snapshot:
+:mod:`oop.window.threaded`); an ``oop sql`` join with equality keys then runs
+on one thread (:class:`oop.sql.parallel.Parallelism`: KeyedJoin's partitions
+are not checkpointable yet). A restart resumes a window on the partition
+count of its checkpoint, whatever N it is given (it must be N > 2 again when
+the checkpoint's was: the one-partition window is another operator).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import os
 from oop.errors import ConfigError
 
 __all__ = ["add_threads_flag", "check_threads", "usable_cores", "run_threads", "pipelined",
-           "partitions", "CHECKPOINTED_THREADS"]
+           "partitions"]
 
 
 def add_threads_flag(p: argparse.ArgumentParser, *, splits: str, spark: bool = False) -> None:
@@ -38,8 +42,7 @@ def add_threads_flag(p: argparse.ArgumentParser, *, splits: str, spark: bool = F
                    help="use N threads: N > 1 reads (finite inputs) and writes on threads of "
                         f"their own and runs {splits} on N-1 partitions, one thread each (same "
                         "rows in the same order as --threads 1); default: all cores this "
-                        "process may use (at most 2 with --checkpoint-dir, 1 with a "
-                        "--strategy other than oop)" + ("; with --spark it applies inside each task (default 1 "
+                        "process may use (1 with a --strategy other than oop)" + ("; with --spark it applies inside each task (default 1 "
                                   "there)" if spark else ""))
 
 
@@ -50,9 +53,6 @@ def check_threads(args: argparse.Namespace) -> None:
         return
     if n < 1:
         raise ConfigError(f"--threads {n}: give at least 1")
-    if n > CHECKPOINTED_THREADS and args.checkpoint_dir is not None:
-        raise ConfigError(f"--threads {n} runs key partitions, which cannot be checkpointed "
-                          f"yet: drop --checkpoint-dir, or use --threads {CHECKPOINTED_THREADS}")
     if n > 1 and args.strategy != "oop":
         raise ConfigError(f"--threads {n} runs the oop operators on threads; --strategy "
                           f"{args.strategy} runs on one thread: drop --threads")
@@ -68,22 +68,14 @@ def usable_cores() -> int:
     return max(1, n)
 
 
-#: the most threads a checkpointed run uses: reading, the one-partition plan and writing
-#: are pipelined (their offsets and commit points are exact); key partitions are not
-CHECKPOINTED_THREADS = 2
-
-
 def run_threads(args: argparse.Namespace) -> int:
-    """``--threads``, or by default every usable core (at most
-    :data:`CHECKPOINTED_THREADS` with ``--checkpoint-dir``; 1 with a ``--strategy`` other
-    than ``oop``)."""
+    """``--threads``, or by default every usable core (1 with a ``--strategy`` other than
+    ``oop``)."""
     threads = getattr(args, "threads", None)
     if threads is not None:
         return int(threads)
     if args.strategy != "oop":
         return 1
-    if getattr(args, "checkpoint_dir", None) is not None:
-        return min(CHECKPOINTED_THREADS, usable_cores())
     return usable_cores()
 
 

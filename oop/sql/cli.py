@@ -146,7 +146,8 @@ def _run(args: argparse.Namespace) -> int:
         if not eq or not name or not path:
             raise ConfigError(f"--table {spec!r}: write NAME=PATH")
         tables[name] = path
-    par = Parallelism(partitions=partitions(args), read_ahead=pipelined(args))
+    par = Parallelism(partitions=partitions(args), read_ahead=pipelined(args),
+                      checkpointed=getattr(args, "checkpoint_dir", None) is not None)
     plan = plan_sql(text, tables=tables, strategy=args.strategy, batch_size=args.batch_size,
                     options=table_options(args), parallel=par)
     if plan.explain_mode is not None:

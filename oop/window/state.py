@@ -4,7 +4,9 @@
 <oop.window.aggregate.WindowAggregate.snapshot>` returns and ``restore``
 takes; :class:`PartitionedState` and :class:`SessionState` the same for
 :class:`~oop.window.partitioned.PartitionedRowsAggregate` and
-:class:`~oop.window.session.SessionAggregate`. Each is taken at a
+:class:`~oop.window.session.SessionAggregate`; :class:`ThreadedState` the key-partitioned
+window's (:class:`~oop.window.threaded.ThreadedWindow`, also
+:class:`~oop.adapt.threaded.ThreadedAdapt`). Each is taken at a
 punctuation boundary, holds copies (never arrays shared with the running
 operator) and is a plain frozen dataclass, so the checkpoint codec
 (:mod:`oop.checkpoint.codec`) stores it field by field and a checkpoint
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["WindowState", "PartitionedState", "SessionState"]
+__all__ = ["WindowState", "PartitionedState", "SessionState", "ThreadedState"]
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,26 @@ class SessionState:
     keys_compact_at: int  #: key-dictionary size at which dead keys are next looked for
     sum_max: dict[str, int]  #: per integer sum column: the largest ``|value|`` seen
     shift: dict[str, float | int | None]  #: per column: its var/std shift
+
+
+@dataclass(frozen=True)
+class ThreadedState:
+    """A window on key partitions (:mod:`oop.window.threaded`), taken when no partition
+    works: the driving thread's state, every partition's operator state, and the results
+    its pipeline (``lag=1``) holds back, merged, to be released where the uninterrupted
+    run releases them."""
+
+    base: Any  #: :meth:`Operator.snapshot` (which inputs ended)
+    lwm: int  #: the last punctuation seen on the window's time column (INT64_MIN: none)
+    out_punct: int | None  #: the last ``window_end`` punctuation forwarded (the Meld minimum)
+    enc: dict[str, Any]  #: the global key dictionary (:meth:`KeyEncoder.snapshot`)
+    part_of: np.ndarray  #: the partition of each global key code
+    keys_compact_at: int  #: global dictionary size at which dead keys are next looked for
+    shifts: dict[str, Any]  #: the variance shifts picked so far, by column
+    shift_cols: list[str]  #: the columns whose shift may still be picked
+    plan: dict[str, Any]  #: ``plan_info`` of the driving thread (compactions, ...)
+    own: dict[str, Any]  #: what the partitioned operator's hooks keep (the template's)
+    partitions: list[Any]  #: each partition's operator snapshot, in partition order
+    part_out_punct: list[int | None]  #: each partition's latest ``window_end`` punctuation
+    part_late: list[dict[str, int]]  #: each partition's late counters
+    held: list[tuple[bool, list[Any]]]  #: merged results not yet released (punctuation?, elements)

@@ -62,7 +62,25 @@ Punctuation rule: as the one-thread operator (emits every window with
 partitions. Not supported (:func:`threadable` says why; ``Stream.window``
 then runs one thread): no ``by`` key, row-based, landmark and
 forward-context-aware windows, user-defined aggregates (not known to release
-the GIL). Checkpoints: :meth:`snapshot` refuses in one line.
+the GIL).
+
+Checkpoints (:meth:`snapshot`, between two elements, as
+:class:`~oop.plan.job.Job` takes them): every partition first finishes the
+elements given so far, and the results the pipeline holds back (``lag=1``:
+the last punctuation's, not yet released) are merged now and *carried in the
+snapshot*, released after a restore where the uninterrupted run releases them
+-- at the next punctuation or the end. Emitting them at the checkpoint
+instead would move them one punctuation earlier than the uninterrupted run
+(and needs a way out of ``snapshot()``); carried, the output stream -- rows,
+their order, batches and punctuations -- is the same with or without
+checkpoints and restarts, and the sink's commit point covers exactly what
+left before the cut. The snapshot (:class:`~oop.window.state.ThreadedState`)
+holds the global key dictionary and each key's partition, the driving
+thread's last punctuation, shifts and compaction threshold, each partition's
+operator state (taken on its own thread), latest output punctuation and late
+counters, and what the template decided (the method). A restore into a run
+with another partition count rebuilds the checkpoint's count (a key's state
+lives in its partition; the rows are the same for any count).
 
 Cost: this thread does O(rows) for late rows, key encoding and the scatter,
 and O(output rows x log N) for the merge; the partitions do the rest.
@@ -92,6 +110,7 @@ from oop.window import aggregate as _aggregate
 from oop.window.build import one_window_operator
 from oop.window.keys import KeyEncoder
 from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window.state import ThreadedState
 from oop.window.values import column_values, pick_shift
 
 __all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "KEY"]
@@ -318,8 +337,8 @@ class ThreadedWindow(Operator):
         fields = [info.schema.field(c) for c in cols] + [pa.field(KEY, pa.int64())]
         self.part_cols = cols
         self.part_schema = pa.schema(fields)
-        pinfo = StreamInfo(info.name, self.part_schema,
-                           {a: u for a, u in info.times.items() if a in cols}, self.time)
+        self._pinfo = StreamInfo(info.name, self.part_schema,
+                                 {a: u for a, u in info.times.items() if a in cols}, self.time)
         self.enc = KeyEncoder(self.by)
         self.part_of = np.zeros(0, np.int64)  # partition of each global code (module doc)
         # the global key dictionary is this operator's own state (the partitions charge theirs)
@@ -327,18 +346,32 @@ class ThreadedWindow(Operator):
         self._charged_codes = 0
         self._keys_compact_at = self._keys_compact_min()  # see _compact_keys
         self.parts: list[_Partition] = []
-        for i in range(self.n):
-            op = self._one_operator([KEY], f"{self.name}[{i}]")
-            op.open([pinfo])
-            self.parts.append(_Partition(op, f"oop-{self.name}-{i}"))
+        self._stopped = False
+        self._open_partitions(self.n)
         self.out_schema = out.schema
         self.n_keys = len(self.by)
         self.lwm = INT64_MIN
         self.out_punct: int | None = None
-        self.pending: deque[tuple[bool, list[Future[list[Element]]]]] = deque()
+        #: elements given to the partitions, oldest first: (is a punctuation, the partitions'
+        #: futures, their merged results once settled -- :meth:`_settle`; else None)
+        self.pending: deque[tuple[bool, list[Future[list[Element]]], list[Element] | None]] = \
+            deque()
         self._cpu0 = _time.thread_time()  # the driving thread's CPU time, see flush
         self._cpu_batch = self._cpu_merge = 0.0  # of which: batches in, merging results out
         return out
+
+    def _open_partitions(self, n: int) -> None:
+        """``n`` partitions, each a fresh opened one-thread operator with its thread (the
+        ones there were are stopped first)."""
+        self.close()
+        self.n = n
+        self._plan["threads"] = n
+        self.parts = []
+        for i in range(n):
+            op = self._one_operator([KEY], f"{self.name}[{i}]")
+            op.open([self._pinfo])
+            self.parts.append(_Partition(op, f"oop-{self.name}-{i}"))
+        self._stopped = False
 
     # ---- the partitioned operator (hooks) ---------------------------------------------
     def _one_operator(self, by: Sequence[str], name: str) -> Operator:
@@ -413,7 +446,7 @@ class ThreadedWindow(Operator):
         for p, lo, hi in zip(self.parts, bounds[:-1].tolist(), bounds[1:].tolist()):
             if hi > lo:  # each partition gathers its own rows, on its own thread
                 futs.append(p.submit(partial(_on_batch, p.op, sub, order[lo:hi], presets)))
-        self.pending.append((False, futs))
+        self.pending.append((False, futs, None))
         if self.rule.revises:
             return self._collect(keep_punctuations=self.lag)
         return []
@@ -477,7 +510,7 @@ class ThreadedWindow(Operator):
             return []
         self.lwm = p.value
         task = self._punctuation_task(p)
-        self.pending.append((True, [q.submit(partial(task, q.op)) for q in self.parts]))
+        self.pending.append((True, [q.submit(partial(task, q.op)) for q in self.parts], None))
         return self._collect(keep_punctuations=self.lag)
 
     def _punctuation_task(self, p: Punctuation) -> Callable[[Any], list[Element]]:
@@ -486,7 +519,7 @@ class ThreadedWindow(Operator):
         return lambda op: op.on_punctuation(p)
 
     def flush(self) -> list[Element]:
-        self.pending.append((True, [q.submit(q.op.flush) for q in self.parts]))
+        self.pending.append((True, [q.submit(q.op.flush) for q in self.parts], None))
         out = self._collect(keep_punctuations=0)
         self._plan.update({k: v for k, v in self.parts[0].op.plan_info.items()
                            if k not in self._plan})
@@ -500,21 +533,31 @@ class ThreadedWindow(Operator):
 
     def close(self) -> None:
         """Stop the partitions' threads (after the end, or to abandon a run)."""
-        for p in self.parts:
+        for p in getattr(self, "parts", ()):
             p.clock.stop()  # before its thread ends (its clock goes with it)
             p.pool.shutdown(wait=True)
+        self._stopped = bool(getattr(self, "parts", ()))
 
     # ---- combining ----------------------------------------------------------
     def _collect(self, keep_punctuations: int) -> list[Element]:
         """Merge the results of the pending elements, oldest first, leaving the newest
         ``keep_punctuations`` punctuation elements (and what follows them) pending."""
-        waiting = sum(1 for is_p, _ in self.pending if is_p)
+        waiting = sum(1 for is_p, _, _ in self.pending if is_p)
         out: list[Element] = []
         while self.pending and waiting > keep_punctuations:
-            is_p, futs = self.pending.popleft()
+            is_p, futs, done = self.pending.popleft()
             waiting -= is_p
-            out.extend(self._combine([f.result() for f in futs], is_p))
+            out.extend(done if done is not None else
+                       self._combine([f.result() for f in futs], is_p))
         return out
+
+    def _settle(self) -> None:
+        """Wait for every pending element and merge its results, oldest first, keeping
+        them pending (released by :meth:`_collect` where they would have been): the
+        partitions are idle and no result depends on work in flight. O(pending results)."""
+        for i, (is_p, futs, done) in enumerate(self.pending):
+            if done is None:
+                self.pending[i] = (is_p, [], self._combine([f.result() for f in futs], is_p))
 
     def _combine(self, results: list[list[Element]], with_punct: bool) -> list[Element]:
         batches: list[pa.RecordBatch] = []
@@ -573,12 +616,57 @@ class ThreadedWindow(Operator):
             nbytes += p.state.bytes
         return StateSize(items, nbytes)
 
-    #: why a checkpointed job refuses this operator (oop.plan.job.Job.open), in one line
-    not_checkpointable = ("a window on several threads cannot be checkpointed yet; use "
-                          "threads=1 (--threads 1) with checkpoints")
+    def snapshot(self) -> ThreadedState:
+        """The whole state (module docstring, Checkpoints): waits for the partitions
+        (:meth:`_settle`), then each partition snapshots its operator on its own thread.
+        O(state + held results)."""
+        self._settle()
+        snaps = self._on_partitions([lambda op=p.op: op.snapshot() for p in self.parts])
+        return ThreadedState(
+            base=super().snapshot(), lwm=self.lwm, out_punct=self.out_punct,
+            enc=self.enc.snapshot(), part_of=self.part_of.copy(),
+            keys_compact_at=self._keys_compact_at, shifts=dict(self.shifts),
+            shift_cols=list(self.shift_cols), plan=dict(self._plan), own=self._own_state(),
+            partitions=snaps, part_out_punct=[p.out_punct for p in self.parts],
+            part_late=[dict(p.late) for p in self.parts],
+            held=[(is_p, list(done or ())) for is_p, _, done in self.pending])
 
-    def snapshot(self) -> Any:
-        raise ConfigError(f"{self.name}: {self.not_checkpointable}")
+    def restore(self, state: ThreadedState) -> None:
+        """Load a :meth:`snapshot` into this freshly opened operator, on the checkpoint's
+        partition count (each partition restores on its own thread). O(state)."""
+        super().restore(state.base)
+        if len(state.partitions) != self.n:
+            asked = self.n
+            self._open_partitions(len(state.partitions))
+            self._plan["threads_asked"] = asked
+        self._on_partitions([partial(p.op.restore, s) for p, s in zip(self.parts,
+                                                                       state.partitions)])
+        for p, punct, late in zip(self.parts, state.part_out_punct, state.part_late):
+            p.out_punct, p.late, p.state = punct, dict(late), p.op.state_size()
+        self.lwm, self.out_punct = state.lwm, state.out_punct
+        self.enc.restore(state.enc)
+        self.part_of = np.asarray(state.part_of, np.int64).copy()
+        self._keys_compact_at = state.keys_compact_at
+        self.shifts, self.shift_cols = dict(state.shifts), list(state.shift_cols)
+        self._plan = {**state.plan, **{k: v for k, v in self._plan.items()
+                                       if k in ("threads", "threads_asked")}}
+        self._charged_codes = self.enc.n_codes
+        self.budget.report(self, self.enc.nbytes())
+        self.pending = deque((is_p, [], list(out)) for is_p, out in state.held)
+        self._restore_own(state.own)
 
-    def restore(self, state: Any) -> None:
-        self.snapshot()
+    def _on_partitions(self, fns: list[Callable[[], Any]]) -> list[Any]:
+        """``fns[i]()`` on partition i's thread, all at once; on this thread once the
+        partitions are stopped (after the end: the job's last checkpoint)."""
+        if self._stopped:
+            return [fn() for fn in fns]
+        return [f.result() for f in [p.pool.submit(fn) for p, fn in zip(self.parts, fns)]]
+
+    def _own_state(self) -> dict[str, Any]:
+        """What the hooks decided that a restore needs: the template's method."""
+        return {"method": self.template.method, "method_plan": dict(self.template.plan_info)}
+
+    def _restore_own(self, own: dict[str, Any]) -> None:
+        if own["method"] is not None:
+            self.template._set_method(own["method"], {})
+            self.template.plan_info = dict(own["method_plan"])
