@@ -63,7 +63,7 @@ def _run(items, schema, kind, aggs, method, **kw):
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=repr)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
 @given(data=st.data())  # enough rows for the key sets to turn (large_base_example)
 def test_keys_forgotten_and_coming_back_equal_the_oracle(kind, data):
     """Every aggregate, WID and Paned-WID, compaction checked at every punctuation."""
@@ -86,7 +86,7 @@ def test_keys_forgotten_and_coming_back_equal_the_oracle(kind, data):
 
 @pytest.mark.parametrize("kind", [Tumbling(10), Sliding(20, 5)], ids=repr)
 @pytest.mark.parametrize("method", ["wid", "paned"])
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
 @given(data=st.data())
 def test_late_update_with_compaction_final_revisions_equal_the_oracle(kind, method, data):
     """late='update': keys stay while their windows may be revised (allowed lateness), then
@@ -153,7 +153,7 @@ def test_rotating_keys_are_compacted_and_come_back():
 
 
 @pytest.mark.parametrize("kind", [SlideByTuple(6, 1), SlideByTuple(9, 3)], ids=repr)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
 @given(data=st.data())
 def test_slide_by_tuple_forgets_keys_and_equals_the_oracle(kind, data):
     """The bins algorithm forgets groups no retained bin holds; results == the oracle."""

@@ -40,7 +40,7 @@ def folder_state(folder: Path) -> tuple[list[str], list[int], list[dict[str, Any
             pq.read_table(folder).to_pylist() if parts else [])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(sizes=st.lists(st.integers(0, 90), min_size=1, max_size=12),
        per_part=st.integers(1, 60), lanes=st.integers(1, 3),
        commits=st.sets(st.integers(0, 11), max_size=4), lane_bytes=st.sampled_from([1, 1 << 20]))

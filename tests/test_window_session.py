@@ -248,7 +248,7 @@ def test_update_changelog_equals_reference_and_oracle(data):
     assert sum(r["count"] for r in final) + late == t.num_rows
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.large_base_example])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
 @given(st.data())
 def test_float_values_nan_inf_null(data):
     value = st.one_of(st.none(), st.sampled_from([math.nan, math.inf, -math.inf]),
