@@ -477,3 +477,17 @@ def test_stdout_without_a_byte_buffer_takes_text(monkeypatch: pytest.MonkeyPatch
     assert [json.loads(line)["ts"] for line in text.getvalue().splitlines()] == list(range(6))
     with pytest.raises(ConfigError, match="text only"):
         open_sink("-", fmt="arrow").open(batches(1)[0].schema)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "arrow"])
+def test_the_default_arrow_file_reports_a_full_disk_with_its_errno(fmt: str) -> None:
+    """The default opener is Arrow's own file (oop.io.filewrite.native_open): a write that
+    fails on a full device is the same one-line SinkError naming ENOSPC as with open()."""
+    sink = open_sink("/dev/full", fmt=fmt)
+    s = oop.from_batches(batches(3), time="ts")
+    with pytest.raises(SinkError) as e:
+        s.sink(sink)
+    msg = str(e.value)
+    assert "\n" not in msg and "/dev/full" in msg and "ENOSPC" in msg
+    assert isinstance(e.value.__cause__, OSError) and e.value.__cause__.errno == errno.ENOSPC
