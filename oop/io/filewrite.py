@@ -43,6 +43,8 @@ def native_open(path: str, mode: str) -> pa.NativeFile:
     errno, as :func:`open`'s are.
     """
     return pa.OSFile(path, mode)
+
+
 DEFAULT_MAX_ROWS_PER_PART = 1_000_000
 
 

@@ -15,6 +15,12 @@ records carried by the feed itself) -- in arrival order. For each batch it:
 4. asks the punctuation generator for a new bound and emits
    ``P(time, v)`` if it grew (never a duplicate, never backwards).
 
+With a cadence (a bound every N rows of the arrival order), a batch with a
+cadence point inside is split there for the generator and the late check; when
+none of its rows was late (or null-timed, or ahead), it is emitted whole with
+its punctuations after it, which is valid because a punctuation only bounds the
+tuples after it.
+
 Accounting: ``tuples_in == tuples_out + late (dropped or routed)``.
 """
 
