@@ -340,3 +340,38 @@ def test_dead_keys_are_compacted_instead_of_switching():
     got, info = run(table, "paned", "auto", batch=400)
     assert_equal(got, oracle(table))
     assert info.get("key_compactions", 0) >= 1, info
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 6), st.integers(1, 40), st.integers(0, 2),
+       st.integers(0, 2), st.floats(0.0, 1.0))
+def test_take_rows_equals_its_reference(seed, units, n, n_i, n_f, live):
+    """The branch-free take_rows == take_rows_ref: same cells, values and order, and every
+    taken row left at the identities (dead cells hold them before, as in the ring)."""
+    from oop.window.kernels import take_rows, take_rows_ref
+
+    rng = np.random.default_rng(seed)
+    C = n + int(rng.integers(0, 5))  # codes beyond n are not taken
+    rows = np.where(rng.random(units * C) < live, rng.integers(1, 9, units * C), 0)
+    iident = np.array([0, -(2**63)][:n_i] or [0], np.int64)
+    fident = np.array([0.0, np.inf][:n_f] or [0.0], np.float64)
+    ilanes = tuple(np.where(rows != 0, rng.integers(-50, 50, units * C), iident[q])
+                   for q in range(n_i))
+    flanes = tuple(np.where(rows != 0, rng.standard_normal(units * C), fident[q])
+                   for q in range(n_f))
+    rr = rng.permutation(units)[: int(rng.integers(0, units + 1))].astype(np.int64)
+    r1, i1, f1 = rows.copy(), [a.copy() for a in ilanes], [a.copy() for a in flanes]
+    wi, codes, rv, iv, fv = take_rows(
+        r1, C, rr, n, tuple(i1) or (np.zeros(1, np.int64),), n_i, iident,
+        tuple(f1) or (np.zeros(1, np.float64),), n_f, fident)
+    r2, i2, f2 = rows.copy(), [a.copy() for a in ilanes], [a.copy() for a in flanes]
+    ewi, ecodes, erv, eiv, efv = take_rows_ref(r2, C, rr, n, tuple(i2), iident, tuple(f2),
+                                               fident)
+    assert wi.tolist() == ewi and codes.tolist() == ecodes and rv.tolist() == erv
+    for q in range(n_i):
+        assert iv[q].tolist() == eiv[q]
+    for q in range(n_f):
+        assert fv[q].tolist() == efv[q]
+    np.testing.assert_array_equal(r1, r2)  # the same cells reset, the others untouched
+    for a, b in zip(i1 + f1, i2 + f2):
+        np.testing.assert_array_equal(a, b)

@@ -21,7 +21,7 @@ __all__ = [
     "all_abs_below", "all_abs_below_ref", "upd_rows", "upd_nn", "upd_sum", "upd_sumsq", "upd_min", "upd_max", "upd_first",
     "upd_last", "upd_rows_sums", "upd_rows_sums1", "rank_in_partition", "distinct_codes",
     "cut_chunks",
-    "update_ref",
+    "update_ref", "take_rows", "take_rows_ref",
     "SELECT_OPS", "merge_counted", "merge_counted_ref",
 ]
 
@@ -310,35 +310,67 @@ def take_rows(rows, C, rr, n, ilanes, n_i, iident, flanes, n_f, fident):
     real entries) with identities ``iident``/``fident``. Returns
     (row index into ``rr``, codes, rows values, int lane values (n_i x k),
     float lane values (n_f x k)); the cells are left at their identities.
+
+    Branch-free: every cell of a taken row is written to the output at the next free
+    index, which advances only past a live cell, and the whole row ``[0, n)`` is then
+    reset. That is the same as resetting the live cells, because a dead cell holds its
+    lanes' identities (every lane update also counts its row). About half the time of
+    the branchy gather (7 rows of 10k codes, 37 % live: 152 against 293 us), whose live
+    test the branch predictor could not learn. Reference: :func:`take_rows_ref`.
     """
     total = 0
     for k in range(rr.shape[0]):
         base = rr[k] * C
         for c in range(n):
-            if rows[base + c] != 0:
-                total += 1
-    wi = np.empty(total, np.int64)
-    codes = np.empty(total, np.int64)
-    rv = np.empty(total, np.int64)
-    iv = np.empty((max(n_i, 1), total), np.int64)
-    fv = np.empty((max(n_f, 1), total), np.float64)
+            total += rows[base + c] != 0
+    wi = np.empty(total + 1, np.int64)  # + 1: the dead cells after the last live one
+    codes = np.empty(total + 1, np.int64)
+    rv = np.empty(total + 1, np.int64)
+    iv = np.empty((max(n_i, 1), total + 1), np.int64)
+    fv = np.empty((max(n_f, 1), total + 1), np.float64)
     m = 0
     for k in range(rr.shape[0]):
         base = rr[k] * C
         for c in range(n):
             j = base + c
+            r = rows[j]
+            wi[m] = k
+            codes[m] = c
+            rv[m] = r
+            for q in range(n_i):
+                iv[q, m] = ilanes[q][j]
+            for q in range(n_f):
+                fv[q, m] = flanes[q][j]
+            m += r != 0
+        for c in range(n):
+            j = base + c
+            rows[j] = 0
+            for q in range(n_i):
+                ilanes[q][j] = iident[q]
+            for q in range(n_f):
+                flanes[q][j] = fident[q]
+    return wi[:total], codes[:total], rv[:total], iv[:, :total], fv[:, :total]
+
+
+def take_rows_ref(rows: "np.ndarray", C: int, rr: "np.ndarray", n: int, ilanes: tuple,
+                  iident: "np.ndarray", flanes: tuple, fident: "np.ndarray") -> tuple:
+    """Reference of :func:`take_rows` (its real lanes only), cell by cell in (row, code)
+    order: the live cells' values, then those cells set back to the identities."""
+    wi, codes, rv, iv, fv = [], [], [], [[] for _ in ilanes], [[] for _ in flanes]
+    for k, r in enumerate(rr):
+        for c in range(n):
+            j = int(r) * C + c
             if rows[j] != 0:
-                wi[m] = k
-                codes[m] = c
-                rv[m] = rows[j]
+                wi.append(k)
+                codes.append(c)
+                rv.append(int(rows[j]))
                 rows[j] = 0
-                for q in range(n_i):
-                    iv[q, m] = ilanes[q][j]
-                    ilanes[q][j] = iident[q]
-                for q in range(n_f):
-                    fv[q, m] = flanes[q][j]
-                    flanes[q][j] = fident[q]
-                m += 1
+                for q, lane in enumerate(ilanes):
+                    iv[q].append(int(lane[j]))
+                    lane[j] = iident[q]
+                for q, lane in enumerate(flanes):
+                    fv[q].append(float(lane[j]))
+                    lane[j] = fident[q]
     return wi, codes, rv, iv, fv
 
 
