@@ -251,6 +251,10 @@ def _widens(src: pa.DataType, dst: pa.DataType) -> bool:
     return (src in strings and dst in strings) or (src in binaries and dst in binaries)
 
 
+def _same(batch: pa.RecordBatch) -> pa.RecordBatch:
+    return batch
+
+
 def conformer(ref: pa.Schema, got: pa.Schema, where: str) -> Conform:
     """The conversion of ``got`` batches to ``ref`` (see module doc); raises on a mismatch."""
     if len(got) == 0:  # an empty NDJSON file: no columns, no rows
@@ -272,6 +276,8 @@ def conformer(ref: pa.Schema, got: pa.Schema, where: str) -> Conform:
             "rewrite the file with the first file's types"
         )
     casts = [f.type if got.field(f.name).type != f.type else None for f in ref]
+    if got.names == ref.names and not any(casts):
+        return _same  # already the first file's columns, in its order and types
 
     def conform(batch: pa.RecordBatch) -> pa.RecordBatch:
         cols = [batch.column(n) if t is None else batch.column(n).cast(t)
