@@ -313,6 +313,14 @@ class PartsSink:
         if self._lanes is not None:
             self._lanes.wait()
 
+    def _settle(self) -> None:
+        """Finish the open part, fsync every finished one and wait for the lanes: after it,
+        every pending part is durable and may be recorded (prepare) or renamed (commit)."""
+        if self._part is not None:
+            self._finish_part()
+        self._sync()
+        self._wait()
+
     # ---- the contract --------------------------------------------------
     def open(self, schema: pa.Schema) -> None:
         """Remember the schema and find where numbering continues (no file is created yet)."""
@@ -354,19 +362,13 @@ class PartsSink:
         makes the parts visible; :func:`recover` rolls them forward after a crash
         in between.
         """
-        if self._part is not None:
-            self._finish_part()
-        self._sync()
-        self._wait()
+        self._settle()
         return {"parts": self.committed + len(self.pending),
                 "rows": self.rows_committed + sum(rows for _, _, rows in self.pending)}
 
     def commit(self) -> Offset:
         """Finish the open part and rename the pending parts into place; O(parts renamed)."""
-        if self._part is not None:
-            self._finish_part()
-        self._sync()
-        self._wait()
+        self._settle()
         if self.pending:
             with self._guard("committing parts in"):
                 for pending, final, rows in self.pending:
