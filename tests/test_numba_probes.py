@@ -97,3 +97,61 @@ def test_numba_extension_scan_skipped_only_when_nothing_declares_one(tmp_path: P
     info.mkdir(parents=True)
     (info / "entry_points.txt").write_text("[numba_extensions]\ninit = numba_plugin:init\n")
     assert _run_ext(tmp_path, site) == ["True", "False"]
+
+
+_KERNELS = '''
+import numba as nb
+import numpy as np
+
+
+@nb.njit(cache=True)
+def scaled(a, k):  # allocates its result: needs numba's runtime (NRT)
+    return a * k
+
+
+@nb.njit(cache=True)
+def distinct(a):  # a typed set of strings: numba's string hash (its hash-secret symbols)
+    s = set()
+    for x in a:
+        s.add(x)
+    return len(s)
+'''
+
+_LIGHT = """
+import sys
+import numpy as np
+from oop.command.numba_probes import light_cache_loads
+patched = light_cache_loads() if sys.argv[1] == "light" else None
+import numba
+from numba.core.registry import cpu_target
+import kernels as K
+a = K.scaled(np.arange(4), 3)
+n = K.distinct(["a", "b", "a", "c"])
+hits = K.scaled.stats.cache_hits[K.scaled.signatures[0]] + \\
+    K.distinct.stats.cache_hits[K.distinct.signatures[0]]
+refreshed = len(cpu_target.typing_context._registries) > 0
+b = K.scaled(np.arange(3.0), 0.5)  # a signature not in the cache: compiled now
+print(patched, a.tolist(), n, hits, refreshed, b.tolist(), light_cache_loads(), sep="|")
+"""
+
+
+def test_cached_kernels_load_without_the_registry_refresh(tmp_path: Path) -> None:
+    """light_cache_loads: kernels from numba's cache run (one allocating, one hashing
+    strings) without numba's typing registries loaded; a new signature still compiles."""
+    (tmp_path / "kernels.py").write_text(_KERNELS)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path]),
+           "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(mode: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", _LIGHT, mode], check=True,
+                              capture_output=True, text=True, cwd=tmp_path,
+                              env=env).stdout.strip().split("|")
+
+    first = run("full")  # compiles both kernels into the cache
+    assert first[1:5] == ["[0, 3, 6, 9]", "3", "0", "True"]
+    light = run("light")
+    assert light[0] == "True"
+    # loaded from the cache (2 hits), right results, the registries never loaded
+    assert light[1:5] == ["[0, 3, 6, 9]", "3", "2", "False"]
+    assert light[5:] == ["[0.0, 0.5, 1.0]", "False"]  # compiled; patching again: no-op
+    assert run("full")[1:5] == ["[0, 3, 6, 9]", "3", "2", "True"]  # numba's own path
