@@ -16,10 +16,18 @@ to that check.
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -36,6 +44,7 @@ from oop.stream.elements import JointPunctuation, Punctuation
 from oop.stream.late import LatePolicy
 from oop.testing import drive_operator
 
+ROOT = Path(__file__).resolve().parents[1]
 HOWS = ["inner", "left", "right", "full", "semi", "anti"]
 ON = (("key", "key"),)
 Feed = list[tuple[int, Any]]
@@ -198,3 +207,64 @@ def test_the_fingerprint_leaves_the_partition_count_to_the_restore() -> None:
     msg = describe_difference(one, two)
     assert "operator 'join' ran on key partitions in the checkpoint, on one thread here" in msg
     assert "thread count" in msg, msg
+
+
+# ---- oop sql, end to end ---------------------------------------------------------------
+def _sql(tmp_path: Path, threads: int, out: str, *extra: str, fault: str | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    """``oop sql`` FULL JOIN of two disordered tables with late tuples, results to the part
+    folder ``out``; ``extra``: more flags (the checkpoint ones)."""
+    script = "".join(
+        f"CREATE TABLE {n} (ts BIGINT, k STRING, v BIGINT, WATERMARK FOR ts AS ts - INTERVAL "
+        f"'1' SECOND) WITH ('path' = '{tmp_path / n}', 'time-unit' = 'ms');\n" for n in "ab")
+    script += ("SELECT a.k, a.ts, a.v, b.ts AS bts, b.v AS bv FROM a FULL JOIN b ON a.k = b.k "
+               "AND b.ts BETWEEN a.ts - INTERVAL '200' MILLISECOND AND a.ts + INTERVAL '100' "
+               "MILLISECOND")
+    env = {k: v for k, v in os.environ.items() if k != "OOP_FAULT"}
+    env["PYTHONPATH"] = str(ROOT)
+    if fault:
+        env["OOP_FAULT"] = fault
+    return subprocess.run([sys.executable, "-m", "oop.cli", "sql", "-e", script, "--threads",
+                           str(threads), "--batch-size", "1000", "--quiet", "--out",
+                           f"{tmp_path / out}/", "--metrics", str(tmp_path / f"{out}.json"),
+                           *extra], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def _parts(folder: Path) -> pa.Table:
+    """The committed parts of a part folder, in part (commit) order."""
+    return pa.concat_tables(pq.read_table(p) for p in sorted(folder.iterdir())
+                            if not p.name.startswith("."))
+
+
+def test_oop_sql_join_on_key_partitions_checkpoints_and_resumes(tmp_path: Path) -> None:
+    """``oop sql --threads 3 --checkpoint-dir`` plans the equi-join on 2 key partitions,
+    is killed right after its first checkpoint, refuses to resume with ``--threads 4`` (one
+    line naming ``--threads 3``), resumes with ``--threads 3`` and then equals
+    ``--threads 1`` row for row, in order."""
+    rng = np.random.default_rng(11)
+    for name, n, step in (("a", 12_000, 5), ("b", 6_000, 10)):
+        (tmp_path / name).mkdir()
+        ts = np.arange(n, dtype=np.int64) * step + rng.integers(0, 1500, n)
+        pq.write_table(pa.table({"ts": ts, "k": [f"k{i}" for i in rng.integers(0, 30, n)],
+                                 "v": rng.integers(0, 99, n)}),
+                       tmp_path / name / "part-0.parquet", row_group_size=1000)
+    (tmp_path / "ref").mkdir()
+    (tmp_path / "out").mkdir()
+    ref = _sql(tmp_path, 1, "ref")
+    assert ref.returncode == 0, ref.stderr
+    ck = ["--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "3000rows"]
+    killed = _sql(tmp_path, 3, "out", *ck, fault="checkpoint-after-rename")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    other = _sql(tmp_path, 4, "out", *ck)
+    assert other.returncode == 2, other.stderr
+    line = [ln for ln in other.stderr.splitlines() if ln.strip()]
+    assert len(line) == 1 and "Traceback" not in other.stderr, other.stderr
+    assert "on 2 key partitions, this run has 3" in line[0] and "--threads 3" in line[0]
+    done = _sql(tmp_path, 3, "out", *ck)
+    assert done.returncode == 0, done.stderr
+    want, got = _parts(tmp_path / "ref"), _parts(tmp_path / "out")
+    assert want.num_rows > 10_000 and got.equals(want)
+    assert want.column("bts").null_count > 0  # unmatched rows of a are in the output
+    notes = json.loads((tmp_path / "out.json").read_text())["threads"]["operators"]
+    assert any("2 key partitions" in x and "KeyedJoin" in x for x in notes), notes
