@@ -61,6 +61,17 @@ def _join(t: pa.Table, workers: int, bs: int) -> oop.Stream:
     return left.join(right, on="key", band=(5, 5), workers=workers)
 
 
+def _keyed_join(t: pa.Table, partitions: int, how: str, bs: int) -> oop.Stream:
+    """An outer join on key partitions; the sources forward their late tuples
+    (``late="update"``, a short delay) so the join decides them (side output; both inputs
+    projected to one schema: a join keeps both inputs' late rows in one side output)."""
+    left = src(t, "L", bs, delay=5, late="update").project(["ts", "key", "val"], name="pl")
+    right = src(t.slice(0, 400), "R", bs, delay=5, late="update").project(
+        ["ts", "key", "val"], name="pr")
+    return left.join(right, on="key", band=(5, 5), how=how, late="side_output",
+                     workers=partitions, ordered=True, keyed=True)
+
+
 PLANS: dict[str, Plan] = {
     "wid-tumbling-int": lambda t, bs=16: src(t, batch_size=bs).window(
         Tumbling(50), ALL_AGGS, by="key", method="wid"),
@@ -82,6 +93,9 @@ PLANS: dict[str, Plan] = {
         PartitionedRows(10, 5), [agg.count(), agg.sum("val"), agg.median("val")], by="key"),
     "oa-join": lambda t, bs=16: _join(t, 1, bs),
     "split-join": lambda t, bs=16: _join(t, 2, bs),
+    # (two queries: the fingerprint does not tell partition counts apart)
+    "keyed-join-2": lambda t, bs=16: _keyed_join(t, 2, "left", bs),
+    "keyed-join-3": lambda t, bs=16: _keyed_join(t, 3, "full", bs),
     "meld-select-dupelim": lambda t, bs=16: src(t, "a", bs).meld(
         src(t.slice(100), "b", bs)).select(pc.field("val") > 5).apply(
         v2=pc.field("val") * 2).dupelim(["ts", "key"]),

@@ -5,6 +5,8 @@ Run as ``python tests/_recovery_driver.py PLAN A_DIR B_DIR OUT/ LATE/ CKPT_DIR E
 
 * ``adaptive`` -- AdaptWID sliding window (2 s, slide 500 ms) over A, count and sum by ``k``;
 * ``join``     -- band join of A and B on ``k`` (``|a.ts - b.ts| <= 50 ms``);
+* ``keyed-join-3threads`` -- that join as a FULL OUTER join on 2 key partitions
+  (KeyedJoin, one thread each: what ``oop sql --threads 3`` plans for it);
 * ``union``    -- Meld of A and B, then a tumbling 1 s window, count and sum by ``k``.
 
 The results go to the part folder OUT/, the late rows of both sources to LATE/;
@@ -44,6 +46,9 @@ def build(plan: str, a_dir: str, b_dir: str) -> Any:
     b = _source(b_dir, "b")
     if plan == "join":
         return a.join(b, on="k", band=("50ms", "50ms"))
+    if plan == "keyed-join-3threads":
+        return a.join(b, on="k", band=("50ms", "50ms"), how="full", workers=2, ordered=True,
+                      keyed=True)
     if plan == "union":
         return a.meld(b).window(parse_window("tumbling:1s", "ms"), aggs, by="k")
     raise SystemExit(f"unknown plan {plan!r}")

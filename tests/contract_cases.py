@@ -193,7 +193,8 @@ def _distinct_expected(ins: Sequence[pa.Table]) -> int:
 
 def _join_expected(cfg: JoinConfig) -> Callable[[Sequence[pa.Table]], int]:
     def n(ins: Sequence[pa.Table]) -> int:
-        return sum(nested_loop_join(ins[0], ins[1], cfg.predicate, cfg.on, "ts", "ts").values())
+        return sum(nested_loop_join(ins[0], ins[1], cfg.predicate, cfg.on, "ts", "ts",
+                                    how=cfg.how).values())
     return n
 
 
@@ -201,6 +202,8 @@ def _join_expected(cfg: JoinConfig) -> Callable[[Sequence[pa.Table]], int]:
 AGGS = [agg.count(), agg.sum("val")]
 BAND = JoinConfig(WindowPredicate.band(2, 3), (("key", "key"),))
 TUMBLE_JOIN = JoinConfig(WindowPredicate.tumbling(5), (("key", "key"),))
+FULL_BAND = JoinConfig(WindowPredicate.band(2, 3), (("key", "key"),), how="full",
+                       punctuation="both")
 SEQ_SCHEMA = TABLE_SCHEMA.append(pa.field("seq", pa.int64()))
 
 _pair_inputs = (INFO, INFO_R)
@@ -257,8 +260,10 @@ CASES: list[ContractCase] = [
     ContractCase("split-join-tumbling", SplitJoin, lambda: SplitJoin(TUMBLE_JOIN, 2),
                  inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(TUMBLE_JOIN)),
     ContractCase("keyed-join-band", KeyedJoin, lambda: KeyedJoin(BAND, 2),
-                 inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(BAND),
-                 no_snapshot="on key partitions cannot be checkpointed"),
+                 inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(BAND)),
+    # an outer join: a resumed partition must still emit the rows that never matched
+    ContractCase("keyed-join-full-3", KeyedJoin, lambda: KeyedJoin(FULL_BAND, 3),
+                 inputs=(INFO, INFO_R), feed=two_feeds, expected=_join_expected(FULL_BAND)),
     ContractCase("opob-join", OPOBJoin, lambda: OPOBJoin(BAND), inputs=(INFO, INFO_R),
                  feed=lambda: two_feeds(max_delay=0), expected=_join_expected(BAND)),
     ContractCase("opib-join", OPIBJoin, lambda: OPIBJoin(BAND), inputs=(INFO, INFO_R),

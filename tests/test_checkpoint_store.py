@@ -258,7 +258,7 @@ def test_writer_killed_during_write_leaves_a_good_checkpoint(tmp_path, fault):
 
 # ---- resuming twice from one in-memory checkpoint -----------------------------------------
 TWICE = ["wid-tumbling-int", "wid-sliding-str", "paned-sliding", "adaptwid", "oa-join",
-         "meld-select-dupelim", "iop-slack", "iop-sort", "iop-slack-2s"]
+         "keyed-join-3", "meld-select-dupelim", "iop-slack", "iop-sort", "iop-slack-2s"]
 
 
 @pytest.mark.parametrize("name", TWICE)

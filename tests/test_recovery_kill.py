@@ -106,7 +106,7 @@ def _one_line(stderr: str) -> str:
 # ---- random SIGKILLs ------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["wid-tumbling", "paned-sliding", "paned-sliding-1thread",
                                   "wid-sliding-3threads", "adapt-3threads", "adaptive", "join",
-                                  "union"])
+                                  "union", "keyed-join-3threads"])
 def test_sigkill_at_random_moments_then_rerun_is_exact(name: str, data: tuple[Path, Path],
                                                         tmp_path: Path) -> None:
     rng = np.random.default_rng([SEED, len(name), ord(name[0])])

@@ -34,7 +34,6 @@ from oop.adapt.threaded import ThreadedAdapt
 from oop.checkpoint import decode, encode
 from oop.checkpoint.fingerprint import describe_difference, plan_description
 from oop.operators.base import Operator, StreamInfo
-from oop.sql.parallel import Parallelism
 from oop.stream.elements import Punctuation
 from oop.testing import (TABLE_SCHEMA, batch_splits, disordered_tables, exact_punctuation_feed,
                          late_scripts)
@@ -212,15 +211,6 @@ def test_resumed_adaptwid_partitions_give_the_one_thread_rows(data: st.DataObjec
     assert last.metrics.late_total == one.metrics.late_total
     assert Counter({(r["key"], r["window_start"]): (r["count"], r["sum_val"])
                     for r in got.to_pylist()}) == _oracle(kind, steps)
-
-
-def test_a_checkpointed_sql_run_keeps_keyed_joins_on_one_thread() -> None:
-    schemas = [pa.schema([("ts", pa.int64()), ("k", pa.int64())])] * 2
-    assert Parallelism(partitions=3).join("j", schemas, keys=True) == 3
-    par = Parallelism(partitions=3, checkpointed=True)
-    assert par.join("j", schemas, keys=True) == 1 and "checkpointed" in par.notes[-1]
-    assert par.join("j", schemas, keys=False) == 3  # SplitJoin: checkpointable
-    assert par.window("TUMBLE", Tumbling(6), [agg.count()], ["k"]) == 3
 
 
 def test_a_checkpoint_across_the_one_partition_boundary_is_refused_saying_why() -> None:

@@ -11,8 +11,10 @@ kinds, aggregates, punctuation configs, join configs) field by field, enums
 by name, Arrow expressions and types by their text, functions by qualified
 name plus a hash of their bytecode, constants and closure values. Arguments
 that may change between runs of the same query are left out: a source's
-``feed`` callable, ``connector`` and ``sink`` (where rows come from and go), and any ``batch_size`` / thread-count argument. A source's
-time column, unit, punctuation config, schema and late policy are kept.
+``feed`` callable, ``connector`` and ``sink`` (where rows come from and go),
+and any ``batch_size`` / thread-count argument (KeyedJoin's ``partitions``
+too: its restore refuses another count, naming the ``--threads`` to use). A
+source's time column, unit, punctuation config, schema and late policy are kept.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ import pyarrow.compute as pc
 
 __all__ = ["plan_description", "plan_fingerprint", "describe_difference", "EXCLUDED_ARGS"]
 
-#: constructor arguments that do not change a plan's results or state layout
+#: constructor arguments that do not change a plan's results or state layout (or whose
+#: change the operator's restore refuses in words: KeyedJoin's ``partitions``)
 EXCLUDED_ARGS = frozenset({"feed", "connector", "sink", "batch_size", "threads", "n_threads",
-                           "num_threads"})
+                           "num_threads", "partitions"})
 
 _MAX_DEPTH = 12
 
@@ -171,7 +174,8 @@ def describe_difference(ours: list[str], theirs: Any, limit: int = 160) -> str:
 
 
 #: the key-partitioned operators (their one-thread operator is another class)
-_PARTITIONED = ("oop.window.threaded.ThreadedWindow", "oop.adapt.threaded.ThreadedAdapt")
+_PARTITIONED = ("oop.window.threaded.ThreadedWindow", "oop.adapt.threaded.ThreadedAdapt",
+                "oop.join.keyed_join.KeyedJoin")
 
 
 def _threads_hint(ours: str, theirs: str) -> str | None:

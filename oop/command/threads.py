@@ -18,11 +18,12 @@ than ``oop`` (then 1: the in-order plans run on one thread).
 
 Every N gives the same rows in the same order as N = 1. With ``--checkpoint-dir``
 every N is checkpointed, a window on key partitions too (its snapshot:
-:mod:`oop.window.threaded`); an ``oop sql`` join with equality keys then runs
-on one thread (:class:`oop.sql.parallel.Parallelism`: KeyedJoin's partitions
-are not checkpointable yet). A restart resumes a window on the partition
-count of its checkpoint, whatever N it is given (it must be N > 2 again when
-the checkpoint's was: the one-partition window is another operator).
+:mod:`oop.window.threaded`) and an ``oop sql`` join with equality keys on key
+partitions (:mod:`oop.join.keyed_join`). A restart resumes a window on the
+partition count of its checkpoint, whatever N it is given (it must be N > 2
+again when the checkpoint's was: the one-partition window is another
+operator); a join on key partitions resumes only with the N that wrote the
+checkpoint (another N is refused in one line naming it).
 """
 
 from __future__ import annotations

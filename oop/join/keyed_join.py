@@ -36,7 +36,16 @@ forwards ``min(b_i, keep_from(i, b_{1-i}))`` and the joint bound), emitted
 after the rows of its element. A join without equality keys cannot be split
 by key: :func:`keyed` says why (``oop sql`` then uses SplitJoin). Rows equal
 on every sortable column (e.g. differing only in a list column) keep
-partition order. Checkpoints: :meth:`snapshot` refuses in one line.
+partition order.
+
+Checkpoints (:meth:`snapshot`, between two elements, as
+:class:`~oop.plan.job.Job` takes them): this thread gathers after every
+element, so between elements no partition is working and none holds results
+back; the snapshot is this operator's bounds ``b0, b1`` (its late check), which
+inputs ended, the partition count and each partition's OA-Join snapshot. A
+restore needs the same partition count -- a tuple's state lives in its key's
+partition, ``hash mod N`` -- and refuses another in one line naming the
+``--threads`` (``workers=``) that wrote the checkpoint.
 
 Cost: this thread does O(rows) for the late check, the key hash and the
 scatter, and O(r log r) for sorting an element's r result rows; the
@@ -193,12 +202,25 @@ class KeyedJoin(Operator):
             out = out + p.state_size()
         return out
 
-    #: why a checkpointed job refuses this operator (oop.plan.job.Job.open), in one line
-    not_checkpointable = ("a join on key partitions cannot be checkpointed yet; use one "
-                          "thread (--threads 1) with checkpoints")
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state (module docstring, Checkpoints): which inputs ended, the bounds,
+        the partition count and each partition's snapshot, taken on this thread (between
+        elements no partition is working). O(state)."""
+        return {**super().snapshot(), "b": list(self.b), "partitions": self.n,
+                "parts": [p.snapshot() for p in self.parts]}
 
-    def snapshot(self) -> Any:
-        raise ConfigError(f"{self.name}: {self.not_checkpointable}")
-
-    def restore(self, state: Any) -> None:
-        self.snapshot()
+    def restore(self, state: dict[str, Any]) -> None:
+        """Load a :meth:`snapshot` into this freshly opened operator; another partition
+        count is refused (ConfigError, one line). O(state)."""
+        n = int(state["partitions"])
+        if n != self.n:
+            raise ConfigError(
+                f"join {self.name!r}: the checkpoint holds it on {n} key partitions, this run "
+                f"has {self.n}; resume with {n} (oop sql: --threads {n + 1}; Stream.join: "
+                f"workers={n}) or start over with another --checkpoint-dir")
+        super().restore(state)
+        self.b = [int(v) for v in state["b"]]
+        for p, s in zip(self.parts, state["parts"]):
+            p.restore(s)
+        if all(self._ended):  # the checkpoint was taken after the end: nothing will come
+            self.close()

@@ -146,8 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         if not eq or not name or not path:
             raise ConfigError(f"--table {spec!r}: write NAME=PATH")
         tables[name] = path
-    par = Parallelism(partitions=partitions(args), read_ahead=pipelined(args),
-                      checkpointed=getattr(args, "checkpoint_dir", None) is not None)
+    par = Parallelism(partitions=partitions(args), read_ahead=pipelined(args))
     plan = plan_sql(text, tables=tables, strategy=args.strategy, batch_size=args.batch_size,
                     options=table_options(args), parallel=par)
     if plan.explain_mode is not None:

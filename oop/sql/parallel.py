@@ -30,9 +30,10 @@ and in the ``--metrics`` JSON under ``threads``):
   punctuations, not per element, so it would not keep the order.) A join
   whose output has a column that cannot be sorted (a list, struct, map or
   dictionary) runs on one thread: equal rows on the sortable columns would
-  keep partition order. A checkpointed run (``--checkpoint-dir``:
-  ``checkpointed``) runs a join with equality keys on one thread: KeyedJoin's
-  partitions cannot be checkpointed yet (windows on key partitions can).
+  keep partition order. A checkpointed run (``--checkpoint-dir``) is planned
+  the same way: KeyedJoin, SplitJoin and the windows on key partitions are all
+  checkpointed (a restart resumes a KeyedJoin on the same ``--threads`` only:
+  :mod:`oop.join.keyed_join`, Checkpoints).
 
 Cost: nothing at plan time beyond the checks; the run's costs are those of
 the operators named.
@@ -57,13 +58,11 @@ class Parallelism:
     """How many partitions the planned operators may use, and one note per decision.
 
     ``partitions``: partitions of a window or workers of a join (1: one thread);
-    ``read_ahead``: finite table inputs are decoded on threads of their own;
-    ``checkpointed``: the run takes checkpoints (no KeyedJoin).
+    ``read_ahead``: finite table inputs are decoded on threads of their own.
     """
 
     partitions: int = 1
     read_ahead: bool = False
-    checkpointed: bool = False
     notes: list[str] = field(default_factory=list)
 
     def window(self, fn: str, kind: Any, aggs: Sequence[Any], keys: Sequence[str]) -> int:
@@ -91,10 +90,6 @@ class Parallelism:
         if bad:
             self._note(f"{name}: one thread, not split: column(s) {bad} cannot be sorted, so "
                        "the ordered gathering could not fix the order of the threads' rows")
-            return 1
-        if keys and self.checkpointed:
-            self._note(f"{name}: one thread: its key partitions (KeyedJoin) cannot be "
-                       "checkpointed yet (--checkpoint-dir)")
             return 1
         if keys:
             self._note(f"{name}: {self.partitions} key partitions, one thread each (KeyedJoin; "
