@@ -46,12 +46,32 @@ def late_writer(late: Target | None) -> LateWriter | None:
 
 
 def late_tables(ex: Executor) -> dict[str, pa.Table]:
-    """The side-output late rows each operator kept in memory, by operator name."""
-    return {
-        n.op.name: pa.Table.from_batches(n.op.side_outputs["late"])
-        for n in ex.nodes
-        if n.op.side_outputs.get("late")
-    }
+    """The side-output late rows each operator kept in memory, by operator name; an
+    operator whose inputs' late rows differ in schema (a join of two unlike streams) keeps
+    one table per input, named ``operator.input``. O(late batches)."""
+    out: dict[str, pa.Table] = {}
+    for n in ex.nodes:
+        batches = n.op.side_outputs.get("late")
+        if not batches:
+            continue
+        by_schema: dict[pa.Schema, list[pa.RecordBatch]] = {}
+        for b in batches:
+            by_schema.setdefault(b.schema, []).append(b)
+        if len(by_schema) == 1:
+            out[n.op.name] = pa.Table.from_batches(batches)
+            continue
+        for schema, group in by_schema.items():
+            out[f"{n.op.name}.{_input_of(n.op, schema)}"] = pa.Table.from_batches(group)
+    return out
+
+
+def _input_of(op: Any, schema: pa.Schema) -> str:
+    """The name of ``op``'s first input whose schema is ``schema`` (its columns as a last
+    resort: late rows were projected or cast on the way). O(inputs)."""
+    for info in getattr(op, "inputs", ()):
+        if info.schema.equals(schema):
+            return str(info.name)
+    return ",".join(schema.names)
 
 
 def _set_late(ex: Executor, late: LateWriter | None) -> None:
