@@ -151,6 +151,30 @@ def test_kill_inside_the_checkpoint_write_recovers_from_the_previous_one(
     assert not [p.name for p in job.ck.iterdir() if ".tmp-" in p.name]
 
 
+def test_kill_inside_the_final_checkpoint_write_shows_nothing_then_rerun_is_exact(
+        data: tuple[Path, Path], tmp_path: Path) -> None:
+    """The end of the input commits no part by itself: the final checkpoint records the last
+    parts first, then they are renamed into view. With an interval longer than the input the
+    final checkpoint is the only one; killed inside its write, the job leaves no committed
+    part (the end of the input used to commit them all, and the rerun then refused the folder:
+    'already holds results' with no checkpoint); killed just after its rename, the parts are
+    pending and the rerun rolls them forward. Either way the rerun is exact."""
+    job = _job("paned-sliding", tmp_path, data)
+    cmd = job.command(checkpointed=False) + ["--checkpoint-dir", str(job.ck),
+                                             "--checkpoint-every", "1000000rows"]
+    for point, checkpoints in (("checkpoint-before-rename", 0), ("checkpoint-after-rename", 1)):
+        for d in (job.out, job.late, job.ck):
+            shutil.rmtree(d, ignore_errors=True)
+        p = run(cmd, OOP_FAULT=point)
+        assert p.returncode == -signal.SIGKILL, (point, p.returncode, p.stderr)
+        assert newest_checkpoint(job.ck) == checkpoints, point
+        assert not bag(job.out) and not bag(job.late), point  # nothing visible yet
+        assert pending(job.out) and pending(job.late), point
+        p = run(cmd)
+        assert p.returncode == 0, (point, p.stderr)
+        assert_exact(job, "paned-sliding")
+
+
 # ---- SIGTERM / SIGINT -------------------------------------------------------------------
 @pytest.mark.parametrize("kind", ["cli", "driver"])
 def test_sigterm_and_sigint_checkpoint_exit_143_130_and_rerun_completes(
