@@ -30,8 +30,9 @@ import oop
 from oop.checkpoint import FORMAT_VERSION
 from oop.io.amount import Amount
 
-from _recovery_util import (ROOT, Job, bag, cli_job, driver_job, env, kill_until_done,
-                            newest_checkpoint, pending, run, wait_for_checkpoint, write_data)
+from _recovery_util import (PUNCTUATION, ROOT, Job, bag, cli_job, driver_job, env,
+                            kill_until_done, newest_checkpoint, pending, run,
+                            wait_for_checkpoint, write_data)
 
 SEED = int(os.environ.get("OOP_KILL_SEED", "20261124"))
 KILLS_PER_PLAN = 4
@@ -177,6 +178,23 @@ def test_kill_inside_the_final_checkpoint_write_shows_nothing_then_rerun_is_exac
         p = run(cmd)
         assert p.returncode == 0, (point, p.stderr)
         assert_exact(job, "paned-sliding")
+
+
+def test_the_empty_late_part_is_covered_by_the_final_checkpoint(data: tuple[Path, Path],
+                                                                 tmp_path: Path) -> None:
+    """A late folder that gets no row still gets its empty part, before the final checkpoint:
+    the rerun of the finished job keeps that very file (it used to delete and write it again)."""
+    job = _job("wid-tumbling", tmp_path, data)
+    job.args = [a if a != PUNCTUATION else "bounded:5s+cadence:5000rows" for a in job.args]
+    p = run(job.command())  # disorder is at most 4 s: no row is late
+    assert p.returncode == 0, p.stderr
+    (part,) = list(job.late.iterdir())
+    assert part.name == "part-00000.parquet" and pq.read_table(part).num_rows == 0
+    before = (part.stat().st_ino, part.stat().st_mtime_ns)
+    p = run(job.command())
+    assert p.returncode == 0 and "resumed from" in p.stderr, p.stderr
+    assert list(job.late.iterdir()) == [part]
+    assert (part.stat().st_ino, part.stat().st_mtime_ns) == before
 
 
 # ---- SIGTERM / SIGINT -------------------------------------------------------------------
