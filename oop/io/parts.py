@@ -379,13 +379,19 @@ class PartsSink:
             self.pending = []
         return {"parts": self.committed, "rows": self.rows_committed}
 
+    def seal(self) -> None:
+        """Start the empty part (holding the schema) that a folder left without any part gets;
+        :meth:`close` does it too. A job calls it before its final checkpoint, which then
+        covers that part as well."""
+        if self.committed == 0 and not self.pending and self._part is None \
+                and self.schema is not None:
+            self._start_part()
+
     def close(self) -> None:
         """Commit; a folder left without any part gets an empty one holding the schema."""
         if self.closed:
             return
-        if self.committed == 0 and not self.pending and self._part is None \
-                and self.schema is not None:
-            self._start_part()
+        self.seal()
         try:
             self.commit()
         finally:

@@ -17,7 +17,9 @@ processor does besides computing:
   checkpoint records their commit points, the sources' offsets and every
   operator's state (:func:`oop.checkpoint.save`), then the sinks commit (rename
   the parts into view); a final checkpoint after the end makes a restarted
-  finished job a no-op;
+  finished job a no-op, and the sinks are closed only after it (the end of the
+  input does not commit them), so no part -- not even the last -- becomes
+  visible before a checkpoint covers it and a restart never takes output back;
 * SIGINT / SIGTERM: a handler only sets a flag (never raises inside a kernel);
   the loop then finishes the round, checkpoints (if a directory is set),
   commits, and :meth:`Job.run` returns 130 / 143;
@@ -122,6 +124,7 @@ class Job:
                 from oop.errors import ConfigError
 
                 raise ConfigError(f"{n.op.name}: {why}")
+        self.writer.close_at_end = False  # closed after the final checkpoint (_finish)
         from oop.checkpoint import CheckpointStore, load
 
         self._store = CheckpointStore(self.opt.checkpoint_dir, keep=self.opt.keep_checkpoints,
@@ -229,16 +232,25 @@ class Job:
                 for c in self._connectors():
                     if hasattr(c, "stop"):
                         c.stop()
-        self.writer.close()
-        if self.late is not None:
-            self.late.close(self._late_schema())
-        if self._store is not None:
-            self._checkpoint()
+        self._finish()
         if opt.progress:
             self._progress(_time.monotonic())
         if opt.metrics_every is not None:
             self._metrics_line()
         self.outcome.rounds = self.ex.rounds
+
+    def _finish(self) -> None:
+        """The input ended: with a checkpoint directory, the final checkpoint records the
+        sinks' last parts (and the empty part a folder without any gets) before they are
+        committed; then the sinks close."""
+        if self._store is not None:
+            self.writer.seal()
+            if self.late is not None:
+                self.late.seal(self._late_schema())
+            self._checkpoint()
+        self.writer.close()
+        if self.late is not None:
+            self.late.close(self._late_schema())
 
     def _interrupted(self) -> None:
         sig = signal.Signals(self._signal or signal.SIGINT)

@@ -2,11 +2,13 @@
 
 * :class:`SinkWriter` opens a :class:`oop.io.protocol.Sink` with its input's
   schema, writes every batch the moment it arrives and closes (commits) the
-  sink when its input ends. It reports no state; its snapshot prepares the
-  sink's commit (a part folder finishes and fsyncs its parts; other sinks
-  commit at once) and records the commit point; the job commits after the
-  checkpoint is written, so no output is visible before a checkpoint covers it
-  (:meth:`SinkWriter.restore` hands the point to sinks that can resume).
+  sink when its input ends (under a checkpointing job, after the job's final
+  checkpoint instead: :attr:`SinkWriter.close_at_end`). It reports no state;
+  its snapshot prepares the sink's commit (a part folder finishes and fsyncs
+  its parts; other sinks commit at once) and records the commit point; the job
+  commits after the checkpoint is written, so no output is visible before a
+  checkpoint covers it (:meth:`SinkWriter.restore` hands the point to sinks
+  that can resume).
 * :class:`Drain` keeps the batches of one executor round until the caller
   :meth:`Drain.take`\\ s them (``Stream.iter_batches``).
 * :class:`LateWriter` is the per-run late target set on operators as
@@ -47,6 +49,10 @@ class SinkWriter(Operator):
         self.uncommitted = 0
         self.commits = 0
         self.closed = False
+        #: the end of the input commits and closes the sink (:meth:`flush`); a checkpointing
+        #: job sets it False and closes the sink after its final checkpoint, so that no part
+        #: becomes visible before a checkpoint covers it
+        self.close_at_end = True
 
     def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         info = super().open(inputs)
@@ -72,8 +78,16 @@ class SinkWriter(Operator):
         return point
 
     def flush(self) -> list[Element]:
-        self.close()
+        if self.close_at_end:
+            self.close()
         return []
+
+    def seal(self) -> None:
+        """Before a final checkpoint: a part folder starts the empty part :meth:`close` would
+        give it (other sinks: nothing), so the checkpoint covers it."""
+        seal = getattr(self.sink, "seal", None)
+        if seal is not None and not self.closed:
+            seal()
 
     def close(self) -> None:
         """Commit and close the sink (once; after a failing close, :meth:`abort` still aborts)."""
@@ -164,6 +178,21 @@ class LateWriter:
                 "late rows of different streams to separate runs or drop them)")
         self.sink.write(batch)
         self.rows += batch.num_rows
+
+    def seal(self, schema: pa.Schema | None = None) -> None:
+        """Before a final checkpoint: open the sink with ``schema`` when no late row came and
+        let a part folder start its empty part, as :meth:`close` would (the checkpoint then
+        covers it)."""
+        if self.closed:
+            return
+        if self.schema is None:
+            if schema is None:
+                return
+            self.schema = schema
+            self.sink.open(schema)
+        seal = getattr(self.sink, "seal", None)
+        if seal is not None:
+            seal()
 
     def close(self, schema: pa.Schema | None = None) -> None:
         if self.closed:
