@@ -17,10 +17,6 @@ numba asks five questions once per process, four by importing a library:
   entry points of every installed distribution (~25 ms CPU with 128 of them) looking
   for the ``numba_extensions`` group.
 
-Besides, before every load from its on-disk cache numba refreshes the compiler's typing and
-lowering registries (imports and tables, ~0.05 s the first time), which only a compile
-reads: :func:`light_cache_loads` loads without it (a compile still refreshes).
-
 No oop kernel calls ``np.dot``, ``@``, ``np.linalg`` or a cffi function. The
 functions below answer each probe with "not installed" by importing the probing
 module once with the library blocked (an import hook, removed right after), so
@@ -35,8 +31,8 @@ extension to load then. Neither changes what numba does.
 Effect on the process: a numba kernel compiled *afterwards* that uses ``np.dot`` /
 ``np.linalg`` (no BLAS) or calls a cffi function (no cffi typing) fails to compile.
 :func:`import_numba` is harmless everywhere (only the version check is skipped);
-call :func:`skip_blas_probe`, :func:`skip_cffi_probe` and :func:`light_cache_loads` only
-in processes that run oop's own kernels (``oop replay``), not in a library import.
+call :func:`skip_blas_probe` and :func:`skip_cffi_probe` only in processes that run
+oop's own kernels (``oop replay``), not in a library import.
 """
 
 from __future__ import annotations
@@ -47,8 +43,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe", "declares_numba_extensions",
-           "light_cache_loads"]
+__all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe", "declares_numba_extensions"]
 
 
 class _Block(importlib.abc.MetaPathFinder):
@@ -147,33 +142,3 @@ def skip_cffi_probe() -> bool:
     """
     import_numba()
     return _import_without("numba.core.typing.cffi_utils", ("cffi",), "cffi")
-
-
-def light_cache_loads() -> bool:
-    """Load kernels from numba's on-disk cache without refreshing the compiler's registries.
-
-    numba refreshes its typing and lowering registries before every cache load
-    (``Cache.load_overload``): ~0.05 s of imports and table building on the first, which
-    only a compile uses. A loaded kernel needs the runtime (NRT) initialized and the
-    symbols some modules register on import (the hash secret); those are done here, and
-    a compile still refreshes everything itself (numba's compiler does). True if patched.
-    """
-    import_numba()
-    from numba.core import caching
-
-    cls = caching.Cache
-    if getattr(cls.load_overload, "_oop_light", False):
-        return False
-    if not (hasattr(cls, "_load_overload") and hasattr(cls, "_guard_against_spurious_io_errors")):
-        return False  # another numba: leave it alone
-    from numba.core.runtime import rtsys
-    import numba.cpython.hashing  # noqa: F401  (registers the hash secret's symbols)
-
-    def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
-        rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
-
-    load_overload._oop_light = True  # type: ignore[attr-defined]
-    cls.load_overload = load_overload  # type: ignore[method-assign]
-    return True

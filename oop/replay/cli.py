@@ -209,11 +209,10 @@ def run_replay(args: argparse.Namespace) -> int:
     from oop.io.memory_pool import use_lean_pool
 
     use_lean_pool()  # mimalloc's per-thread heaps hold ~60 MiB more in a threaded run
-    from oop.command.numba_probes import light_cache_loads, skip_blas_probe, skip_cffi_probe
+    from oop.command.numba_probes import skip_blas_probe, skip_cffi_probe
 
     skip_blas_probe()  # numba's first dispatch would import scipy.linalg (~0.13 s) for nothing
     skip_cffi_probe()  # ... and build a cffi.FFI (~20 ms)
-    light_cache_loads()
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)
