@@ -34,7 +34,8 @@ import pyarrow.compute as pc
 __all__ = ["plan_description", "plan_fingerprint", "describe_difference", "EXCLUDED_ARGS"]
 
 #: constructor arguments that do not change a plan's results or state layout (or whose
-#: change the operator's restore refuses in words: KeyedJoin's ``partitions``)
+#: change the operator's restore takes care of: KeyedJoin's ``partitions`` resume on the
+#: checkpoint's count)
 EXCLUDED_ARGS = frozenset({"feed", "connector", "sink", "batch_size", "threads", "n_threads",
                            "num_threads", "partitions"})
 

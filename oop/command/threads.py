@@ -22,8 +22,8 @@ every N is checkpointed, a window on key partitions too (its snapshot:
 partitions (:mod:`oop.join.keyed_join`). A restart resumes a window on the
 partition count of its checkpoint, whatever N it is given (it must be N > 2
 again when the checkpoint's was: the one-partition window is another
-operator); a join on key partitions resumes only with the N that wrote the
-checkpoint (another N is refused in one line naming it).
+operator); so does a join on key partitions (N > 2 again when the
+checkpoint's was).
 """
 
 from __future__ import annotations

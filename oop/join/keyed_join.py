@@ -43,9 +43,9 @@ Checkpoints (:meth:`snapshot`, between two elements, as
 element, so between elements no partition is working and none holds results
 back; the snapshot is this operator's bounds ``b0, b1`` (its late check), which
 inputs ended, the partition count and each partition's OA-Join snapshot. A
-restore needs the same partition count -- a tuple's state lives in its key's
-partition, ``hash mod N`` -- and refuses another in one line naming the
-``--threads`` (``workers=``) that wrote the checkpoint.
+restore into another partition count rebuilds the checkpoint's count -- a
+tuple's state lives in its key's partition, ``hash mod N`` -- and records the
+count asked in :attr:`threads_asked` (the rows are the same for any count).
 
 Cost: this thread does O(rows) for the late check, the key hash and the
 scatter, and O(r log r) for sorting an element's r result rows; the
@@ -123,15 +123,24 @@ class KeyedJoin(Operator):
         self.n = partitions
 
     def infer_output(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
-        self.parts = [OAJoin(self.config, 1) for _ in range(self.n)]
-        out = self.parts[0].open(inputs)  # validates the configuration, resolves durations
-        for p in self.parts[1:]:
-            p.open(inputs)
-        self.pools = [ThreadPoolExecutor(1, f"oop-{self.name}-{i}") for i in range(self.n)]
+        self._infos = list(inputs)
+        self.threads_asked: int | None = None  # set when a restore took another count
+        out = self._open_partitions(self.n)
         t = self.parts[0]
         self.time_attrs, self.keys = t.time_attrs, t.keys
         self.pred = t.pred  # the predicate with its durations resolved (for EXPLAIN)
         self.b = [INT64_MIN, INT64_MIN]
+        return out
+
+    def _open_partitions(self, n: int) -> StreamInfo:
+        """``n`` fresh one-worker OA-Joins, each with its thread (the old ones stopped)."""
+        self.close()
+        self.n = n
+        self.parts = [OAJoin(self.config, 1) for _ in range(n)]
+        out = self.parts[0].open(self._infos)  # validates the configuration, resolves durations
+        for p in self.parts[1:]:
+            p.open(self._infos)
+        self.pools = [ThreadPoolExecutor(1, f"oop-{self.name}-{i}") for i in range(n)]
         return out
 
     # ---- elements -----------------------------------------------------------
@@ -210,14 +219,13 @@ class KeyedJoin(Operator):
                 "parts": [p.snapshot() for p in self.parts]}
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Load a :meth:`snapshot` into this freshly opened operator; another partition
-        count is refused (ConfigError, one line). O(state)."""
+        """Load a :meth:`snapshot` into this freshly opened operator, on the checkpoint's
+        partition count (a key's state lives in the partition ``hash mod N`` chose; the rows
+        and their order are the same for any count). O(state)."""
         n = int(state["partitions"])
         if n != self.n:
-            raise ConfigError(
-                f"join {self.name!r}: the checkpoint holds it on {n} key partitions, this run "
-                f"has {self.n}; resume with {n} (oop sql: --threads {n + 1}; Stream.join: "
-                f"workers={n}) or start over with another --checkpoint-dir")
+            self.threads_asked = self.n
+            self._open_partitions(n)
         super().restore(state)
         self.b = [int(v) for v in state["b"]]
         for p, s in zip(self.parts, state["parts"]):

@@ -96,9 +96,11 @@ def _describe(op: Any, analyzed: bool) -> list[str]:
                      "their band (the b_{1-i} rule)" if oa else
                      "inputs sorted; order-preserving join")
         if t == "KeyedJoin":
+            asked = getattr(op, "threads_asked", None)
             lines.append(f"threads: {op.n} key partitions (each stores, probes and purges its "
                          "keys; every punctuation to every partition); each input element's "
-                         "rows leave sorted by the output columns, as SplitJoin's")
+                         "rows leave sorted by the output columns, as SplitJoin's"
+                         + (f"; the checkpoint's count ({asked} asked)" if asked else ""))
         if t == "SplitJoin":
             lines.append(f"workers: {op.workers} (round-robin state, probes on threads); each "
                          "input element's rows leave sorted by the output columns (002 ordered "
