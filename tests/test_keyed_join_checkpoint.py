@@ -266,5 +266,7 @@ def test_oop_sql_join_on_key_partitions_checkpoints_and_resumes(tmp_path: Path) 
     assert want.num_rows > 10_000 and got.equals(want)
     assert want.column("bts").null_count > 0  # unmatched rows of a are in the output
     notes = json.loads((tmp_path / "out.json").read_text())["threads"]["operators"]
-    # the plan's note names the count --threads 4 asked for (3); the run used the checkpoint's
+    # the plan's note names the count --threads 4 asked for (3); the run says what it used
     assert any("key partitions" in x and "KeyedJoin" in x for x in notes), notes
+    adopted = json.loads((tmp_path / "out.json").read_text())["partitions_from_checkpoint"]
+    assert list(adopted.values()) == [{"partitions": 2, "asked": 3}], adopted

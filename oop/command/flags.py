@@ -293,7 +293,22 @@ def summary(ex: Any, writer: Any, late: Any, wall: float, plan: dict[str, Any],
         **lat,
         "plan": plan or {},
         "operators": {name: m.as_dict() for name, m in ops.items()},
+        "partitions_from_checkpoint": _adopted_partitions(ex),
     }
+
+
+def _adopted_partitions(ex: Any) -> dict[str, dict[str, int]]:
+    """Operators on key partitions that resumed on their checkpoint's partition count rather
+    than the one this run's ``--threads`` asked for: ``{name: {"partitions", "asked"}}``."""
+    out: dict[str, dict[str, int]] = {}
+    for n in ex.nodes:
+        asked = getattr(n.op, "threads_asked", None)  # KeyedJoin
+        info = getattr(n.op, "plan_info", None)  # ThreadedWindow, ThreadedAdapt
+        if asked is None and isinstance(info, dict):
+            asked = info.get("threads_asked")
+        if asked is not None:
+            out[n.op.name] = {"partitions": int(n.op.n), "asked": int(asked)}
+    return out
 
 
 def report(args: argparse.Namespace, s: dict[str, Any], jit_s: float, command: str, *,
