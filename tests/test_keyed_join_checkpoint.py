@@ -187,6 +187,11 @@ def test_another_partition_count_resumes_on_the_checkpoints_count() -> None:
     three.restore(saved["state"])
     assert three.n == 2 and len(three.parts) == 2 and three.threads_asked == 3
     assert three.state_size() == two.state_size() and three.state_size().items > 0
+    from oop.sql.explain import _describe
+
+    threads = [ln for ln in _describe(three, True) if ln.startswith("threads:")]
+    assert threads and threads[0].startswith("threads: 2 key partitions")
+    assert threads[0].endswith("; the checkpoint's count (3 asked)"), threads
     want = _normal(drive_operator(two, (), rest))
     got = _normal(drive_operator(three, (), rest))
     assert sum(e[0] == "row" for e in want) > 0 and got == want
