@@ -201,6 +201,27 @@ def test_the_empty_late_part_is_covered_by_the_final_checkpoint(data: tuple[Path
 
 
 # ---- SIGTERM / SIGINT -------------------------------------------------------------------
+def test_sigterm_in_the_round_the_input_ended_ends_like_a_finished_job(
+        data: tuple[Path, Path], tmp_path: Path) -> None:
+    """SIGTERM in the last round (``OOP_FAULT=sigterm-at-end``): exit 143 after a final
+    checkpoint that covers every part, the empty late part included; the rerun is a no-op
+    that keeps those very files."""
+    job = _job("wid-tumbling", tmp_path, data)
+    job.args = [a if a != PUNCTUATION else "bounded:5s+cadence:5000rows" for a in job.args]
+    p = run(job.command(), OOP_FAULT="sigterm-at-end")  # disorder <= 4 s: no row is late
+    assert p.returncode == 143, p.stderr
+    assert "SIGTERM" in _one_line(p.stderr)
+    assert pending(job.out) == [] and pending(job.late) == []
+    (part,) = list(job.late.iterdir())
+    assert part.name == "part-00000.parquet" and pq.read_table(part).num_rows == 0
+    files = {f: f.stat().st_ino for d in (job.out, job.late) for f in d.iterdir()}
+    out, _ = reference(job, "wid-tumbling-5s")
+    assert bag(job.out) == out
+    p = run(job.command())
+    assert p.returncode == 0 and "resumed from" in p.stderr, p.stderr
+    assert {f: f.stat().st_ino for d in (job.out, job.late) for f in d.iterdir()} == files
+
+
 @pytest.mark.parametrize("kind", ["cli", "driver"])
 def test_sigterm_and_sigint_checkpoint_exit_143_130_and_rerun_completes(
         kind: str, data: tuple[Path, Path], tmp_path: Path) -> None:

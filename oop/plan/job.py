@@ -33,6 +33,7 @@ state's size.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time as _time
@@ -98,6 +99,9 @@ class Job:
         self._store: Any = None
         self._t0 = _time.perf_counter()
         self._tty = bool(getattr(self.log, "isatty", lambda: False)())
+        # fault injection for tests: OOP_FAULT=sigterm-at-end sends this process SIGTERM in
+        # the round its input ended (the signal is then handled like a user's)
+        self._sigterm_at_end = os.environ.get("OOP_FAULT") == "sigterm-at-end"
 
     # ---- set-up ----------------------------------------------------------
     def _say(self, msg: str) -> None:
@@ -206,6 +210,9 @@ class Job:
         for r in self.ex.steps():
             if opt.on_round is not None:
                 opt.on_round(r)
+            if self._sigterm_at_end and self.writer.ended:
+                self._sigterm_at_end = False
+                os.kill(os.getpid(), signal.SIGTERM)  # a test's fault point (__init__)
             now, rows = _time.monotonic(), self._rows()
             if rows != last_rows:
                 last_rows, last_data = rows, now
@@ -257,7 +264,10 @@ class Job:
         self.outcome.stopped_by = sig.name
         self.outcome.code = _EXIT.get(sig, 130)
         if self._store is not None:
-            self._checkpoint()
+            if self.writer.ended:  # the input ended this round: end as a finished job does
+                self._finish()
+            else:
+                self._checkpoint()
             self._say(f"{sig.name}: checkpoint written to {self.opt.checkpoint_dir}; run the "
                       "same command again to continue")
         else:

@@ -53,6 +53,7 @@ class SinkWriter(Operator):
         #: job sets it False and closes the sink after its final checkpoint, so that no part
         #: becomes visible before a checkpoint covers it
         self.close_at_end = True
+        self.ended = False  # its input ended (flush)
 
     def open(self, inputs: Sequence[StreamInfo]) -> StreamInfo:
         info = super().open(inputs)
@@ -78,6 +79,7 @@ class SinkWriter(Operator):
         return point
 
     def flush(self) -> list[Element]:
+        self.ended = True
         if self.close_at_end:
             self.close()
         return []
