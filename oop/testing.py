@@ -66,9 +66,11 @@ import numpy as np
 import pyarrow as pa
 from hypothesis import strategies as st
 
-from oop.stream.elements import INT64_MIN, Punctuation, is_punctuation
+from oop.stream.elements import (INT64_MIN, GroupPunctuation, JointPunctuation, Punctuation,
+                                  is_punctuation)
 
 __all__ = [
+    "comparable_elements",
     "disordered_tables",
     "batch_splits",
     "exact_punctuation_feed",
@@ -424,6 +426,22 @@ def check_invariants(op: Any) -> None:
     ``AssertionError`` on a broken invariant. Cost: O(state).
     """
     op._check()
+
+
+def comparable_elements(out: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """Output elements as comparable tuples, in order: one per row (``("row", *values)``),
+    one per punctuation (linear ``"p"``, joint ``"j"``, group ``"g"``). O(rows)."""
+    res: list[tuple[Any, ...]] = []
+    for e in out:
+        if isinstance(e, pa.RecordBatch):
+            res.extend(("row", *r.values()) for r in e.to_pylist())
+        elif isinstance(e, Punctuation):
+            res.append(("p", e.attr, e.value))
+        elif isinstance(e, JointPunctuation):
+            res.append(("j", e.bounds))
+        elif isinstance(e, GroupPunctuation):
+            res.append(("g", e.attr, repr(e.keys.to_pylist()), np.asarray(e.values).tolist()))
+    return res
 
 
 def drive_operator(op: Any, inputs: Sequence[Any], feed: Iterable[tuple[int, Any]], *,

@@ -39,9 +39,9 @@ from oop.checkpoint.fingerprint import describe_difference, plan_description
 from oop.join import JoinConfig, SplitJoin, WindowPredicate, nested_loop_join, rows_counter
 from oop.join.keyed_join import KeyedJoin
 from oop.operators.base import Operator
-from oop.stream.elements import JointPunctuation, Punctuation
+from oop.stream.elements import Punctuation
 from oop.stream.late import LatePolicy
-from oop.testing import drive_operator
+from oop.testing import comparable_elements, drive_operator
 
 ROOT = Path(__file__).resolve().parents[1]
 HOWS = ["inner", "left", "right", "full", "semi", "anti"]
@@ -97,18 +97,6 @@ def _resumed(cfg: JoinConfig, n: int, feed: Feed, cuts: list[int]
     return out, late + _late_rows(op), op, going_on if going_on is not None else []
 
 
-def _normal(out: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Elements as comparable tuples, in order: one per row, one per punctuation."""
-    res: list[tuple[Any, ...]] = []
-    for e in out:
-        if isinstance(e, pa.RecordBatch):
-            res.extend(("row", *r.values()) for r in e.to_pylist())
-        elif isinstance(e, Punctuation):
-            res.append(("p", e.attr, e.value))
-        elif isinstance(e, JointPunctuation):
-            res.append(("j", e.bounds))
-    return res
-
 
 def _on_time(feed: Feed) -> tuple[pa.Table, pa.Table, int]:
     """By definition: each input's tuples at or above its last punctuation when they
@@ -150,8 +138,9 @@ def test_a_resumed_keyed_join_is_the_uninterrupted_one(n: int, feed: Feed,
     whole_op, one_op = KeyedJoin(cfg, n), SplitJoin(cfg, 1)
     whole = drive_operator(whole_op, [INFO, INFO_R], feed)
     one = drive_operator(one_op, [INFO, INFO_R], feed)
-    assert _normal(out) == _normal(whole) == _normal(one), cuts
-    assert _normal(going_on) == _normal(whole)  # a snapshot changes nothing
+    want = comparable_elements(whole)
+    assert comparable_elements(out) == want == comparable_elements(one), cuts
+    assert comparable_elements(going_on) == want  # a snapshot changes nothing
     assert last.metrics.late == whole_op.metrics.late == one_op.metrics.late
     assert late == _late_rows(whole_op)  # side output: each late tuple once, in order
 
@@ -192,8 +181,8 @@ def test_another_partition_count_resumes_on_the_checkpoints_count() -> None:
     threads = [ln for ln in _describe(three, True) if ln.startswith("threads:")]
     assert threads and threads[0].startswith("threads: 2 key partitions")
     assert threads[0].endswith("; the checkpoint's count (3 asked)"), threads
-    want = _normal(drive_operator(two, (), rest))
-    got = _normal(drive_operator(three, (), rest))
+    want = comparable_elements(drive_operator(two, (), rest))
+    got = comparable_elements(drive_operator(three, (), rest))
     assert sum(e[0] == "row" for e in want) > 0 and got == want
 
 

@@ -35,7 +35,7 @@ from contract_cases import CASES, EXCLUDED, INFO, ContractCase, operator_classes
 from oop.checkpoint.codec import decode, encode
 from oop.errors import OopError
 from oop.stream.elements import GroupPunctuation, JointPunctuation, Punctuation
-from oop.testing import check_stream_contract, drive_operator, same_bag
+from oop.testing import check_stream_contract, comparable_elements, drive_operator, same_bag
 
 #: examples per (operator, property); ``OOP_CONTRACT_EXAMPLES=40`` for a deeper run (the
 #: default keeps the file near 10-20 s: past ~10 examples Hypothesis draws larger feeds)
@@ -83,20 +83,6 @@ def _output_table(out: list[Any]) -> pa.Table | None:
     return pa.Table.from_batches(bs) if bs else None
 
 
-def _normal(out: list[Any]) -> list[tuple[Any, ...]]:
-    """Elements as comparable tuples: one per row, one per punctuation, in order."""
-    res: list[tuple[Any, ...]] = []
-    for e in out:
-        if isinstance(e, pa.RecordBatch):
-            res.extend(("row", *r.values()) for r in e.to_pylist())
-        elif isinstance(e, Punctuation):
-            res.append(("p", e.attr, e.value))
-        elif isinstance(e, JointPunctuation):
-            res.append(("j", e.bounds))
-        elif isinstance(e, GroupPunctuation):
-            res.append(("g", e.attr, repr(e.keys.to_pylist()), np.asarray(e.values).tolist()))
-    return res
-
 
 @pytest.mark.parametrize("case", _cases("accounting"))
 @SETTINGS
@@ -141,7 +127,8 @@ def test_snapshot_resume(case: ContractCase, data: st.DataObject) -> None:
     second.metrics.restore(saved["metrics"])
     tail = drive_operator(second, (), feed[k:])
     _, whole = _run(case, feed)
-    assert _normal(head + tail) == _normal(whole), f"{case.id}: resumed at element {k}"
+    assert comparable_elements(head + tail) == comparable_elements(whole), \
+        f"{case.id}: resumed at element {k}"
 
 
 def _rebatch(data: st.DataObject, feed: list[tuple[int, Any]]) -> list[tuple[int, Any]]:

@@ -13,7 +13,7 @@ name plus a hash of their bytecode, constants and closure values. Arguments
 that may change between runs of the same query are left out: a source's
 ``feed`` callable, ``connector`` and ``sink`` (where rows come from and go),
 and any ``batch_size`` / thread-count argument (KeyedJoin's ``partitions``
-too: its restore refuses another count, naming the ``--threads`` to use). A
+too: its restore resumes on the checkpoint's count). A
 source's time column, unit, punctuation config, schema and late policy are kept.
 """
 

@@ -302,10 +302,7 @@ def _adopted_partitions(ex: Any) -> dict[str, dict[str, int]]:
     than the one this run's ``--threads`` asked for: ``{name: {"partitions", "asked"}}``."""
     out: dict[str, dict[str, int]] = {}
     for n in ex.nodes:
-        asked = getattr(n.op, "threads_asked", None)  # KeyedJoin
-        info = getattr(n.op, "plan_info", None)  # ThreadedWindow, ThreadedAdapt
-        if asked is None and isinstance(info, dict):
-            asked = info.get("threads_asked")
+        asked = getattr(n.op, "threads_asked", None)  # KeyedJoin, ThreadedWindow / Adapt
         if asked is not None:
             out[n.op.name] = {"partitions": int(n.op.n), "asked": int(asked)}
     return out

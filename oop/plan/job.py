@@ -263,17 +263,14 @@ class Job:
         sig = signal.Signals(self._signal or signal.SIGINT)
         self.outcome.stopped_by = sig.name
         self.outcome.code = _EXIT.get(sig, 130)
+        if self._store is not None and not self.writer.ended:
+            self._checkpoint()
+        else:  # no checkpoints, or the input ended this round: end as a finished job does
+            self._finish()
         if self._store is not None:
-            if self.writer.ended:  # the input ended this round: end as a finished job does
-                self._finish()
-            else:
-                self._checkpoint()
             self._say(f"{sig.name}: checkpoint written to {self.opt.checkpoint_dir}; run the "
                       "same command again to continue")
         else:
-            self.writer.close()
-            if self.late is not None:
-                self.late.close(self._late_schema())
             self._say(f"{sig.name}: stopped; the results written so far are complete windows "
                       "(use --checkpoint-dir to be able to continue)")
         self.outcome.rounds = self.ex.rounds

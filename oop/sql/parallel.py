@@ -32,7 +32,7 @@ and in the ``--metrics`` JSON under ``threads``):
   dictionary) runs on one thread: equal rows on the sortable columns would
   keep partition order. A checkpointed run (``--checkpoint-dir``) is planned
   the same way: KeyedJoin, SplitJoin and the windows on key partitions are all
-  checkpointed (a restart resumes a KeyedJoin on the same ``--threads`` only:
+  checkpointed (a restart resumes them on the checkpoint's partition count:
   :mod:`oop.join.keyed_join`, Checkpoints).
 
 Cost: nothing at plan time beyond the checks; the run's costs are those of

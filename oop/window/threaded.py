@@ -318,6 +318,13 @@ class ThreadedWindow(Operator):
         self.stages: dict[str, Any] = {}
 
     @property
+    def threads_asked(self) -> int | None:
+        """The partition count this run asked for when a restore took the checkpoint's
+        instead (None otherwise), as :class:`~oop.join.keyed_join.KeyedJoin` says it."""
+        asked = self._plan.get("threads_asked")
+        return None if asked is None else int(asked)
+
+    @property
     def plan_info(self) -> dict[str, Any]:
         """The partitions' choices (method, layout, ...), ``threads``, and after the end the
         CPU seconds of the driving thread, each partition and the pipeline stages."""
