@@ -18,6 +18,11 @@ beside it, ``--threads 3`` the first to partition (ThreadedWindow). Threaded run
 Every threaded output is compared with the one-thread output of the same
 query (all part files in order, ``Table.equals``: same rows, same order).
 
+The summary gives, per thread count, the median speed-ups of the whole command and of
+the engine, and ``speedup_wall_ceiling``: the whole-command speed-up if the N threads
+divided the one-thread engine time exactly by N, with the measured serial rest of the
+command (start-up and exit) -- what no better use of the threads could beat.
+
 Per-stage figures for the extrapolation to more cores (``--stages``): the
 CPU seconds of decoding the input alone and of encoding the one-thread
 output alone (Parquet, same files / same rows), measured in this process;
@@ -75,6 +80,17 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int,
             # threaded runs: CPU seconds of the driving thread, the reader and the writer
             # (oop.plan.background) and, partitioned (--threads >= 3), of each partition
             "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
+
+
+def wall_ceiling(one: dict[str, Any], many: dict[str, Any], threads: int) -> float:
+    """The whole-command speed-up ``threads`` threads would give if they divided the
+    one-thread engine time exactly by ``threads`` and left the rest of the N-thread command
+    (interpreter start, imports, kernel loading, exit: wall minus engine time, serial)
+    as measured; medians. The measured ``speedup_wall_median`` over this figure is how much
+    of the start-up-bound ceiling the threaded engine reaches."""
+    wall1, eng1 = one["wall_s_min_median_max"][1], one["engine_s_min_median_max"][1]
+    walln, engn = many["wall_s_min_median_max"][1], many["engine_s_min_median_max"][1]
+    return float(wall1 / (walln - engn + eng1 / threads))
 
 
 def read_parts(folder: Path) -> pa.Table:
@@ -195,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                                             / s["wall_s_min_median_max"][1])
                 s["speedup_engine_median"] = (base["engine_s_min_median_max"][1]
                                               / s["engine_s_min_median_max"][1])
+                s["speedup_wall_ceiling"] = wall_ceiling(base, s, th)
     load_after = os.getloadavg()
     print(json.dumps(summary, indent=2))
     print(f"load average before: {load_before}, after: {load_after}, cores: {os.cpu_count()}")
