@@ -264,3 +264,6 @@ def test_oop_sql_join_on_key_partitions_checkpoints_and_resumes(tmp_path: Path) 
     assert any("key partitions" in x and "KeyedJoin" in x for x in notes), notes
     adopted = json.loads((tmp_path / "out.json").read_text())["partitions_from_checkpoint"]
     assert list(adopted.values()) == [{"partitions": 2, "asked": 3}], adopted
+    (name,) = adopted
+    assert f"{name}: resumed on the checkpoint's 2 key partitions (this run asked for 3" in \
+        "\n".join(notes), notes

@@ -233,6 +233,7 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
     s = summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
     if extra is not None:
         s.update(extra())
+    _note_adopted(s)
     if outcome.stopped_by in ("SIGINT", "SIGTERM"):  # the job said it in one line
         if args.metrics:
             Path(args.metrics).write_text(json.dumps(s, indent=2, default=str))
@@ -306,6 +307,18 @@ def _adopted_partitions(ex: Any) -> dict[str, dict[str, int]]:
         if asked is not None:
             out[n.op.name] = {"partitions": int(n.op.n), "asked": int(asked)}
     return out
+
+
+def _note_adopted(s: dict[str, Any]) -> None:
+    """Under ``threads.operators`` (the plan's notes, ``oop sql``), one more note per
+    operator that resumed on its checkpoint's partition count: the plan's note names the
+    count this run's ``--threads`` asked for, not the one the run used."""
+    notes = s.get("threads", {}).get("operators")
+    if notes is None:
+        return
+    for name, p in s["partitions_from_checkpoint"].items():
+        notes.append(f"{name}: resumed on the checkpoint's {p['partitions']} key partitions "
+                     f"(this run asked for {p['asked']}; the rows do not depend on it)")
 
 
 def report(args: argparse.Namespace, s: dict[str, Any], jit_s: float, command: str, *,
