@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import QUERIES, compile_oop  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+PLOT = HERE.parent / "docs" / "figures" / "flink" / "whole_command.png"
 FLINK_QUERY = {"tumbling 1s": "tumbling", "sliding 10s/1s": "sliding"}
 
 
@@ -153,6 +154,39 @@ def print_summary(results: list[dict[str, Any]]) -> None:
               f"{walls[len(walls) // 2]:7.2f} s (median of {len(walls)})", file=sys.stderr)
 
 
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    """Bars of the median whole-command time per query and run (log scale), the feed only."""
+    from oop.experiments.common import plt
+
+    runs = [("flink", "csv", "Flink"), ("oop replay", "csv", "oop\nCSV"),
+            ("oop replay", "parquet", "oop\nParquet")]
+    feed = [r for r in results if r["input"] == "feed"]
+    counts = sorted({r["threads"] for r in feed})
+    pyplot = plt()
+    fig, axes = pyplot.subplots(1, len(QUERIES), figsize=(10, 4), sharey=True)
+    for ax, query in zip(axes, QUERIES):
+        labels, values = [], []
+        for engine, io, name in runs:
+            for th in counts:
+                walls = sorted(r["wall_s"] for r in feed if r["query"] == query
+                               and r["engine"] == engine and r["io"] == io and r["threads"] == th)
+                if walls:
+                    labels.append(f"{name}\n{'p' if engine == 'flink' else 't'}={th}")
+                    values.append(walls[len(walls) // 2])
+        bars = ax.bar(range(len(values)), values,
+                      color=["#b0b0b0" if "Flink" in x else "#3070b0" for x in labels])
+        ax.bar_label(bars, labels=[f"{v:.1f} s" for v in values], fontsize=8)
+        ax.set_xticks(range(len(values)), labels, fontsize=8)
+        ax.set_yscale("log")
+        ax.set_title(f"{query}, {feed[0]['rows'] / 1e6:g}M rows")
+    axes[0].set_ylabel("whole command, seconds (log scale)")
+    fig.suptitle("Apache Flink 2.3.0 (PyFlink SQL) and oop replay, same rows, same results")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    pyplot.close(fig)
+
+
 def check_flink(flink_python: str) -> None:
     """Refuse to start without a Python that imports pyflink, saying how to make one."""
     ok = subprocess.run([flink_python, "-c", "import pyflink"], capture_output=True).returncode
@@ -169,7 +203,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--json", default=str(HERE / "results" / "bench_flink.json"))
+    ap.add_argument("--plot", default=str(PLOT), help="the bar chart (PNG) of the walls")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="draw --plot from the --json of an earlier run, run nothing")
     args = ap.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads(Path(args.json).read_text())["results"], Path(args.plot))
+        return 0
     if not args.flink_python:
         ap.error("give --flink-python (a Python with apache-flink; see the module doc)")
     check_flink(args.flink_python)
@@ -226,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "loadavg_after": load_after, "cpu_count": cores},
                                           indent=2))
     print_summary(results)
+    plot(results, Path(args.plot))
     bad = [r for r in results if r.get("same_rows_as_oop") is False]
     for r in bad:
         print(f"Flink's rows differ from oop's: {r['query']}, parallelism {r['threads']}, "
