@@ -8,7 +8,9 @@ process timed from start to exit, with its CPU time (user + sys, from
 ``wait4``), its own peak RSS (``VmHWM``) and the engine's wall time (the
 ``--metrics`` summary, i.e. without interpreter start-up and imports).
 Thread counts alternate within each repeat, so a change in the machine's
-load hits both; the load average is recorded before and after.
+load hits both; the load average is recorded before and after, and each run's ``steal_s``:
+the CPU seconds the hypervisor gave to other guests while it ran (``/proc/stat``): time
+the run's threads could have run and did not (summed over both cores).
 
 ``oop replay --threads N`` (N > 1) reads and writes on threads of its own
 (the result parts encoded on two lanes) and runs the window on N - 1 key
@@ -57,6 +59,37 @@ from bench_replay import QUERIES  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_threads.json"
 
 
+_SPIN = "import time\nt = time.perf_counter()\nx = 0\nfor i in range(10_000_000): x += i\n"
+
+
+def machine_pair_speedup(rounds: int = 3) -> float:
+    """What two cores give this machine right now, whatever ``oop`` does: a pure-Python loop
+    (~0.5 s) run alone, then twice at once in two processes; the speed-up is twice the
+    lone run's wall over the pair's (2.0 on two free cores). Median of ``rounds``. The
+    threads' speed-up cannot exceed it: on this VM it was 1.75-2.0 within one hour."""
+    def wall(n: int) -> float:
+        t0 = time.perf_counter()
+        procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(n)]
+        for p in procs:
+            p.wait()
+        return time.perf_counter() - t0
+
+    ratios = sorted(2 * wall(1) / wall(2) for _ in range(rounds))
+    return ratios[len(ratios) // 2]
+
+
+def steal_s() -> float:
+    """CPU seconds the hypervisor has taken from this virtual machine's cores since boot
+    (``steal`` of ``/proc/stat``; 0 where there is none). A run's difference is time its
+    threads were runnable but not running because another guest had the physical core."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def run_oop(data: Path, query: list[str], out: Path, threads: int,
             method: str = "auto") -> dict[str, Any]:
     metrics = out.parent / f"m-{out.name}.json"
@@ -64,10 +97,12 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int,
            "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
            "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
            "--quiet", "--threads", str(threads), "--method", method]
+    steal0 = steal_s()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    steal = steal_s() - steal0
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
@@ -76,7 +111,7 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int,
             "engine_wall_s": m["wall_s"], "tuples_per_s": m["tuples_in"] / wall,
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
-            "late": m["late"],
+            "late": m["late"], "steal_s": steal,
             # threaded runs: CPU seconds of the driving thread, the reader and the writer
             # (oop.plan.background) and, partitioned (--threads >= 3), of each partition
             "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
@@ -164,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     load_before = os.getloadavg()
+    pair_before = machine_pair_speedup()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(args.data) if args.data else Path(tmp) / "in"
         if not (data / "part-000.parquet").exists():
@@ -201,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
                                and x["threads"] == th)
                 eng = sorted(x["engine_wall_s"] for x in results if x["query"] == name
                              and x["threads"] == th)
+                steal = sorted(x.get("steal_s", 0.0) for x in results if x["query"] == name
+                               and x["threads"] == th)
                 summary.setdefault(name, {})[f"threads_{th}"] = {
+                    "steal_s_median": steal[len(steal) // 2],
                     "wall_s_min_median_max": [walls[0], walls[len(walls) // 2], walls[-1]],
                     "engine_s_min_median_max": [eng[0], eng[len(eng) // 2], eng[-1]]}
             base = summary[name]["threads_1"]
@@ -213,11 +252,15 @@ def main(argv: list[str] | None = None) -> int:
                                               / s["engine_s_min_median_max"][1])
                 s["speedup_wall_ceiling"] = wall_ceiling(base, s, th)
     load_after = os.getloadavg()
+    pair_after = machine_pair_speedup()
     print(json.dumps(summary, indent=2))
     print(f"load average before: {load_before}, after: {load_after}, cores: {os.cpu_count()}")
+    print(f"the machine's own two-process speed-up (a pure-Python loop alone and twice at "
+          f"once): {pair_before:.2f}x before, {pair_after:.2f}x after")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(
         {"results": results, "summary": summary, "loadavg_before": load_before,
+         "machine_pair_speedup_before": pair_before, "machine_pair_speedup_after": pair_after,
          "loadavg_after": load_after, "cpu_count": os.cpu_count()}, indent=2))
     return 0
 
