@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import oop
 from _drive import drive as drive_steps
+from test_threads import split_merges_from
 from oop.adapt import operator as adapt_operator
 from oop.adapt.operator import AdaptWID
 from oop.adapt.order import window_code_order, window_code_order_reference
@@ -36,6 +37,7 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.testing import (TABLE_SCHEMA, batch_splits, disordered_tables, exact_punctuation_feed,
                          late_scripts)
+from oop.window import threaded
 from oop.window import Sliding, Tumbling, agg
 from oop.window.reference import window_oracle
 
@@ -121,9 +123,11 @@ def test_threads_give_the_one_thread_rows_in_order_and_the_oracle(kind, data):
     thresholds = data.draw(st.sampled_from(THRESHOLDS))
     floaty = data.draw(st.booleans())
     aggs = EXACT + (FLOATY if floaty else [])
+    split = data.draw(st.sampled_from([1, threaded.SPLIT_MERGE_MIN_ROWS]))  # cut merges?
     one = run(items, t.schema, kind, aggs, 1, thresholds)
     for n in (2, 3):
-        res = run(items, t.schema, kind, aggs, n, thresholds)
+        with split_merges_from(split):
+            res = run(items, t.schema, kind, aggs, n, thresholds)
         assert_same_rows(res.table, one.table, exact=not floaty or thresholds != "adaptive")
         assert res.punctuations == one.punctuations
         assert res.late_total == one.late_total == 0

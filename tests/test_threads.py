@@ -10,6 +10,7 @@ accounting (every tuple is in a window or late).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -31,8 +32,10 @@ from oop.testing import (TABLE_SCHEMA, batch_splits, disordered_tables, exact_pu
                          late_scripts)
 from oop.window import Landmark, Sliding, Tumbling, agg
 from oop.window.aggregate import WindowAggregate
+from oop.window import threaded
 from oop.window.threaded import (ThreadedWindow, merge_order, merge_order_reference,
-                                 partition_rows, partition_rows_reference)
+                                 partition_rows, partition_rows_reference, pivots,
+                                 run_cuts, run_cuts_reference)
 
 ROOT = Path(__file__).resolve().parents[1]
 AGGS = [agg.count(), agg.sum("val"), agg.mean("val"), agg.min("val"), agg.max("val"),
@@ -78,6 +81,85 @@ def test_merge_order_equals_a_stable_sort(r):
         assert got.tolist() == merge_order_reference(a, b).tolist()
 
 
+@st.composite
+def sorted_runs(draw):
+    a, b, bounds = draw(runs())
+    for x, y in zip(bounds[:-1], bounds[1:]):  # every run sorted by (a, b)
+        o = x + np.lexsort((b[x:y], a[x:y]))
+        a[x:y], b[x:y] = a[o], b[o]
+    return a, b, bounds
+
+
+@given(r=sorted_runs(), pv=st.lists(st.tuples(st.integers(-1, 5), st.integers(-1, 10)),
+                                    max_size=4))
+def test_run_cuts_equal_counting_the_rows_below_each_pivot(r, pv):
+    a, b, bounds = r
+    pv = sorted(pv)
+    for x, y in zip(bounds[:-1], bounds[1:]):
+        got = run_cuts(a[x:y], b[x:y], np.asarray([p[0] for p in pv], np.int64),
+                       np.asarray([p[1] for p in pv], np.int64))
+        assert got.tolist() == run_cuts_reference(a[x:y], b[x:y], pv).tolist()
+
+
+@given(r=sorted_runs(), k=st.integers(1, 5))
+def test_a_cut_merge_is_the_merge(r, k):
+    """Range by range, each merged alone and put one after the other: merge_order's order."""
+    a, b, bounds = r
+    ends = [a[x:y] for x, y in zip(bounds[:-1], bounds[1:])]
+    codes = [b[x:y] for x, y in zip(bounds[:-1], bounds[1:])]
+    if a.shape[0] == 0:
+        return
+    cuts = np.stack([run_cuts(e, c, *pivots(ends, codes, k)) for e, c in zip(ends, codes)])
+    got = []
+    for j in range(k):
+        rows = np.concatenate([np.arange(x + lo, x + hi) for x, lo, hi
+                               in zip(bounds[:-1], cuts[:, j], cuts[:, j + 1])]).astype(np.int64)
+        sub = np.concatenate(([0], np.cumsum(cuts[:, j + 1] - cuts[:, j]))).astype(np.int64)
+        got += rows[merge_order(a[rows], b[rows], sub)].tolist()
+    assert got == merge_order(a, b, bounds).tolist()
+
+
+@contextlib.contextmanager
+def split_merges_from(rows):
+    """Cut every merge of at least ``rows`` result rows into ranges, however many cores."""
+    old = threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES
+    threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES = rows, True
+    try:
+        yield
+    finally:
+        threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES = old
+
+
+def test_merges_are_cut_only_where_a_core_is_free_for_them():
+    assert threaded.CUT_MERGES is None  # the default: decided by the machine
+    assert not threaded.cut_merges(2, 2) and not threaded.cut_merges(3, 2)
+    assert threaded.cut_merges(15, 16) and threaded.cut_merges(2, 3)
+    with split_merges_from(1):
+        assert threaded.cut_merges(3, 2)
+
+
+def test_a_cut_merge_gives_one_batch_per_range_and_the_one_thread_rows():
+    """Many keys, three partitions, merges cut from 1 row: each punctuation's windows leave
+    as up to three batches, and together they are the one-thread output, row for row."""
+    n = 6000
+    rng = np.random.default_rng(7)
+    ts = np.sort(rng.integers(0, 3000, n)) + rng.integers(0, 40, n)  # disordered
+    t = pa.table({"ts": ts.astype(np.int64), "key": rng.integers(0, 500, n),
+                  "val": rng.integers(0, 100, n)})
+    items = []
+    for b in t.to_batches(max_chunksize=700):
+        items += [b, Punctuation("ts", int(np.min(b.column(0).to_numpy())) - 40)]
+    with split_merges_from(1):
+        op = _threaded(Sliding(100, 50), EXACT, t.schema, threads=3)
+        out, _ = _drive(op, t.schema, items)
+    one = WindowAggregate(Sliding(100, 50), EXACT, by="key")
+    one.open([StreamInfo("s", t.schema, {"ts": "ms"}, "ts")])
+    ref, _ = _drive(one, t.schema, items)
+    assert len(out) > len(ref)  # cut: several batches per punctuation
+    assert pa.Table.from_batches(out).equals(pa.Table.from_batches(ref))
+    assert op.plan_info["merge_cpu_s"] > 0
+
+
 # ---- stream level: threaded == one thread, row for row --------------------------------
 @st.composite
 def feeds(draw, max_rows=60):
@@ -99,9 +181,11 @@ def test_threaded_output_is_the_one_thread_output(kind, data):
     t, items = data.draw(feeds())
     method = data.draw(st.sampled_from(["wid", "paned", "auto"]))
     aggs = AGGS + (HOLISTIC if data.draw(st.booleans()) else [])
+    split = data.draw(st.sampled_from([1, threaded.SPLIT_MERGE_MIN_ROWS]))
     one = run(items, t.schema, kind, aggs, method, 1)
     for n in (2, 3):
-        res = run(items, t.schema, kind, aggs, method, n)
+        with split_merges_from(split):
+            res = run(items, t.schema, kind, aggs, method, n)
         assert res.table.equals(one.table), (n, res.table.to_pylist(), one.table.to_pylist())
         assert res.punctuations == one.punctuations
         assert res.late_total == one.late_total == 0
@@ -145,8 +229,8 @@ def drive(op, steps):
 @pytest.mark.parametrize("method", ["wid", "paned"])
 @pytest.mark.parametrize("kind", [Tumbling(6), Sliding(9, 3)], ids=repr)
 @settings(max_examples=20, deadline=None)
-@given(steps=scripts(), lateness=st.integers(0, 12))
-def test_late_policies_match_one_thread(kind, method, policy, lag, steps, lateness):
+@given(steps=scripts(), lateness=st.integers(0, 12), split=st.sampled_from([1, 1 << 12]))
+def test_late_policies_match_one_thread(kind, method, policy, lag, steps, lateness, split):
     aggs = [agg.count(), agg.sum("val"), agg.max("val"), agg.median("val")]
     kw = dict(by="key", method=method, late=policy)
     if policy == "update":
@@ -154,7 +238,8 @@ def test_late_policies_match_one_thread(kind, method, policy, lag, steps, latene
     one = WindowAggregate(kind, aggs, **kw)
     many = ThreadedWindow(kind, aggs, threads=3, lag=lag, **kw)
     t1, p1 = drive(one, steps)
-    tn, pn = drive(many, steps)
+    with split_merges_from(split):
+        tn, pn = drive(many, steps)
     assert tn.equals(t1), (tn.to_pylist(), t1.to_pylist())
     assert pn == p1
     assert many.metrics.late == one.metrics.late

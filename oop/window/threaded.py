@@ -48,6 +48,17 @@ How:
   is sorted first). The ``__oop_key`` column is then replaced by the key
   columns. The output punctuation on ``window_end`` is the minimum over the
   partitions' latest (Meld), forwarded when it grows.
+* **Cut merges.** Where the machine has more cores than there are partitions
+  (:func:`cut_merges`), a merge of at least :data:`SPLIT_MERGE_MIN_ROWS` rows
+  is cut by value into one range per partition: pivots ``(window_end, code)``
+  at the quantiles of the longest run, each run cut at them by binary search
+  (:func:`run_cuts`), so every row of range ``j`` sorts before every row of
+  range ``j + 1``. The ranges are merged and gathered at once, this thread
+  taking the first and the merge threads the others, and leave as one batch
+  each, in range order: the same rows in the same order, and this thread,
+  the pipeline's serial part, does ``1 / N`` of the merge. (On 2 cores the
+  partitions, the reader and the writer already fill both, and the cut
+  ranges' extra ~30 % of merge CPU would only slow the run: there it is off.)
 * **Pipelining.** ``lag=1``: a punctuation's results are collected when
   the *next* punctuation arrives (or at the end), so the partitions
   aggregate batch k while this thread merges and writes the results of k-1
@@ -83,11 +94,13 @@ with another partition count rebuilds the checkpoint's count (a key's state
 lives in its partition; the rows are the same for any count).
 
 Cost: this thread does O(rows) for late rows, key encoding and the scatter,
-and O(output rows x log N) for the merge; the partitions do the rest.
+and O(output rows x log N) for the merge (``1 / N`` of it when merges are cut);
+the partitions do the rest.
 """
 
 from __future__ import annotations
 
+import os
 import time as _time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -113,10 +126,28 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.state import ThreadedState
 from oop.window.values import column_values, pick_shift
 
-__all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "KEY"]
+__all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "run_cuts", "pivots",
+           "KEY", "SPLIT_MERGE_MIN_ROWS", "CUT_MERGES", "cut_merges"]
 
 #: the int64 group column the partitions aggregate by (the global key code)
 KEY = "__oop_key"
+
+#: a merge of at least this many result rows is cut into one range per partition, the ranges
+#: merged and gathered at once (the driving thread takes one, merge threads the others);
+#: smaller ones stay on the driving thread (read at each merge)
+SPLIT_MERGE_MIN_ROWS = 1 << 12
+
+#: whether merges are cut at all: None (default) when the process may run on more cores than
+#: there are partitions -- cut ranges cost ~30 % more CPU than one whole merge (measured on
+#: the 50M sliding benchmark), which pays only where a core is free for them; True / False
+#: force it (read at each merge)
+CUT_MERGES: bool | None = None
+
+
+def cut_merges(partitions: int, cores: int) -> bool:
+    """Whether a merge of ``partitions`` runs is cut into ranges on a machine of ``cores``
+    usable cores (:data:`CUT_MERGES`)."""
+    return cores > partitions if CUT_MERGES is None else CUT_MERGES
 
 
 # ---- kernels ----------------------------------------------------------------
@@ -227,6 +258,51 @@ def merge_order_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.lexsort((b, a))
 
 
+@nb.njit(cache=True, nogil=True)
+def run_cuts(a: np.ndarray, b: np.ndarray, pa_: np.ndarray, pb_: np.ndarray) -> np.ndarray:
+    """Where the pivots ``(pa_[j], pb_[j])`` cut one run sorted by ``(a, b)``: ``cuts[j]``
+    (``j = 0 .. k``, ``k = len(pa_) + 1``) is the first row at or after ``cuts[j - 1]`` that
+    is not below pivot ``j - 1``; ``cuts[0] = 0``, ``cuts[k] = len(a)``. Range ``j`` of the
+    run is ``[cuts[j], cuts[j + 1])``: every row of range ``j`` of any run cut by the same
+    pivots sorts before every row of range ``j + 1`` of any run. The search keeps
+    ``a[cuts[j] - 1] < pivot <= a[cuts[j]]`` on any input, so a run is sorted if and only if
+    each of its ranges is. Binary searches: O(k x log rows)."""
+    n = a.shape[0]
+    k = pa_.shape[0] + 1
+    cuts = np.empty(k + 1, np.int64)
+    cuts[0] = 0
+    cuts[k] = n
+    for j in range(1, k):
+        lo, hi = cuts[j - 1], n
+        x, y = pa_[j - 1], pb_[j - 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if a[mid] < x or (a[mid] == x and b[mid] < y):
+                lo = mid + 1
+            else:
+                hi = mid
+        cuts[j] = lo
+    return cuts
+
+
+def run_cuts_reference(a: np.ndarray, b: np.ndarray,
+                       pivots: list[tuple[int, int]]) -> np.ndarray:
+    """Obviously correct :func:`run_cuts` on a sorted run and ascending pivots: the number
+    of rows below each pivot."""
+    rows = list(zip(a.tolist(), b.tolist()))
+    return np.asarray([0, *(sum(1 for x in rows if x < p) for p in pivots), len(rows)], np.int64)
+
+
+def pivots(ends: Sequence[np.ndarray], codes: Sequence[np.ndarray],
+           k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``k - 1`` pivots cutting the merge of sorted runs into ``k`` ranges of about equal
+    size: the ``j / k`` quantiles of the longest run (the partitions hold keys dealt
+    round-robin, so their runs spread alike). O(k)."""
+    r = max(range(len(ends)), key=lambda i: ends[i].shape[0])
+    at = (np.arange(1, k, dtype=np.int64) * ends[r].shape[0]) // k
+    return ends[r][at].copy(), codes[r][at].copy()
+
+
 # ---- planning -----------------------------------------------------------------
 def threadable(kind: WindowKind, aggs: Agg | Sequence[Agg], by: Sequence[str]) -> str | None:
     """Why this window query cannot run on key partitions (None: it can)."""
@@ -248,6 +324,36 @@ def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
     for attr, value in presets.items():
         setattr(op, attr, dict(value))
     return op.on_batch(batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows)))
+
+
+def _int64(values: np.ndarray) -> np.ndarray:
+    """Times or integers as int64 (a timestamp column's values as its integers)."""
+    return np.asarray(values.view(np.int64) if values.dtype.kind == "M" else values, np.int64)
+
+
+def _columns(table: pa.Table) -> list[pa.Array]:
+    """The table's columns after the first (``__oop_key``), one array each."""
+    return [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in table.columns[1:]]
+
+
+def _merge_range(batches: Sequence[pa.RecordBatch], ends: Sequence[np.ndarray],
+                 codes: Sequence[np.ndarray], cuts: np.ndarray, j: int,
+                 keys: Callable[[np.ndarray], list[pa.Array]],
+                 schema: pa.Schema) -> pa.RecordBatch | None:
+    """Range ``j`` of a cut merge (``cuts[r]``: :func:`run_cuts` of run ``r``) in the
+    one-thread order: its pieces of the runs merged by ``(window_end, code)``, gathered, and
+    ``__oop_key`` replaced by the key columns. None when a piece is not sorted (the merge
+    is then done whole). Runs on any thread: it reads only (``keys`` is the dictionary's
+    lookup, built before). O(rows of the range x log runs)."""
+    lo, hi = cuts[:, j], cuts[:, j + 1]
+    if not all(_is_sorted(e, c, int(x), int(y)) for e, c, x, y in zip(ends, codes, lo, hi)):
+        return None
+    end = np.concatenate([e[x:y] for e, x, y in zip(ends, lo, hi)])
+    code = np.concatenate([c[x:y] for c, x, y in zip(codes, lo, hi)])
+    order = _merge_runs(end, code, np.concatenate(([0], np.cumsum(hi - lo))).astype(np.int64))
+    part = pa.Table.from_batches([b.slice(x, y - x) for b, x, y in zip(batches, lo, hi)])
+    taken = part.combine_chunks().take(pa.array(order))
+    return pa.RecordBatch.from_arrays([*keys(code[order]), *_columns(taken)], schema=schema)
 
 
 class _Partition:
@@ -378,7 +484,18 @@ class ThreadedWindow(Operator):
             op = self._one_operator([KEY], f"{self.name}[{i}]")
             op.open([self._pinfo])
             self.parts.append(_Partition(op, f"oop-{self.name}-{i}"))
+        # the merge threads: ranges 1 .. n-1 of a cut merge (the driving thread takes 0)
+        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+            os.cpu_count() or 1)
+        self.merge_clocks: list[ThreadClock] = []
+        self.mergers = ThreadPoolExecutor(n - 1, f"oop-{self.name}-merge",
+                                          initializer=self._start_merge_clock)
         self._stopped = False
+
+    def _start_merge_clock(self) -> None:
+        clock = ThreadClock()
+        clock.start()
+        self.merge_clocks.append(clock)
 
     # ---- the partitioned operator (hooks) ---------------------------------------------
     def _one_operator(self, by: Sequence[str], name: str) -> Operator:
@@ -535,6 +652,7 @@ class ThreadedWindow(Operator):
         self._plan["driver_window_in_cpu_s"] = round(self._cpu_batch, 3)
         self._plan["driver_window_out_cpu_s"] = round(self._cpu_merge, 3)
         self._plan["partition_cpu_s"] = [round(p.cpu_s, 3) for p in self.parts]
+        self._plan["merge_cpu_s"] = round(sum(c.seconds for c in self.merge_clocks), 3)
         self.close()
         return out
 
@@ -543,6 +661,10 @@ class ThreadedWindow(Operator):
         for p in getattr(self, "parts", ()):
             p.clock.stop()  # before its thread ends (its clock goes with it)
             p.pool.shutdown(wait=True)
+        for clock in getattr(self, "merge_clocks", ()):
+            clock.stop()
+        if getattr(self, "mergers", None) is not None:
+            self.mergers.shutdown(wait=True)
         self._stopped = bool(getattr(self, "parts", ()))
 
     # ---- combining ----------------------------------------------------------
@@ -577,7 +699,7 @@ class ThreadedWindow(Operator):
                     part.out_punct = el.value
         out: list[Element] = []
         if batches:
-            out.append(self._merge(batches))
+            out.extend(self._merge(batches))
         if with_punct:
             vals = [p.out_punct for p in self.parts]
             if all(v is not None for v in vals):
@@ -587,32 +709,57 @@ class ThreadedWindow(Operator):
                     out.append(Punctuation("window_end", v))
         return out
 
-    def _merge(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-        """One batch in the one-thread order: by window, then by global key code."""
+    def _merge(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        """The batches in the one-thread order: by window, then by global key code (one
+        batch, or one per range of a cut merge: the same rows in the same order)."""
         t0 = _time.thread_time()
         try:
             return self._merge_now(batches)
         finally:
             self._cpu_merge += _time.thread_time() - t0
 
-    def _merge_now(self, batches: list[pa.RecordBatch]) -> pa.RecordBatch:
-        lens = [b.num_rows for b in batches]
-        bounds = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
-        merged = pa.Table.from_batches(batches).combine_chunks()
-        code = np.asarray(merged.column(0).to_numpy(), np.int64)
-        end = merged.column(2).to_numpy()
-        end = np.asarray(end.view(np.int64) if end.dtype.kind == "M" else end, np.int64)
+    def _merge_now(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+        ends = [_int64(b.column(2).to_numpy()) for b in batches]
+        codes = [np.asarray(b.column(0).to_numpy(), np.int64) for b in batches]
+        if (len(batches) > 1 and sum(e.shape[0] for e in ends) >= SPLIT_MERGE_MIN_ROWS
+                and cut_merges(self.n, self.cores)):
+            cut = self._cut_merge(batches, ends, codes)
+            if cut is not None:
+                return cut
+        return [self._whole_merge(batches, ends, codes)]
+
+    def _cut_merge(self, batches: list[pa.RecordBatch], ends: list[np.ndarray],
+                   codes: list[np.ndarray]) -> list[pa.RecordBatch] | None:
+        """The merge cut by value into one range per partition (:func:`run_cuts`), the
+        ranges merged at once: range 0 on this thread, the others on the merge threads. A
+        batch per range, in range order. None when a run is not sorted."""
+        k = self.n
+        self.enc.keys(codes[0][:1])  # builds the lookup here (once per new keys)
+        pv = pivots(ends, codes, k)
+        cuts = np.stack([run_cuts(e, c, *pv) for e, c in zip(ends, codes)])
+        task = partial(_merge_range, batches, ends, codes, cuts, keys=self.enc.keys,
+                       schema=self.out_schema)
+        futs = [self.mergers.submit(task, j) for j in range(1, k)]
+        out = [task(0), *(f.result() for f in futs)]
+        if any(b is None for b in out):
+            return None
+        return [b for b in out if b.num_rows] or out[:1]  # type: ignore[union-attr,misc]
+
+    def _whole_merge(self, batches: list[pa.RecordBatch], ends: list[np.ndarray],
+                     codes: list[np.ndarray]) -> pa.RecordBatch:
+        """The merge on this thread, as one batch."""
+        bounds = np.concatenate(([0], np.cumsum([e.shape[0] for e in ends]))).astype(np.int64)
+        end, code = np.concatenate(ends), np.concatenate(codes)
+        table = pa.Table.from_batches(batches)
         if len(batches) > 1 or not _is_sorted(end, code, 0, code.shape[0]):
             # one partition's run too may be out of code order: its local codes follow the
             # global ones only until one side compacts its dictionary
             order = merge_order(end, code, bounds)
             if (order != np.arange(order.shape[0])).any():
-                merged = merged.take(pa.array(order))
+                table = table.combine_chunks().take(pa.array(order))
                 code = code[order]
-        keys = self.enc.keys(code)
-        cols = [merged.column(i).combine_chunks() if isinstance(merged.column(i), pa.ChunkedArray)
-                else merged.column(i) for i in range(1, merged.num_columns)]
-        return pa.RecordBatch.from_arrays([*keys, *cols], schema=self.out_schema)
+        return pa.RecordBatch.from_arrays([*self.enc.keys(code), *_columns(table)],
+                                          schema=self.out_schema)
 
     # ---- state --------------------------------------------------------------
     def state_size(self) -> StateSize:
