@@ -17,6 +17,7 @@ being written back spent up to twice the encoding CPU.
 
     python experiments/bench_cut_merge.py --rows 50000000 --threads 3 --repeat 3
 
+The checkout's ``oop`` is byte-compiled first, as ``bench_replay.py`` does.
 Workload and query: ``bench_replay.py``'s (10k Zipf keys, band disorder 5 s,
 20 Parquet files), sliding 10 s / 1 s count + sum(v) per key, ``bounded:5s``.
 """
@@ -38,7 +39,7 @@ from typing import Any
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_replay import QUERIES  # noqa: E402
+from bench_replay import QUERIES, compile_oop  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_cut_merge.json"
 RUN = ("import sys; from oop.window import threaded; threaded.CUT_MERGES = sys.argv[1] == 'cut'; "
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.threads < 3:
         ap.error("--threads must be >= 3 (fewer runs the window unpartitioned)")
+    print(f"byte-compiled {compile_oop()}", file=sys.stderr, flush=True)
     load_before = os.getloadavg()
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

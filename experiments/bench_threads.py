@@ -17,6 +17,10 @@ the run's threads could have run and did not (summed over both cores).
 partitions: ``--threads 2`` is the one-thread window with decode and encode
 beside it, ``--threads 3`` the first to partition (ThreadedWindow). Threaded runs report their threads' CPU.
 
+The checkout's ``oop`` is byte-compiled first, as ``bench_replay.py`` does (a regular
+install's state: an editable install under ``PYTHONDONTWRITEBYTECODE=1`` compiles ~100
+modules in every run, which adds to the serial start-up of both thread counts).
+
 Every threaded output is compared with the one-thread output of the same
 query (all part files in order, ``Table.equals``: same rows, same order).
 
@@ -54,7 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_replay import QUERIES  # noqa: E402
+from bench_replay import QUERIES, compile_oop  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_threads.json"
 
@@ -198,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         counts = [1, *counts]
     results: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
+    print(f"byte-compiled {compile_oop()}", file=sys.stderr, flush=True)
     load_before = os.getloadavg()
     pair_before = machine_pair_speedup()
     with tempfile.TemporaryDirectory() as tmp:
