@@ -61,7 +61,8 @@ def run(data: Path, out: Path, threads: int, mode: str) -> dict[str, Any]:
     m = json.loads(metrics.read_text())
     plan = m.get("plan", {})
     return {"mode": mode, "threads": threads, "wall_s": wall, "engine_wall_s": m["wall_s"],
-            "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "peak_state_bytes": m.get("peak_state_bytes"),
+            "peak_rss_mb": m["peak_rss_bytes"] / 2**20,
+            "peak_state_bytes": m.get("peak_state_bytes"),
             **{k: plan.get(k) for k in FIGURES}}
 
 

@@ -48,16 +48,17 @@ How:
   is sorted first). The ``__oop_key`` column is then replaced by the key
   columns. The output punctuation on ``window_end`` is the minimum over the
   partitions' latest (Meld), forwarded when it grows.
-* **Cut merges.** Where the machine has more cores than there are partitions
-  (:func:`cut_merges`), a merge of at least :data:`SPLIT_MERGE_MIN_ROWS` rows
-  is cut by value into one range per partition: pivots ``(window_end, code)``
+* **Cut merges.** Where the machine has more cores than there are partitions,
+  and at least 4 (:func:`cut_merges`), a merge of at least
+  :data:`SPLIT_MERGE_MIN_ROWS` rows is cut by value into one range per
+  partition: pivots ``(window_end, code)``
   at the quantiles of the longest run, each run cut at them by binary search
   (:func:`run_cuts`), so every row of range ``j`` sorts before every row of
   range ``j + 1``. The ranges are merged and gathered at once, this thread
   taking the first and the merge threads the others, and leave as one batch
   each, in range order: the same rows in the same order, and this thread,
-  the pipeline's serial part, does ``1 / N`` of the merge. (On 2 cores the
-  partitions, the reader and the writer already fill both, and the cut
+  the pipeline's serial part, does ``1 / N`` of the merge. (On 2 or 3 cores the
+  partitions, the reader and the writer already fill them, and the cut
   ranges' extra ~30 % of merge CPU would only slow the run: there it is off.)
 * **Pipelining.** ``lag=1``: a punctuation's results are collected when
   the *next* punctuation arrives (or at the end), so the partitions
@@ -127,7 +128,8 @@ from oop.window.state import ThreadedState
 from oop.window.values import column_values, pick_shift
 
 __all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "run_cuts", "pivots",
-           "KEY", "SPLIT_MERGE_MIN_ROWS", "CUT_MERGES", "cut_merges"]
+           "KEY", "SPLIT_MERGE_MIN_ROWS", "CUT_MERGES", "CUT_MERGES_MIN_CORES",
+           "cut_merges"]
 
 #: the int64 group column the partitions aggregate by (the global key code)
 KEY = "__oop_key"
@@ -138,16 +140,24 @@ KEY = "__oop_key"
 SPLIT_MERGE_MIN_ROWS = 1 << 12
 
 #: whether merges are cut at all: None (default) when the process may run on more cores than
-#: there are partitions -- cut ranges cost ~30 % more CPU than one whole merge (measured on
-#: the 50M sliding benchmark), which pays only where a core is free for them; True / False
-#: force it (read at each merge)
+#: there are partitions and on at least :data:`CUT_MERGES_MIN_CORES`; True / False force it
+#: (read at each merge)
 CUT_MERGES: bool | None = None
+
+#: cut ranges cost ~30 % more CPU than one whole merge (the 50M sliding benchmark), so they
+#: pay only where the driving thread, not the cores, bounds the run. By the per-thread CPU
+#: of that benchmark (driver 1.5 s of which merge 0.8 s, all threads 5.4 s): on 3 cores the
+#: run is bound by its total CPU and cutting loses ~4 %; on 4 it gains ~8 %, on 8 ~35 %
+#: (docs/benchmarks.md, "What 2, 16 and 64 cores give")
+CUT_MERGES_MIN_CORES = 4
 
 
 def cut_merges(partitions: int, cores: int) -> bool:
     """Whether a merge of ``partitions`` runs is cut into ranges on a machine of ``cores``
-    usable cores (:data:`CUT_MERGES`)."""
-    return cores > partitions if CUT_MERGES is None else CUT_MERGES
+    usable cores (:data:`CUT_MERGES`, :data:`CUT_MERGES_MIN_CORES`)."""
+    if CUT_MERGES is not None:
+        return CUT_MERGES
+    return cores > partitions and cores >= CUT_MERGES_MIN_CORES
 
 
 # ---- kernels ----------------------------------------------------------------
