@@ -40,7 +40,7 @@ from typing import Any, Callable, Iterator
 from oop.errors import StateLimitError
 
 __all__ = ["StateBudget", "default_state_limit", "state_budget", "current_budget", "guard_for",
-           "fmt_bytes", "STATE_FRACTION", "ADVICE"]
+           "fmt_bytes", "STATE_FRACTION", "ADVICE", "usable_cores"]
 
 #: the share of the process's memory limit that operator state may take by default
 STATE_FRACTION = 0.5
@@ -120,6 +120,16 @@ def default_state_limit() -> int:
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         pass
     return int(min(limits) * STATE_FRACTION)
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity, at most ``os.cpu_count()``)."""
+    n = os.cpu_count() or 1
+    try:
+        n = min(n, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity on this platform
+        pass
+    return max(1, n)
 
 
 def fmt_bytes(n: float) -> str:

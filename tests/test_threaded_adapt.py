@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import oop
 from _drive import drive as drive_steps
-from test_threads import split_merges_from
+from test_threads import cut_merges_from
 from oop.adapt import operator as adapt_operator
 from oop.adapt.operator import AdaptWID
 from oop.adapt.order import window_code_order, window_code_order_reference
@@ -123,10 +123,10 @@ def test_threads_give_the_one_thread_rows_in_order_and_the_oracle(kind, data):
     thresholds = data.draw(st.sampled_from(THRESHOLDS))
     floaty = data.draw(st.booleans())
     aggs = EXACT + (FLOATY if floaty else [])
-    split = data.draw(st.sampled_from([1, threaded.SPLIT_MERGE_MIN_ROWS]))  # cut merges?
+    split = data.draw(st.sampled_from([1, threaded.CUT_MERGE_MIN_ROWS]))  # cut merges?
     one = run(items, t.schema, kind, aggs, 1, thresholds)
     for n in (2, 3):
-        with split_merges_from(split):
+        with cut_merges_from(split):
             res = run(items, t.schema, kind, aggs, n, thresholds)
         assert_same_rows(res.table, one.table, exact=not floaty or thresholds != "adaptive")
         assert res.punctuations == one.punctuations

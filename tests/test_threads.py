@@ -120,14 +120,14 @@ def test_a_cut_merge_is_the_merge(r, k):
 
 
 @contextlib.contextmanager
-def split_merges_from(rows):
+def cut_merges_from(rows):
     """Cut every merge of at least ``rows`` result rows into ranges, however many cores."""
-    old = threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES
-    threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES = rows, True
+    old = threaded.CUT_MERGE_MIN_ROWS, threaded.CUT_MERGES
+    threaded.CUT_MERGE_MIN_ROWS, threaded.CUT_MERGES = rows, True
     try:
         yield
     finally:
-        threaded.SPLIT_MERGE_MIN_ROWS, threaded.CUT_MERGES = old
+        threaded.CUT_MERGE_MIN_ROWS, threaded.CUT_MERGES = old
 
 
 def test_merges_are_cut_only_where_a_core_is_free_for_them():
@@ -136,7 +136,7 @@ def test_merges_are_cut_only_where_a_core_is_free_for_them():
     assert not threaded.cut_merges(2, 3)  # 3 cores: bound by the total CPU, not the driver
     assert threaded.cut_merges(3, 4) and threaded.cut_merges(15, 16)
     assert not threaded.cut_merges(16, 16)
-    with split_merges_from(1):
+    with cut_merges_from(1):
         assert threaded.cut_merges(3, 2)
 
 
@@ -151,7 +151,7 @@ def test_a_cut_merge_gives_one_batch_per_range_and_the_one_thread_rows():
     items = []
     for b in t.to_batches(max_chunksize=700):
         items += [b, Punctuation("ts", int(np.min(b.column(0).to_numpy())) - 40)]
-    with split_merges_from(1):
+    with cut_merges_from(1):
         op = _threaded(Sliding(100, 50), EXACT, t.schema, threads=3)
         out, _ = _drive(op, t.schema, items)
     one = WindowAggregate(Sliding(100, 50), EXACT, by="key")
@@ -183,10 +183,10 @@ def test_threaded_output_is_the_one_thread_output(kind, data):
     t, items = data.draw(feeds())
     method = data.draw(st.sampled_from(["wid", "paned", "auto"]))
     aggs = AGGS + (HOLISTIC if data.draw(st.booleans()) else [])
-    split = data.draw(st.sampled_from([1, threaded.SPLIT_MERGE_MIN_ROWS]))
+    split = data.draw(st.sampled_from([1, threaded.CUT_MERGE_MIN_ROWS]))
     one = run(items, t.schema, kind, aggs, method, 1)
     for n in (2, 3):
-        with split_merges_from(split):
+        with cut_merges_from(split):
             res = run(items, t.schema, kind, aggs, method, n)
         assert res.table.equals(one.table), (n, res.table.to_pylist(), one.table.to_pylist())
         assert res.punctuations == one.punctuations
@@ -240,7 +240,7 @@ def test_late_policies_match_one_thread(kind, method, policy, lag, steps, latene
     one = WindowAggregate(kind, aggs, **kw)
     many = ThreadedWindow(kind, aggs, threads=3, lag=lag, **kw)
     t1, p1 = drive(one, steps)
-    with split_merges_from(split):
+    with cut_merges_from(split):
         tn, pn = drive(many, steps)
     assert tn.equals(t1), (tn.to_pylist(), t1.to_pylist())
     assert pn == p1

@@ -29,9 +29,9 @@ checkpoint's was).
 from __future__ import annotations
 
 import argparse
-import os
 
 from oop.errors import ConfigError
+from oop.limits import usable_cores
 
 __all__ = ["add_threads_flag", "check_threads", "usable_cores", "run_threads", "pipelined",
            "partitions"]
@@ -57,16 +57,6 @@ def check_threads(args: argparse.Namespace) -> None:
     if n > 1 and args.strategy != "oop":
         raise ConfigError(f"--threads {n} runs the oop operators on threads; --strategy "
                           f"{args.strategy} runs on one thread: drop --threads")
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity, at most ``os.cpu_count()``)."""
-    n = os.cpu_count() or 1
-    try:
-        n = min(n, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no affinity on this platform
-        pass
-    return max(1, n)
 
 
 def run_threads(args: argparse.Namespace) -> int:

@@ -50,7 +50,7 @@ How:
   partitions' latest (Meld), forwarded when it grows.
 * **Cut merges.** Where the machine has more cores than there are partitions,
   and at least 4 (:func:`cut_merges`), a merge of at least
-  :data:`SPLIT_MERGE_MIN_ROWS` rows is cut by value into one range per
+  :data:`CUT_MERGE_MIN_ROWS` rows is cut by value into one range per
   partition: pivots ``(window_end, code)``
   at the quantiles of the longest run, each run cut at them by binary search
   (:func:`run_cuts`), so every row of range ``j`` sorts before every row of
@@ -101,7 +101,6 @@ the partitions do the rest.
 
 from __future__ import annotations
 
-import os
 import time as _time
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -113,12 +112,12 @@ import numpy as np
 import pyarrow as pa
 
 from oop.errors import ConfigError
-from oop.limits import current_budget
+from oop.limits import current_budget, usable_cores
 from oop.metrics import StateSize, ThreadClock
 from oop.operators.base import Operator, StreamInfo
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.late import LatePolicy
-from oop.stream.timecol import time_values
+from oop.stream.timecol import int64_view, time_values
 from oop.window.aggregates import Agg, as_aggs
 from oop.window import aggregate as _aggregate
 from oop.window.build import one_window_operator
@@ -128,7 +127,7 @@ from oop.window.state import ThreadedState
 from oop.window.values import column_values, pick_shift
 
 __all__ = ["ThreadedWindow", "threadable", "partition_rows", "merge_order", "run_cuts", "pivots",
-           "KEY", "SPLIT_MERGE_MIN_ROWS", "CUT_MERGES", "CUT_MERGES_MIN_CORES",
+           "KEY", "CUT_MERGE_MIN_ROWS", "CUT_MERGES", "CUT_MERGES_MIN_CORES",
            "cut_merges"]
 
 #: the int64 group column the partitions aggregate by (the global key code)
@@ -137,7 +136,7 @@ KEY = "__oop_key"
 #: a merge of at least this many result rows is cut into one range per partition, the ranges
 #: merged and gathered at once (the driving thread takes one, merge threads the others);
 #: smaller ones stay on the driving thread (read at each merge)
-SPLIT_MERGE_MIN_ROWS = 1 << 12
+CUT_MERGE_MIN_ROWS = 1 << 12
 
 #: whether merges are cut at all: None (default) when the process may run on more cores than
 #: there are partitions and on at least :data:`CUT_MERGES_MIN_CORES`; True / False force it
@@ -336,11 +335,6 @@ def _on_batch(op: Any, batch: pa.RecordBatch, rows: np.ndarray,
     return op.on_batch(batch if rows.shape[0] == batch.num_rows else batch.take(pa.array(rows)))
 
 
-def _int64(values: np.ndarray) -> np.ndarray:
-    """Times or integers as int64 (a timestamp column's values as its integers)."""
-    return np.asarray(values.view(np.int64) if values.dtype.kind == "M" else values, np.int64)
-
-
 def _columns(table: pa.Table) -> list[pa.Array]:
     """The table's columns after the first (``__oop_key``), one array each."""
     return [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in table.columns[1:]]
@@ -495,8 +489,7 @@ class ThreadedWindow(Operator):
             op.open([self._pinfo])
             self.parts.append(_Partition(op, f"oop-{self.name}-{i}"))
         # the merge threads: ranges 1 .. n-1 of a cut merge (the driving thread takes 0)
-        self.cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-            os.cpu_count() or 1)
+        self.cores = usable_cores()
         self.merge_clocks: list[ThreadClock] = []
         self.mergers = ThreadPoolExecutor(n - 1, f"oop-{self.name}-merge",
                                           initializer=self._start_merge_clock)
@@ -729,9 +722,9 @@ class ThreadedWindow(Operator):
             self._cpu_merge += _time.thread_time() - t0
 
     def _merge_now(self, batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
-        ends = [_int64(b.column(2).to_numpy()) for b in batches]
-        codes = [np.asarray(b.column(0).to_numpy(), np.int64) for b in batches]
-        if (len(batches) > 1 and sum(e.shape[0] for e in ends) >= SPLIT_MERGE_MIN_ROWS
+        ends = [int64_view(b.column(2)) for b in batches]  # window_end, never null
+        codes = [int64_view(b.column(0)) for b in batches]
+        if (len(batches) > 1 and sum(e.shape[0] for e in ends) >= CUT_MERGE_MIN_ROWS
                 and cut_merges(self.n, self.cores)):
             cut = self._cut_merge(batches, ends, codes)
             if cut is not None:
