@@ -105,29 +105,41 @@ def window_oracle(
             s, e = k.extent(int(w))
             inside = np.flatnonzero((values >= s) & (values < e))
             g: dict[Any, list[int]] = {}
-            for i in inside:
-                g.setdefault(keys[i], []).append(int(i))
+            for i in inside.tolist():
+                g.setdefault(keys[i], []).append(i)
             groups.append((int(w), s, e, g))
+    folds = [_fold(a, cols, floats) for a in aggs]
+    at = times.tolist()
     rows: list[dict[str, Any]] = []
     for w, s, e, g in groups:
         for key, idx in g.items():
             r: dict[str, Any] = dict(zip(by, key))
             r["window_start"], r["window_end"] = s, e
-            for a in aggs:
-                st = a.init()
-                vals = cols.get(a.column)  # type: ignore[arg-type]
-                # var/std/quantiles/UDAFs compute in float64; sums and selections stay exact
-                if a.column in floats and a.spec.arithmetic and not a.spec.from_sum:
-                    vals = floats[a.column]
-                for i in idx:
-                    st = a.update(st, vals[i] if vals is not None else None, int(times[i]))
-                v = a.finalize(st)
-                r[a.name] = a.spec.to_output(v)
+            for name, fold in folds:
+                r[name] = fold(idx, at)
             if emit_wid:
                 r["wid"] = w
             rows.append(r)
     schema = output_schema(table.schema, k, aggs, by, time, emit_wid)
     return _table(rows, schema)
+
+
+def _fold(a: Agg, cols: dict[str, list], floats: dict[str, list]) -> tuple[str, Any]:
+    """``(output name, fold)`` of one aggregate: ``fold(rows, times)`` is its output value over
+    those rows (row numbers in arrival order) -- init, one update per row, finalize."""
+    spec = a.spec
+    vals = cols.get(a.column)  # type: ignore[arg-type]
+    # var/std/quantiles/UDAFs compute in float64; sums and selections stay exact
+    if a.column in floats and spec.arithmetic and not spec.from_sum:
+        vals = floats[a.column]
+
+    def fold(idx: list[int], times: list[int]) -> Any:
+        st = spec.init(a)
+        for i in idx:
+            st = spec.update(a, st, vals[i] if vals is not None else None, times[i])
+        return spec.to_output(spec.finalize(a, st))
+
+    return a.name, fold
 
 
 def _table(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
