@@ -147,24 +147,30 @@ def disordered_tables(
 def batch_splits(
     draw: st.DrawFn, table: pa.Table, max_batch: int = 16, allow_empty: bool = True
 ) -> list[pa.RecordBatch]:
-    """``table`` cut, in order, into RecordBatches of random sizes (``0..max_batch`` rows).
+    """``table`` cut, in order, into RecordBatches of ``1..max_batch`` rows, with up to two
+    empty batches (``allow_empty``) before any of them and at the end.
 
     Concatenating the result gives ``table`` back. At least one batch is
-    returned (an empty one for an empty table) so the schema is known.
+    returned (an empty one for an empty table) so the schema is known. Every
+    draw moves the cut forward (an empty batch is a draw of its own), so the
+    smallest example is small: one-row batches, no empty ones.
     """
     n = table.num_rows
-    lo = 0 if allow_empty else 1
+    combined = table.combine_chunks()
+    empty = _slice_batch(combined, 0, 0)
+
+    def empties() -> list[pa.RecordBatch]:
+        return [empty] * max(0, draw(st.integers(0, 9)) - 7) if allow_empty else []
+
     out: list[pa.RecordBatch] = []
     i = 0
-    combined = table.combine_chunks()
     while i < n:
-        k = draw(st.integers(lo, max_batch))
-        k = min(k, n - i)
+        k = min(draw(st.integers(1, max_batch)), n - i)
+        out += empties()
         out.append(_slice_batch(combined, i, k))
         i += k
-    if not out:
-        out.append(_slice_batch(combined, 0, 0))
-    return out
+    out += empties()
+    return out or [empty]
 
 
 def _slice_batch(table: pa.Table, start: int, length: int) -> pa.RecordBatch:

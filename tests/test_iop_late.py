@@ -105,7 +105,7 @@ def _out_rows(which: str, table: pa.Table) -> int:
 
 @pytest.mark.parametrize("which", ["merge", "sort", "buffering", "gigascope"])
 @pytest.mark.parametrize("policy", POLICIES)
-@settings(max_examples=15, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
+@settings(max_examples=15)
 @given(data=st.data())
 def test_single_input_baselines_route_late_rows(which, policy, data):
     t = data.draw(disordered_tables(min_rows=1, max_rows=40, max_delay=6))
@@ -129,7 +129,7 @@ def test_single_input_baselines_route_late_rows(which, policy, data):
 
 @pytest.mark.parametrize("cls", [OPOBJoin, OPIBJoin], ids=lambda c: c.__name__)
 @pytest.mark.parametrize("policy", POLICIES)
-@settings(max_examples=12, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
+@settings(max_examples=12)
 @given(data=st.data())
 def test_order_preserving_joins_route_late_rows(cls, policy, data):
     left = data.draw(disordered_tables(min_rows=1, max_rows=30, max_delay=4))

@@ -179,7 +179,7 @@ def result_pairs(draw):
     return pa.Table.from_pylist(rows, schema), pa.Table.from_pylist(other, schema)
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(pair=result_pairs())
 def test_columnar_row_comparison_agrees_with_the_row_by_row_one(pair):
     """The columnar comparison of big results gives the row-by-row verdict wherever it applies."""
