@@ -120,15 +120,17 @@ def test_band_bound_permutation_and_punctuation(n, rate, delay, seed, bs):
     t = pa.Table.from_batches(batches)
     assert _rows(t) == _rows(p.table())  # a permutation of the ordered stream
     assert int(_lag(t.column("ts").to_numpy()).max()) <= delay
-    # every punctuation is valid for everything after it, and strictly increasing
-    last = None
-    for i, it in enumerate(items):
+    # every punctuation is strictly increasing and valid for everything after it (the
+    # smallest time of all later batches, a suffix minimum)
+    puncts = [it.value for it in items if isinstance(it, Punctuation)]
+    assert all(a < b for a, b in zip(puncts, puncts[1:]))
+    later_min = None
+    for it in reversed(items):
         if isinstance(it, Punctuation):
-            assert last is None or it.value > last
-            last = it.value
-            later = [b for b in items[i + 1:] if isinstance(b, pa.RecordBatch)]
-            if later:
-                assert min(int(b.column("ts").to_numpy().min()) for b in later) >= it.value
+            assert later_min is None or later_min >= it.value
+        elif isinstance(it, pa.RecordBatch):
+            m = int(it.column("ts").to_numpy().min())
+            later_min = m if later_min is None else min(later_min, m)
     # independent of the batch size it is read with
     assert t.equals(ds.table())
 
