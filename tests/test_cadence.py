@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import oop
@@ -30,7 +30,7 @@ def _late_rows(res) -> list[tuple]:
     return [] if late is None else sorted(tuple(r.values()) for r in late.to_pylist())
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(data=st.data(), spec=st.sampled_from(SPECS), cadence=st.integers(1, 12),
        kind=st.sampled_from([Tumbling(5), Sliding(8, 2)]))
 def test_output_and_late_set_do_not_depend_on_chunking(data, spec, cadence, kind):
@@ -46,7 +46,7 @@ def test_output_and_late_set_do_not_depend_on_chunking(data, spec, cadence, kind
     assert m.tuples_in == table.num_rows == m.tuples_out + m.late_total  # nothing lost
 
 
-@settings(max_examples=25, suppress_health_check=[HealthCheck.large_base_example, HealthCheck.too_slow])
+@settings(max_examples=25)
 @given(data=st.data(), spec=st.sampled_from(SPECS), size=st.integers(1, 10))
 def test_cadence_equal_to_batch_size_is_the_per_batch_rule(data, spec, size):
     """Batches of exactly ``cadence`` rows punctuate exactly as without a cadence (a final
