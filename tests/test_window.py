@@ -86,9 +86,13 @@ def assert_paned_in_one_call_equals_wid_and_oracle(items, table, kind, aggs, wha
     assert_same_rows(paned, window_oracle(table, kind, aggs, by=["key"], time="ts", unit="ms"))
 
 
+#: the float tolerance of result comparisons (relative and absolute), row by row or by columns
+TOL = 1e-7
+
+
 def _close(a, b):
     if isinstance(a, float) and isinstance(b, float):
-        return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-7)
+        return math.isclose(a, b, rel_tol=TOL, abs_tol=TOL)
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
     if isinstance(a, dict) and isinstance(b, dict):
@@ -144,8 +148,8 @@ def rows_differ_columnar(got: pa.Table, exp: pa.Table, idx: list[str]):
             a = x.to_numpy(zero_copy_only=False).astype(np.float64)
             b = y.to_numpy(zero_copy_only=False).astype(np.float64)
             with np.errstate(invalid="ignore"):
-                close = (a == b) | (np.isfinite(a) & np.isfinite(b) & (np.abs(a - b) <= np.maximum(
-                    1e-7 * np.maximum(np.abs(a), np.abs(b)), 1e-7)))
+                within = np.abs(a - b) <= np.maximum(TOL * np.maximum(np.abs(a), np.abs(b)), TOL)
+                close = (a == b) | (np.isfinite(a) & np.isfinite(b) & within)  # as math.isclose
             same &= (nx == ny) & (nx | close)
         else:
             eq = pc.equal(x, y).fill_null(False).to_numpy(zero_copy_only=False)
@@ -172,7 +176,7 @@ def result_pairs(draw):
         if draw(st.integers(0, 4)) == 0:
             col = draw(st.sampled_from(list(r)))
             r[col] = draw({"key": key, "x": fl}.get(col, st.integers(0, 3)))
-        elif r["x"] is not None and draw(st.booleans()):  # a relative change within/beyond 1e-7
+        elif r["x"] is not None and draw(st.booleans()):  # a relative change within/beyond TOL
             r["x"] = r["x"] * (1 + draw(st.sampled_from([1e-9, -1e-9, 1e-6, -1e-6])))
     schema = pa.schema([("key", pa.string()), ("window_start", pa.int64()),
                         ("window_end", pa.int64()), ("n", pa.int64()), ("x", pa.float64())])
