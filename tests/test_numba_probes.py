@@ -97,3 +97,51 @@ def test_numba_extension_scan_skipped_only_when_nothing_declares_one(tmp_path: P
     info.mkdir(parents=True)
     (info / "entry_points.txt").write_text("[numba_extensions]\ninit = numba_plugin:init\n")
     assert _run_ext(tmp_path, site) == ["True", "False"]
+
+
+_LEAN = """
+import sys
+import numpy as np
+from oop.command.numba_probes import load_cached_kernels_lean
+set_up = load_cached_kernels_lean()
+from oop.window import kernels as K
+rows = np.zeros(8, np.int64); f = np.zeros(8); codes = np.array([1, 2, 1], np.int64)
+units = np.zeros(3, np.int64); vals = np.array([1.0, 2.0, 3.0])
+new, _ = K.upd_rows_sums1(rows, (np.zeros(1, np.int64),), 0, (f,), (vals,), 1, codes, units, 8, 0,
+                          np.inf)
+registries = sorted(m for m in ("numba.np.arraymath", "numba.typed.typeddict",
+                                "numba.cpython.mathimpl", "scipy.linalg", "cffi") if m in sys.modules)
+import numba as nb
+
+@nb.njit  # not cached: compiled here, after the lean loads
+def fresh(n):
+    out = np.empty(n, np.float64)
+    for i in range(n):
+        out[i] = np.sqrt(i)
+    return out
+
+compiled = fresh(4).tolist()
+after = sorted(m for m in ("numba.np.arraymath", "scipy.linalg", "cffi") if m in sys.modules)
+print(set_up, load_cached_kernels_lean(), int(new), rows[:3].tolist(), f[:3].tolist(),
+      registries, compiled, after, sep="|")
+"""
+
+
+def test_cached_kernels_load_without_the_registries(tmp_path: Path) -> None:
+    """A kernel loaded from numba's cache runs without numba's registries; a later compile
+    in the same process loads them (without the BLAS and cffi probes) and works."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run() -> list[str]:
+        return subprocess.run([sys.executable, "-c", _LEAN], check=True, capture_output=True,
+                              text=True, env=env).stdout.strip().split("|")
+
+    first = run()  # empty cache: upd_rows_sums1 is compiled (and cached)
+    assert first[0:2] == ["True", "False"]  # set up once, then idempotent
+    second = run()  # loaded from the cache
+    for out in (first, second):
+        assert out[2:5] == ["2", "[0, 2, 1]", "[0.0, 4.0, 2.0]"]  # same counts and sums
+        assert out[6] == str([0.0, 1.0, 2 ** 0.5, 3 ** 0.5])  # the fresh kernel computes
+        assert out[7] == "['numba.np.arraymath']"  # registries loaded to compile, no probes
+    assert first[5] == "['numba.cpython.mathimpl', 'numba.np.arraymath', 'numba.typed.typeddict']"
+    assert second[5] == "[]"  # the cached kernel ran with none of them loaded
