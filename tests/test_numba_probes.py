@@ -102,15 +102,20 @@ def test_numba_extension_scan_skipped_only_when_nothing_declares_one(tmp_path: P
 _LEAN = """
 import sys
 import numpy as np
-from oop.command.numba_probes import load_cached_kernels_lean
+from oop.kernel_cache import load_cached_kernels_lean
+from oop.command.numba_probes import skip_probes_at_compile
 set_up = load_cached_kernels_lean()
+skip_probes_at_compile()
 from oop.window import kernels as K
 rows = np.zeros(8, np.int64); f = np.zeros(8); codes = np.array([1, 2, 1], np.int64)
 units = np.zeros(3, np.int64); vals = np.array([1.0, 2.0, 3.0])
 new, _ = K.upd_rows_sums1(rows, (np.zeros(1, np.int64),), 0, (f,), (vals,), 1, codes, units, 8, 0,
                           np.inf)
-registries = sorted(m for m in ("numba.np.arraymath", "numba.typed.typeddict",
-                                "numba.cpython.mathimpl", "scipy.linalg", "cffi") if m in sys.modules)
+names = ("numba.np.arraymath", "numba.typed.typeddict", "numba.cpython.mathimpl")
+registries = sorted(m for m in names if m in sys.modules)
+import usermod  # a user's cached function (not oop's): numba's own load, registries and all
+user = usermod.twice(np.arange(3)).tolist()
+after_user = sorted(m for m in names if m in sys.modules)
 import numba as nb
 
 @nb.njit  # not cached: compiled here, after the lean loads
@@ -123,25 +128,41 @@ def fresh(n):
 compiled = fresh(4).tolist()
 after = sorted(m for m in ("numba.np.arraymath", "scipy.linalg", "cffi") if m in sys.modules)
 print(set_up, load_cached_kernels_lean(), int(new), rows[:3].tolist(), f[:3].tolist(),
-      registries, compiled, after, sep="|")
+      registries, compiled, after, user, after_user, sep="|")
+"""
+
+_USERMOD = """
+import numba as nb
+
+@nb.njit(cache=True)
+def twice(a):
+    return a * 2
 """
 
 
 def test_cached_kernels_load_without_the_registries(tmp_path: Path) -> None:
-    """A kernel loaded from numba's cache runs without numba's registries; a later compile
-    in the same process loads them (without the BLAS and cffi probes) and works."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    """An oop kernel loaded from numba's cache runs without numba's registries; a user's
+    cached function loads the way numba loads it; a later compile in the same process
+    loads the registries (without the BLAS and cffi probes) and works."""
+    (tmp_path / "usermod.py").write_text(_USERMOD)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
 
     def run() -> list[str]:
         return subprocess.run([sys.executable, "-c", _LEAN], check=True, capture_output=True,
                               text=True, env=env).stdout.strip().split("|")
 
-    first = run()  # empty cache: upd_rows_sums1 is compiled (and cached)
+    every = "['numba.cpython.mathimpl', 'numba.np.arraymath', 'numba.typed.typeddict']"
+    first = run()  # empty cache: upd_rows_sums1 and twice are compiled (and cached)
     assert first[0:2] == ["True", "False"]  # set up once, then idempotent
-    second = run()  # loaded from the cache
+    second = run()  # both loaded from the cache
     for out in (first, second):
         assert out[2:5] == ["2", "[0, 2, 1]", "[0.0, 4.0, 2.0]"]  # same counts and sums
         assert out[6] == str([0.0, 1.0, 2 ** 0.5, 3 ** 0.5])  # the fresh kernel computes
-        assert out[7] == "['numba.np.arraymath']"  # registries loaded to compile, no probes
-    assert first[5] == "['numba.cpython.mathimpl', 'numba.np.arraymath', 'numba.typed.typeddict']"
-    assert second[5] == "[]"  # the cached kernel ran with none of them loaded
+        assert out[8] == "[0, 2, 4]"  # the user's function computes
+        assert out[9] == every  # ... and its load (or compile) refreshed numba's contexts
+    assert first[5] == every  # compiling the oop kernel loaded them
+    assert first[7] == "['numba.np.arraymath']"  # ... without the BLAS and cffi probes
+    # the user's function, loaded numba's way before any compile, ran numba's probes
+    assert second[7] == "['cffi', 'numba.np.arraymath', 'scipy.linalg']"
+    assert second[5] == "[]"  # the cached oop kernel ran with none of them loaded

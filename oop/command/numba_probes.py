@@ -17,16 +17,10 @@ numba asks five questions once per process, four by importing a library:
   entry points of every installed distribution (~25 ms CPU with 128 of them) looking
   for the ``numba_extensions`` group.
 
-Loading a kernel from the on-disk cache needs none of this: numba's ``Cache.load_overload``
-refreshes its target context first (``BaseContext.refresh``: every typing and lowering
-registry, ~60 modules from ``numba.cpython``, ``numba.np``, ``numba.typed``..., ~0.17 s
-CPU here, the probes above included), although the cached machine code only links
-against numba's runtime (NRT). :func:`load_cached_kernels_lean` makes a cache load
-initialize NRT only, and leaves the registries to the first real compile: numba's
-compiler refreshes both contexts itself before it types anything
-(``CompilerBase.__init__``). At that first compile (the ``numba:compile`` event, before
-the compiler runs) the BLAS and cffi probes are answered as below. A run whose kernels
-are all cached (every run after the first) so never loads the registries.
+:func:`skip_probes_at_compile` answers the BLAS and cffi probes at the first compile
+instead of up front (a ``numba:compile`` listener, called before the compiler runs): with
+:func:`oop.kernel_cache.load_cached_kernels_lean`, a run whose kernels are all cached never
+loads numba's registries, so never meets the probes.
 
 No oop kernel calls ``np.dot``, ``@``, ``np.linalg`` or a cffi function. The
 functions below answer each probe with "not installed" by importing the probing
@@ -43,7 +37,7 @@ Effect on the process: a numba kernel compiled *afterwards* that uses ``np.dot``
 ``np.linalg`` (no BLAS) or calls a cffi function (no cffi typing) fails to compile.
 :func:`import_numba` is harmless everywhere (only the version check is skipped);
 call :func:`skip_blas_probe`, :func:`skip_cffi_probe` and
-:func:`load_cached_kernels_lean` only in processes that run oop's own kernels (``oop
+:func:`skip_probes_at_compile` only in processes that run oop's own kernels (``oop
 replay``), not in a library import.
 """
 
@@ -56,7 +50,7 @@ import sys
 from typing import Any
 
 __all__ = ["import_numba", "skip_blas_probe", "skip_cffi_probe", "declares_numba_extensions",
-           "load_cached_kernels_lean"]
+           "skip_probes_at_compile"]
 
 
 class _Block(importlib.abc.MetaPathFinder):
@@ -157,10 +151,16 @@ def skip_cffi_probe() -> bool:
     return _import_without("numba.core.typing.cffi_utils", ("cffi",), "cffi")
 
 
-def _skip_probes_at_compile() -> None:
-    """Answer the BLAS and cffi probes when numba first compiles (before the compiler's
-    registry refresh would run them): a ``numba:compile`` listener, idempotent after."""
+def skip_probes_at_compile() -> bool:
+    """Answer the BLAS and cffi probes when numba first compiles, before the compiler's
+    registry refresh would run them (a ``numba:compile`` listener; the answers are
+    idempotent after). For processes that run oop's own kernels only (module doc); True if
+    the listener was installed now."""
+    import_numba()
     from numba.core import event
+
+    if _PROBES_AT_COMPILE:
+        return False
 
     class _Probes(event.Listener):
         def on_start(self, _ev: Any) -> None:
@@ -170,41 +170,9 @@ def _skip_probes_at_compile() -> None:
         def on_end(self, _ev: Any) -> None:
             pass
 
-    event.register("numba:compile", _Probes())
-
-
-def load_cached_kernels_lean() -> bool:
-    """Make numba load cached kernels without loading its registries (see module doc);
-    True if it was set up now.
-
-    False when already set up, or when this numba's cache does not have the shape this
-    relies on (``Cache.load_overload`` calling ``_guard_against_spurious_io_errors`` and
-    ``_load_overload``; ``numba.core.runtime.rtsys``): then numba loads as usual.
-    Idempotent; O(1).
-    """
-    import_numba()
-    from numba.core import caching
-
-    cache = getattr(caching, "Cache", None)
-    current = getattr(cache, "load_overload", None)
-    if current is None or getattr(current, "_oop_lean", False):
-        return False
-    if not all(hasattr(cache, a) for a in ("_guard_against_spurious_io_errors",
-                                            "_load_overload")):
-        return False
-    try:
-        from numba.core.runtime import rtsys
-    except ImportError:
-        return False
-
-    def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
-        """numba's ``Cache.load_overload`` with ``rtsys.initialize`` (what cached code links
-        against) instead of ``target_context.refresh()`` (what compiling needs)."""
-        rtsys.initialize(target_context)
-        with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
-
-    load_overload._oop_lean = True  # type: ignore[attr-defined]
-    _skip_probes_at_compile()
-    cache.load_overload = load_overload
+    _PROBES_AT_COMPILE.append(_Probes())
+    event.register("numba:compile", _PROBES_AT_COMPILE[0])
     return True
+
+
+_PROBES_AT_COMPILE: list[Any] = []

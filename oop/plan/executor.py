@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from oop.checkpoint.cut import Checkpoint
+from oop.kernel_cache import load_cached_kernels_lean
 from oop.operators.base import Operator, StreamInfo
 from oop.plan.source import Source
 from oop.stream.elements import END_OF_STREAM, INT64_MIN, Element, EndOfStream, is_punctuation
@@ -95,6 +96,7 @@ class Executor:
                 n.op.metrics.name = n.op.name
 
     def open(self) -> None:
+        load_cached_kernels_lean()  # oop's cached kernels load without numba's registries
         infos: dict[int, StreamInfo] = {}
         for n in self.nodes:
             infos[n.id] = n.op.open([infos[p.id] for p in n.parents])
