@@ -166,3 +166,34 @@ def test_cached_kernels_load_without_the_registries(tmp_path: Path) -> None:
     # the user's function, loaded numba's way before any compile, ran numba's probes
     assert second[7] == "['cffi', 'numba.np.arraymath', 'scipy.linalg']"
     assert second[5] == "[]"  # the cached oop kernel ran with none of them loaded
+
+
+_HASHMOD = """
+import numba as nb
+
+@nb.njit(cache=True)
+def text_hash(s):
+    return hash(s)  # siphash with Python's hash secret: an LLVM symbol numba adds at import
+"""
+
+_HASHED = """
+import sys
+import oop.kernel_cache as kc
+kc._is_oop_kernel = lambda cache: True  # load this user function as oop's kernels load
+kc.load_cached_kernels_lean()
+import hashmod
+before = "numba.cpython.hashing" in sys.modules
+print(before, hashmod.text_hash("window") == hash("window"), sep="|")
+"""
+
+
+def test_a_lean_load_links_what_the_cached_code_calls(tmp_path: Path) -> None:
+    """Cached code that calls a symbol numba registers at a module's import (the hash
+    secret of ``numba.cpython.hashing``) still links: loading the cached environment
+    imports the modules whose code was inlined. A missing symbol would kill the process."""
+    (tmp_path / "hashmod.py").write_text(_HASHMOD)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    runs = [subprocess.run([sys.executable, "-c", _HASHED], check=True, capture_output=True,
+                           text=True, env=env).stdout.strip() for _ in range(2)]
+    assert runs == ["False|True", "False|True"]  # compiled, then loaded lean: same hash
