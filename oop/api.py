@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar, overload
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from oop.errors import UnknownColumnError
 from oop.operators.base import Operator
@@ -314,7 +313,8 @@ class Stream:
              on_round: Callable[[int], None] | None = None,
              checkpoint_dir: str | Path | None = None,
              checkpoint_every: "Amount | str | None" = None,
-             keep_checkpoints: int = 3, progress: bool = False) -> Result:
+             keep_checkpoints: int = 3, progress: bool = False,
+             background: bool = False) -> Result:
         """Run the plan writing every output batch to ``target`` as it is produced.
 
         ``target``: a :class:`~oop.io.protocol.Sink`, a ``fn(batch)`` callable,
@@ -343,14 +343,20 @@ class Stream:
         checkpoint and raise :class:`oop.errors.Interrupted` (``code`` 130 / 143).
         ``commit_every`` is ignored then (parts are committed with checkpoints).
         ``progress``: a progress line on stderr every 5 s.
+        ``background``: the batches are encoded and written on threads of their own, in
+        order, as ``oop replay --threads 2`` does (a part folder encodes its parts on two
+        lanes; any other target is written by one thread, a ``fn(batch)`` target called
+        there): the same output, while the plan goes on
+        (:class:`oop.plan.background.BackgroundSink`). Commits and checkpoints wait for
+        what was queued before them.
         """
-        if checkpoint_dir is None:
-            if checkpoint_every is not None:
-                from oop.errors import ConfigError
+        if checkpoint_dir is None and checkpoint_every is not None:
+            from oop.errors import ConfigError
 
-                raise ConfigError("checkpoint_every says how often to write a checkpoint; "
-                                  "give checkpoint_dir too (where to write it)")
-            writer = SinkWriter(as_sink(target, format, "out"), commit_rows=commit_every)
+            raise ConfigError("checkpoint_every says how often to write a checkpoint; "
+                              "give checkpoint_dir too (where to write it)")
+        if checkpoint_dir is None:
+            writer = SinkWriter(_out_sink(target, format, background), commit_rows=commit_every)
             late_out = late_writer(late)
             ex, _ = self.executor(terminal=writer)
             return run_writing(ex, writer, late_out, on_round)
@@ -359,7 +365,7 @@ class Stream:
 
         options = job_options(checkpoint_dir, checkpoint_every, keep_checkpoints,
                               progress=progress, on_round=on_round)
-        writer = SinkWriter(as_sink(target, format, "out"))
+        writer = SinkWriter(_out_sink(target, format, background))
         late_out = late_writer(late)
         ex, _ = self.executor(terminal=writer)
         return run_checkpointed(ex, writer, late_out, options)
@@ -388,7 +394,7 @@ class Stream:
                    commit_every: int | None = DEFAULT_COMMIT_ROWS,
                    checkpoint_dir: str | Path | None = None,
                    checkpoint_every: "Amount | str | None" = None,
-                   keep_checkpoints: int = 3) -> Result:
+                   keep_checkpoints: int = 3, background: bool = False) -> Result:
         """Run, streaming the output rows to Parquet without collecting them.
 
         A path ending in ``/`` or an existing folder gets rolling part files
@@ -397,11 +403,23 @@ class Stream:
         other path is one Parquet file written row group by row group.
         ``checkpoint_dir`` / ``checkpoint_every`` / ``keep_checkpoints``: a
         restartable, exactly-once run as in :meth:`sink` (``path`` must then be
-        a folder). Returns the (table-less) Result of :meth:`sink`.
+        a folder). ``background``: encode and write on threads of their own, as in
+        :meth:`sink`. Returns the (table-less) Result of :meth:`sink`.
         """
         return self.sink(path, format="parquet", late=late, commit_every=commit_every,
                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-                         keep_checkpoints=keep_checkpoints)
+                         keep_checkpoints=keep_checkpoints, background=background)
+
+
+def _out_sink(target: Target, format: str | None, background: bool) -> Any:
+    """The sink of :meth:`Stream.sink`'s ``target``, written on threads of its own when
+    ``background``."""
+    out = as_sink(target, format, "out")
+    if background:
+        from oop.plan.background import BackgroundSink
+
+        out = BackgroundSink(out)
+    return out
 
 
 def _dag_nodes(node: Node) -> list[Node]:
@@ -520,30 +538,33 @@ def from_parquet(
     batch_size: int = DEFAULT_BATCH_SIZE,
     columns: Sequence[str] | None = None,
     name: str | None = None,
+    read_ahead: bool = False,
 ) -> Stream:
     """A stream over a Parquet file or folder; rows are replayed in file order.
 
-    The data is read lazily, ``batch_size`` rows at a time (memory is bounded
-    by the batch, not the file). A folder's files are read in sorted name order.
+    The data is read lazily, ``batch_size`` rows at a time (memory is bounded by the
+    batch, not the file), by the reader of ``oop replay`` (:class:`oop.io.files.FileSource`):
+    a folder's files in sorted name order, those whose names start with ``.`` or ``_``
+    (pending parts, ``_SUCCESS``) left out, and files of another known format (``.csv``,
+    ...) too. ``read_ahead``: decode on a thread of its own, up to two batches ahead of the
+    plan (Arrow decodes without holding the GIL), as ``oop replay --threads 2`` does: the
+    same rows in the same order, and a checkpointed run resumes where the plan was
+    (:class:`oop.plan.background.ReadAhead`).
     """
+    from oop.io.files import FileSource
+
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no Parquet file or folder at {str(p)!r}")
-    files = sorted(f for f in p.rglob("*.parquet")) if p.is_dir() else [p]
-    if not files:
+    if p.is_dir() and not any(p.rglob("*.parquet")):
         raise FileNotFoundError(f"folder {str(p)!r} holds no *.parquet files")
-    schema = pq.read_schema(files[0])
-    if columns is not None:
-        schema = pa.schema([schema.field(c) for c in columns])
+    reader: Any = FileSource(p, format="parquet", columns=columns)
+    if read_ahead:
+        from oop.plan.background import ReadAhead
 
-    from oop.io.formats import parquet_file
-
-    def feed() -> Iterable[pa.RecordBatch]:
-        for f in files:
-            yield from parquet_file(f).iter_batches(batch_size=batch_size, columns=columns)
-
-    return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
-                   schema=schema, name=name or p.stem)
+        reader = ReadAhead(reader)
+    return from_connector(reader, time=time, unit=unit, punctuation=punctuation, late=late,
+                          batch_size=batch_size, name=name or p.stem)
 
 
 def from_connector(

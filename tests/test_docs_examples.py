@@ -66,14 +66,23 @@ def _runnable(block: str) -> str:
 def test_usage_python_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     blocks = [b for b in code_blocks("docs/usage.md", "python") if "oop.spark" not in b]
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     first: dict[str, Any] = {}
     exec(compile(blocks[0], "docs/usage.md[python 0]", "exec"), first)
     assert first["res"].table.num_rows and (tmp_path / "out.parquet").exists()
+    (tmp_path / "flows").mkdir()
+    for i, part in enumerate((_flows().slice(0, N // 2), _flows().slice(N // 2))):
+        pq.write_table(part, tmp_path / "flows" / f"part-{i}.parquet")
+    exec(compile(blocks[1], "docs/usage.md[python 1]", "exec"), dict(first))
+    threaded = pq.read_table(tmp_path / "results")  # read ahead, written in the background
+    plain = oop.from_parquet("flows/", time="ts", punctuation=oop.BoundedDelay("5s")).window(
+        first["Sliding"]("10s", "1s"), [first["agg"].count(), first["agg"].sum("len")],
+        by="srcIP").collect()
+    assert threaded.num_rows and threaded.equals(plain)
     more = _names()
-    exec(compile(blocks[1], "docs/usage.md[python 1]", "exec"), more)
+    exec(compile(blocks[2], "docs/usage.md[python 2]", "exec"), more)
     assert more["q"].plan("oop").run().table.num_rows
-    exec(compile(blocks[2], "docs/usage.md[python 2]", "exec"), first)
+    exec(compile(blocks[3], "docs/usage.md[python 3]", "exec"), first)
     assert first["out"].num_rows
 
 

@@ -100,3 +100,25 @@ def test_tune_malloc_cuts_page_faults_of_large_array_churn() -> None:
     faults = [int(subprocess.run([sys.executable, "-c", code, arg], env=env, check=True,
                                  capture_output=True, text=True).stdout) for arg in "01"]
     assert faults[1] * 10 < faults[0], faults  # ~200 x 250 pages vs a heap of ~600 pages
+
+
+def test_a_plan_run_tunes_malloc_unless_the_user_chose() -> None:
+    """The Python API tunes glibc's malloc as the commands do (the executor, before the
+    first batch); a program that set a malloc variable keeps its choice."""
+    import os
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc only")
+    code = ("import pyarrow as pa, oop\n"
+            "from oop.io import memory_pool as mp\n"
+            "before = list(mp._TUNED)\n"
+            "t = pa.table({'ts': [1, 2, 3]})\n"
+            "oop.from_arrow(t, time='ts', punctuation=oop.BoundedDelay(1)).run()\n"
+            "print(before, mp._TUNED)\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")}
+    runs = [subprocess.run([sys.executable, "-c", code], env=e, check=True, capture_output=True,
+                           text=True).stdout.strip()
+            for e in (env, {**env, "MALLOC_TRIM_THRESHOLD_": "131072"})]
+    assert runs == ["[] [True]", "[] [False]"]

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from oop.checkpoint.cut import Checkpoint
+from oop.io.memory_pool import tune_malloc
 from oop.kernel_cache import load_cached_kernels_lean
 from oop.operators.base import Operator, StreamInfo
 from oop.plan.source import Source
@@ -97,6 +98,7 @@ class Executor:
 
     def open(self) -> None:
         load_cached_kernels_lean()  # oop's cached kernels load without numba's registries
+        tune_malloc()  # numpy's per-batch arrays from the heap, not mmap (oop.io.memory_pool)
         infos: dict[int, StreamInfo] = {}
         for n in self.nodes:
             infos[n.id] = n.op.open([infos[p.id] for p in n.parents])
