@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar, overload
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from oop.errors import UnknownColumnError
 from oop.operators.base import Operator
@@ -543,28 +544,39 @@ def from_parquet(
     """A stream over a Parquet file or folder; rows are replayed in file order.
 
     The data is read lazily, ``batch_size`` rows at a time (memory is bounded by the
-    batch, not the file), by the reader of ``oop replay`` (:class:`oop.io.files.FileSource`):
-    a folder's files in sorted name order, those whose names start with ``.`` or ``_``
-    (pending parts, ``_SUCCESS``) left out, and files of another known format (``.csv``,
-    ...) too. ``read_ahead``: decode on a thread of its own, up to two batches ahead of the
-    plan (Arrow decodes without holding the GIL), as ``oop replay --threads 2`` does: the
-    same rows in the same order, and a checkpointed run resumes where the plan was
-    (:class:`oop.plan.background.ReadAhead`).
+    batch, not the file), on one thread as ``oop replay`` reads it. A folder's files are
+    read in sorted name order. ``read_ahead``: decode on a thread of its own, up to two
+    batches ahead of the plan (Arrow decodes without holding the GIL), as ``oop replay
+    --threads 2`` does: the same rows in the same order
+    (:func:`oop.plan.background.read_ahead`). Every run of the stream reads the files
+    again.
     """
-    from oop.io.files import FileSource
-
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"no Parquet file or folder at {str(p)!r}")
-    if p.is_dir() and not any(p.rglob("*.parquet")):
+    files = sorted(f for f in p.rglob("*.parquet")) if p.is_dir() else [p]
+    if not files:
         raise FileNotFoundError(f"folder {str(p)!r} holds no *.parquet files")
-    reader: Any = FileSource(p, format="parquet", columns=columns)
-    if read_ahead:
-        from oop.plan.background import ReadAhead
+    schema = pq.read_schema(files[0])
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns])
 
-        reader = ReadAhead(reader)
-    return from_connector(reader, time=time, unit=unit, punctuation=punctuation, late=late,
-                          batch_size=batch_size, name=name or p.stem)
+    from oop.io.formats import parquet_file
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for f in files:  # one thread: as oop.io.formats reads Parquet for oop replay
+            yield from parquet_file(f).iter_batches(batch_size=batch_size, columns=columns,
+                                                    use_threads=False)
+
+    def feed() -> Iterable[pa.RecordBatch]:
+        if not read_ahead:
+            return batches()
+        from oop.plan.background import read_ahead as ahead
+
+        return ahead(batches(), name or p.stem)
+
+    return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
+                   schema=schema, name=name or p.stem)
 
 
 def from_connector(

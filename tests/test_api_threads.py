@@ -95,3 +95,32 @@ def test_background_writing_with_checkpoints_and_read_ahead_resume(tmp_path: Pat
     assert pq.read_table(tmp_path / "threads").equals(plain)
     run("threads", True)  # finished: resumes from the final checkpoint, writes nothing new
     assert pq.read_table(tmp_path / "threads").equals(plain)
+
+
+def test_a_stream_reads_its_files_again_on_every_run(tmp_path: Path) -> None:
+    t = pa.table({"ts": [1, 3, 2, 5, 4, 8], "key": [1, 1, 2, 2, 1, 2], "val": [1, 2, 3, 4, 5, 6]})
+    folder = _files(t, tmp_path / "in", [3])
+    for read_ahead in (False, True):
+        w = _windowed(folder, read_ahead, 2)
+        first, second = w.run().table, w.run().table
+        assert first.num_rows and first.equals(second)
+
+
+def test_a_run_that_stops_early_stops_its_reading_thread(tmp_path: Path) -> None:
+    """Dropping a run's output generator midway (or an error) closes the read-ahead: its
+    thread ends and no file stays held by it."""
+    import gc
+    import threading
+
+    rows = 2000
+    t = pa.table({"ts": pa.array(range(rows), pa.int64()), "key": pa.array([0] * rows),
+                  "val": pa.array(range(rows), pa.int64())})
+    folder = _files(t, tmp_path / "in", [500, 1000, 1500])
+    before = threading.active_count()
+    batches = _windowed(folder, True, 10).iter_batches()
+    next(batches)
+    assert threading.active_count() == before + 1  # the reading thread
+    batches.close()
+    del batches
+    gc.collect()
+    assert threading.active_count() == before

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 
@@ -42,7 +42,7 @@ from oop.io.inflight import InFlight
 from oop.io.protocol import END, IDLE, Offset, Poll
 from oop.metrics import ThreadClock
 
-__all__ = ["ReadAhead", "BackgroundSink"]
+__all__ = ["ReadAhead", "BackgroundSink", "read_ahead"]
 
 _STOP = object()
 
@@ -129,6 +129,48 @@ class ReadAhead:
 
     def __getattr__(self, attr: str) -> Any:  # other connector attributes (e.g. stop)
         return getattr(self.inner, attr)
+
+
+class _Items:
+    """An iterator of feed items as a connector: :class:`ReadAhead`'s inner for
+    :func:`read_ahead`."""
+
+    live = False
+    resumable = False
+
+    def __init__(self, items: Iterable[Any], name: str) -> None:
+        self._items = iter(items)
+        self.name = name
+
+    def open(self) -> None:
+        return None
+
+    def poll(self, max_rows: int, timeout: float = 0.1) -> Poll:
+        return next(self._items, END)
+
+    def offset(self) -> Offset:
+        return None
+
+    def close(self) -> None:
+        close = getattr(self._items, "close", None)
+        if close is not None:
+            close()
+
+
+def read_ahead(items: Iterable[Any], name: str, depth: int = 2) -> Iterator[Any]:
+    """``items`` (record batches, or any feed items) iterated on a thread of their own, up
+    to ``depth`` ahead, yielded in the same order (:class:`ReadAhead`). An error of the
+    iteration is raised here; closing the generator (a run that ends early, or its
+    garbage) stops the thread and closes ``items``."""
+    reader = ReadAhead(_Items(items, name), depth)
+    try:
+        while True:
+            item = reader.poll(1)
+            if item is END:
+                return
+            yield item
+    finally:
+        reader.close()
 
 
 class BackgroundSink:
