@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import compile_oop  # noqa: E402
-from bench_threads import read_parts  # noqa: E402
+from bench_threads import benchmark_input, read_parts  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_api_threads.json"
 
@@ -79,10 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(args.data) if args.data else Path(tmp) / "in"
-        if not (data / "part-000.parquet").exists():
-            subprocess.run([sys.executable, str(Path(__file__).parent / "bench_replay.py"),
-                            "--generate", str(data), str(args.rows)], check=True)
+        data = benchmark_input(args.data, tmp, args.rows)
         for name, kind in QUERIES.items():
             for r in range(args.repeat):
                 outs = {}

@@ -132,6 +132,15 @@ def wall_ceiling(one: dict[str, Any], many: dict[str, Any], threads: int) -> flo
     return float(wall1 / (walln - engn + eng1 / threads))
 
 
+def benchmark_input(data: str | None, tmp: str, rows: int) -> Path:
+    """The folder of generated input: ``data`` (made there if missing) or one in ``tmp``."""
+    folder = Path(data) if data else Path(tmp) / "in"
+    if not (folder / "part-000.parquet").exists():
+        subprocess.run([sys.executable, str(Path(__file__).parent / "bench_replay.py"),
+                        "--generate", str(folder), str(rows)], check=True)
+    return folder
+
+
 def read_parts(folder: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in sorted(folder.glob("*.parquet"))])
 
@@ -206,10 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     pair_before = machine_pair_speedup()
     with tempfile.TemporaryDirectory() as tmp:
-        data = Path(args.data) if args.data else Path(tmp) / "in"
-        if not (data / "part-000.parquet").exists():
-            subprocess.run([sys.executable, str(Path(__file__).parent / "bench_replay.py"),
-                            "--generate", str(data), str(args.rows)], check=True)
+        data = benchmark_input(args.data, tmp, args.rows)
         for name, q in QUERIES.items():
             for r in range(args.repeat):
                 outs: dict[int, Path] = {}
