@@ -13,7 +13,9 @@ thread's time, the window kernels ~10 %):
   :meth:`~ReadAhead.poll` *returned* (the reading thread records it with each
   batch), not after the batches read ahead, so a checkpoint of a pipelined
   run resumes exactly where the plan was; ``seek`` works before the first
-  poll (a resumed run seeks, then reads).
+  poll (a resumed run seeks, then reads). :func:`read_ahead` does the same for a Python
+  iterator of batches (``oop.from_parquet(..., read_ahead=True)``); closing the generator
+  stops its thread.
 * :class:`BackgroundSink` -- a :class:`~oop.io.protocol.Sink` whose writes
   happen on a thread, in order, up to ``max_bytes`` of batches behind; ``commit``,
   ``close`` and ``abort`` wait for the queued writes first, so what is
