@@ -14,8 +14,8 @@ only and leaves the registries to the first real compile: numba's compiler refre
 both contexts itself before it types anything (``CompilerBase.__init__``), so a compile
 -- of an oop kernel not yet cached, or of any user function -- sees every registry as
 usual. Any other cached function (a user's, defined outside ``oop.*``) loads exactly as
-numba loads it. The plan executor sets this up before a plan's first kernel; the
-``oop`` commands do it at start.
+numba loads it. The plan executor sets this up when it opens a plan, before the plan's
+first kernel, for the commands and the Python API alike.
 
 ``tests/test_numba_probes.py`` checks, in fresh processes with an empty and then a warm
 cache, that the kernels compute the same either way and that a later compile works.

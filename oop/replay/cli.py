@@ -210,11 +210,10 @@ def run_replay(args: argparse.Namespace) -> int:
 
     use_lean_pool()  # mimalloc's per-thread heaps hold ~60 MiB more in a threaded run
     from oop.command.numba_probes import skip_probes_at_compile
-    from oop.kernel_cache import load_cached_kernels_lean
 
-    # cached kernels load without numba's registries (~0.17 s); a first compile loads them,
-    # without scipy.linalg's BLAS probe (~0.13 s) and cffi's (~20 ms)
-    load_cached_kernels_lean()
+    # cached kernels load without numba's registries (the plan executor sets that up:
+    # oop.kernel_cache); a first compile loads them, without scipy.linalg's BLAS probe
+    # (~0.13 s) and cffi's (~20 ms)
     skip_probes_at_compile()
     t0 = _time.perf_counter()
     src, unit = _source(args)

@@ -139,10 +139,8 @@ def _run(args: argparse.Namespace) -> int:
     check_runtime(args)  # the flags alone, before any SQL is read
     check_threads(args)
     from oop.command.numba_probes import skip_probes_at_compile
-    from oop.kernel_cache import load_cached_kernels_lean
 
-    load_cached_kernels_lean()  # cached kernels load without numba's registries (~0.17 s)
-    skip_probes_at_compile()  # ... and a first compile without the BLAS and cffi probes
+    skip_probes_at_compile()  # a first compile without the BLAS and cffi probes
     t0 = _time.perf_counter()
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
