@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings, strategies as st
 
 import oop
@@ -176,10 +177,39 @@ def test_every_window_operator_gives_the_exact_var(data: st.DataObject) -> None:
     # pane, subtract the leaving one) also keep a residue of earlier panes' rounding (see
     # test_shifted_sum_lane_beside_sum_and_mean). Found: 1.2e-32 for a window of two 0.0
     # after one of 4e-9 and 1.4e-8; WID 4e-8 relative for a spread of 1e-10 far from the
-    # shift. Equal values still give exactly 0 everywhere.
+    # shift. Equal values give exactly 0 wherever a window's sums are its own: WID, the
+    # plain buffering window, and tumbling windows of the differential ones (Paned-WID
+    # recomputes windows of <= 2 panes; the differential buffering window restarts a group
+    # whose rows all expired). A sliding window that stepped keeps earlier panes' rounding
+    # even over equal values (found: 3.6e-11 for two 0.0 after 27 0.0, shifted by 76.7).
+    sliding = rng != slide
+    for got, stepped in ((_run(t, batches, _window(kind, "wid")), False),
+                         (_run(t, batches, _window(kind, "paned")), sliding),
+                         (_buffering(kind, False, t), False), (_buffering(kind, True, t), sliding)):
+        _check(got, cells, equal and not stepped, t.num_rows, lambda n: n * per,
+               _pane_residue(t))
+
+
+def test_equal_values_after_a_larger_window_give_exactly_zero() -> None:
+    """The example Hypothesis found above: key 0 holds 27 zeros in window [0, 10) and two in
+    [10, 20), the shift is key 2's 76.7. The differential buffering window subtracted the 27
+    expired squares one by one and left 3.6e-11 (std 6e-6) in the next window's variance;
+    Paned-WID stepped every other tumbling window. Now every operator gives exactly 0."""
+    ts = [0] * 25 + [1, 4, 7, 10, 10, 10, 10]
+    key = [2] + [0] * 28 + [0, 1, 1]
+    vals = [76.67672455275147] + [0.0] * 31
+    t = pa.table({"ts": pa.array(ts, pa.int64()), "key": pa.array(key, pa.int64()),
+                  "val": pa.array(vals)})
+    batches = [t.slice(0, 1), t.slice(1, 15), t.slice(16)]
+    batches = [b.to_batches()[0] for b in batches]
+    kind = Tumbling(10)
+    cells = _cells_fixed(t, 10, 10)
     for got in (_run(t, batches, _window(kind, "wid")), _run(t, batches, _window(kind, "paned")),
-                _buffering(kind, False, t), _buffering(kind, True, t)):
-        _check(got, cells, equal, t.num_rows, lambda n: n * per, _pane_residue(t))
+                _buffering(kind, False, t), _buffering(kind, True, t),
+                _run(t, batches, _adapt(kind, "adaptive"))):
+        _check(got, cells, True, t.num_rows, lambda n: n)
+        assert got.filter(pc.equal(got.column("key"), 0)).column("var_val").to_pylist() \
+            == [0.0, 0.0]
 
 
 def test_sum_lanes_of_floats_far_from_zero() -> None:

@@ -124,6 +124,12 @@ class PaneCombiner:
             self.P = kind.r // self.g
         else:
             raise ConfigError(f"Paned-WID needs a sliding, tumbling or landmark window, not {kind!r}")
+        #: windows stepped differentially (004 Eq. 6.2) between two recomputes from the panes:
+        #: ``P``, or 0 (always recompute) for windows of one or two panes -- a step reads two
+        #: panes, as many as recomputing such a window, and leaves the previous window's float
+        #: rounding behind (a tumbling window of equal values then has a variance of ~1e-11,
+        #: not 0: tests/test_variance_operators.py)
+        self.steps = self.P if self.P > 2 else 0
         self.holistic = any(a.holistic for a in aggs)  # per-window code order needed
         self._hash_ok = not self.landmark and all(li.lane.op in _SUM_OPS for li in self.lanes)
         self._splits: dict[tuple[bool, ...], tuple | None] = {}  # see _lane_split (derived)
@@ -380,7 +386,7 @@ class PaneCombiner:
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
             len(fk), tuple(self.running[x] for x in ik),
             tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-            prev[0], prev[1], inc0, self.since, self.P, self.holistic, ring.nf_hi)
+            prev[0], prev[1], inc0, self.since, self.steps, self.holistic, ring.nf_hi)
         self.run_w = w0 + nw - 1
         lut = None if callable(key_lut) else key_lut  # O(keys) to build: only when given
         if lut is not None:
@@ -410,7 +416,7 @@ class PaneCombiner:
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
-            prev[0], prev[1], inc0, self.since, self.P, zero,
+            prev[0], prev[1], inc0, self.since, self.steps, zero,
             lut if lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = w0 + nw - 1
         if zero:
@@ -508,7 +514,7 @@ class PaneCombiner:
             np.array([li.identity() for li in sf] or [0.0], np.float64), tid,
             st["prei"], st["sufi"], st["pref"], st["suff"], st["pret"], st["suft"], st["C2"],
             pre_hi, suf_b, ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g,
-            k.o, prev[0], prev[1], inc0, self.since, self.P,
+            k.o, prev[0], prev[1], inc0, self.since, self.P, self.steps,
             key_lut if key_lut is not None else _NO_LUT, ring.nf_hi)
         self.run_w = self._s_w = w0 + nw - 1
         ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
@@ -566,7 +572,7 @@ class PaneCombiner:
             if diff:
                 self._grow(n)
                 # a pane with a NaN / inf sum cannot be subtracted (docs/semantics.md)
-                incremental = (self.run_w == w - 1 and self.since < self.P
+                incremental = (self.run_w == w - 1 and self.since < self.steps
                                and self.window_panes(w - 1)[0] > ring.nf_hi
                                and all(li.key in self.running for li in diff))
                 if incremental:

@@ -14,9 +14,9 @@ Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
   punctuation in one pass: the running per-code sums move from window
   ``w - 1`` to ``w`` by adding the entering panes and subtracting the
   leaving ones (004 Eq. 6.2; recomputed from the window's panes every ``P``
-  windows against float drift), and one branch-free sweep over the codes
-  writes the live cells straight into the output columns (codes,
-  ``window_start``, ``window_end``, every lane). Leaving panes are reset in
+  windows against float drift, every window when it has at most two panes),
+  and one branch-free sweep over the codes writes the live cells straight into
+  the output columns (codes, ``window_start``, ``window_end``, every lane). Leaving panes are reset in
   the same pass when asked (``zero``), so purging them costs no extra sweep.
   Cost: O(windows x codes x lanes) sequential, O(1) per output row.
 * WLQ with select lanes (min, max, first, last): :func:`paned_emit_sel` --
@@ -112,7 +112,7 @@ def _make_paned_emit(fuse: bool) -> Any:
     sum: the README's) compiles ~1 s less; the caller picks by the lane counts."""
 
     def paned_emit(ilanes, n_i, flanes, n_f, irun, frun, C, mask, base, top, n, w0, nw, s, r, g,
-                   o, prev_plo, prev_phi, inc0, since, P, zero, lut, nf_hi=-(1 << 62)):
+                   o, prev_plo, prev_phi, inc0, since, steps, zero, lut, nf_hi=-(1 << 62)):
         """Window-level query of every window ``w0 .. w0 + nw - 1`` for sum-type lanes, fused.
 
         Window ``w`` holds panes ``[((w+1)s - r)/g, (w+1)s/g)`` and spans
@@ -121,8 +121,9 @@ def _make_paned_emit(fuse: bool) -> Any:
         running sums of the window whose panes were ``[prev_plo, prev_phi)``;
         window ``k`` moves them by the entering panes ``[phi(w-1), phi(w))`` and
         the leaving ones ``[plo(w-1), plo(w))`` (Eq. 6.2), or recomputes them
-        from its panes (``inc0`` false for the first window; every ``P``
-        windows). With ``zero`` every pane in ``[base, plo(last window))`` is
+        from its panes (``inc0`` false for the first window; after ``steps``
+        steps since the last recompute, ``since``: every window when ``steps`` is 0,
+        :attr:`~oop.window.paned.PaneCombiner.steps`). With ``zero`` every pane in ``[base, plo(last window))`` is
         reset to 0 in the same pass (the leaving panes: below every later window;
         the caller then moves the ring's base there) and its live cells counted.
 
@@ -154,7 +155,7 @@ def _make_paned_emit(fuse: bool) -> Any:
             e = (w + 1) * s
             plo = (e - r) // g
             phi = e // g
-            if (inc0 or k > 0) and since < P and p_lo > nf_hi:
+            if (inc0 or k > 0) and since < steps and p_lo > nf_hi:
                 a_lo, a_hi = max(p_hi, base), min(phi, top)  # entering panes
                 d_lo, d_hi = max(p_lo, base), min(plo, top)  # leaving panes
                 if (fuse and zero and n_i == 1 and n_f <= 2 and a_hi - a_lo == 1
@@ -441,7 +442,7 @@ def paned_emit_ref(panes: dict[tuple[int, int], list], w0: int, nw: int, s: int,
 
 @nb.njit(cache=True, nogil=True)
 def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, frun, n, w0, nw, s,
-                    r, g, o, prev_plo, prev_phi, inc0, since, P, sort_codes, nf_hi=-(1 << 62)):
+                    r, g, o, prev_plo, prev_phi, inc0, since, steps, sort_codes, nf_hi=-(1 << 62)):
     """:func:`paned_emit` over the sparse (hash) layout: panes are lists of live cells.
 
     ``order[offs[p - pa0]:offs[p - pa0 + 1]]`` are the cells of pane ``p``
@@ -477,7 +478,7 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
         e = (w + 1) * s
         plo = (e - r) // g
         phi = e // g
-        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
+        if (inc0 or k > 0) and since < steps and p_lo > nf_hi:
             lo1, hi1 = p_hi, phi
             lo2, hi2 = p_lo, plo
             since += 1
@@ -670,7 +671,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
                    sil, n_si, sfl, n_sf, stl, ops, idi, idf, tid,
                    prei, sufi, pref, suff, pret, suft, C2, pre_hi, suf_b,
                    C, mask, base, top, n, w0, nw, s, r, g, o, prev_plo, prev_phi, inc0, since, P,
-                   lut, nf_hi=-(1 << 62)):
+                   steps, lut, nf_hi=-(1 << 62)):
     """:func:`paned_emit` with select lanes (min, max, first, last); resets the leaving panes.
 
     Sum-type lanes (``ilanes``/``flanes``, lane 0 = row count) move
@@ -738,11 +739,11 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
             pre_hi = bh
         rlo = base if k == 0 else max(p_lo, base)  # panes to reset: [rlo, rhi)
         rhi = min(plo, top)
-        # -- sum-type lanes: differential step (004 Eq. 6.2) or recompute every P windows
+        # -- sum-type lanes: differential step (004 Eq. 6.2) or recompute after ``steps``
         ra = -1
         rd = -1
         fused = False
-        if (inc0 or k > 0) and since < P and p_lo > nf_hi:
+        if (inc0 or k > 0) and since < steps and p_lo > nf_hi:
             a_lo, a_hi = max(p_hi, base), min(phi, top)
             d_lo, d_hi = max(p_lo, base), min(plo, top)
             # count + one min/max lane, one pane entering (phi - 1, the next prefix) and one
