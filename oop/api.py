@@ -323,8 +323,9 @@ class Stream:
         ``format``). ``late``: the same kinds of target for the rows that
         ``side_output`` late policies route (default: kept in ``Result.late``).
         ``commit_every``: commit the sink at the first punctuation after this
-        many rows (a part folder then shows its parts during the run; a file
-        is flushed and fsynced); None commits at the end only.
+        many rows (a part folder then shows its parts during the run, each once
+        it is durable, without waiting for it: :meth:`~oop.io.parts.PartsSink.publish`;
+        a file is flushed and fsynced); None commits at the end only.
         Nothing is collected: the Result has an empty table and no
         punctuations, but metrics, late (when no ``late`` target) and wall time.
         The run opens, commits and closes the sinks; on an error it aborts

@@ -14,6 +14,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -460,14 +462,55 @@ def test_a_single_file_refuses_to_resume_a_checkpoint_with_rows(tmp_path: Path,
     assert path.read_bytes() == before  # the earlier run's file is left as it was
 
 
-def test_commit_every_shows_parts_during_the_run(tmp_path: Path, disordered: pa.Table) -> None:
+@pytest.mark.parametrize("background", [False, True])
+def test_commit_every_shows_parts_during_the_run(tmp_path: Path, disordered: pa.Table,
+                                                 background: bool) -> None:
     want = windowed(disordered).run().table
     folder = tmp_path / "out"
     seen: list[int] = []
-    windowed(disordered).sink(str(folder) + "/", commit_every=10,
+    windowed(disordered).sink(str(folder) + "/", commit_every=10, background=background,
                               on_round=lambda r: seen.append(len(committed_parts(folder))))
-    assert 0 < seen[len(seen) // 2] < seen[-1] <= len(committed_parts(folder))
+    assert 0 < seen[-1] <= len(committed_parts(folder))
+    if not background:  # on lanes, a part shows once its lane has made it durable
+        assert 0 < seen[len(seen) // 2] < seen[-1]
     assert pq.read_table(folder).to_pylist() == want.to_pylist()
+
+
+def test_publish_renames_the_durable_parts_without_waiting(tmp_path: Path) -> None:
+    """The periodic commit of a part folder encoded on lanes (PartsSink.publish) returns
+    while a lane still waits to close a part, renames nothing that is not durable, and
+    renames the parts in number order once they are; close commits the rest."""
+    gate = threading.Event()
+
+    class Gated(io.FileIO):
+        def close(self) -> None:  # the lane's sync closes a finished part after its fsync
+            if not self.closed:
+                gate.wait(10)
+            super().close()
+
+    folder = tmp_path / "out"
+    sink = PartsSink(folder, opener=lambda p, m: Gated(p, m), max_rows_per_part=100)
+    sink.write_on_threads(2)
+    bs = batches(5)
+    sink.open(bs[0].schema)
+    for b in bs[:3]:  # parts 0-2; finishing part 1 queued part 0's sync (it waits at close)
+        sink.write(b)
+    t0 = time.monotonic()
+    sink.publish()
+    assert time.monotonic() - t0 < 5 and not gate.is_set()  # it did not wait for the lane
+    assert committed_parts(folder) == []  # nothing was durable
+    gate.set()
+    deadline = time.monotonic() + 10
+    while not committed_parts(folder) and time.monotonic() < deadline:
+        time.sleep(0.01)
+        sink.publish()
+    shown = [n for n, _ in committed_parts(folder)]
+    assert shown and shown == list(range(len(shown)))  # a prefix, in number order
+    for b in bs[3:]:
+        sink.write(b)
+    sink.close()
+    assert [n for n, _ in committed_parts(folder)] == list(range(5))
+    assert pq.read_table(folder).equals(pa.Table.from_batches(bs))
 
 
 def test_stdout_without_a_byte_buffer_takes_text(monkeypatch: pytest.MonkeyPatch) -> None:

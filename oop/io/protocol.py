@@ -24,6 +24,9 @@ A **sink** writes the batches that leave a plan as they leave it:
   JSON-serialisable commit point that a checkpoint records;
 * :meth:`Sink.close` commits and closes; :meth:`Sink.abort` closes without
   committing (pending work is discarded).
+* optional: ``publish()`` -- a commit that waits for nothing, for periodic
+  visibility outside checkpoints (a part folder renames the parts already
+  durable: :meth:`oop.io.parts.PartsSink.publish`); a sink without it commits.
 
 A failing write raises :class:`oop.errors.SinkError` naming the destination and
 the cause (full disk, closed pipe); it is never swallowed.

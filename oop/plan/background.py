@@ -249,6 +249,16 @@ class BackgroundSink:
     def commit(self) -> Offset:
         return self._then(self.inner.commit)
 
+    def publish(self) -> None:
+        """A part folder's commit that waits for nothing
+        (:meth:`oop.io.parts.PartsSink.publish`: it is written directly); other sinks
+        commit."""
+        publish = getattr(self.inner, "publish", None)
+        if self.direct and publish is not None:
+            publish()
+        else:
+            self.commit()
+
     def prepare(self) -> Offset:
         prepare = getattr(self.inner, "prepare", None)
         return self._then(prepare if prepare is not None else self.inner.commit)

@@ -35,8 +35,8 @@ class SinkWriter(Operator):
 
     ``commit_rows``: also commit the sink at the first punctuation after that
     many rows were written since the last commit (part folders then show
-    their parts while the run goes on); None commits only at checkpoints
-    (:meth:`snapshot`) and at the end.
+    their parts while the run goes on, :meth:`publish`); None commits only at
+    checkpoints (:meth:`snapshot`) and at the end.
     """
 
     n_inputs = 1
@@ -68,8 +68,19 @@ class SinkWriter(Operator):
 
     def on_punctuation(self, punctuation: Element, port: int = 0) -> list[Element]:
         if self.commit_rows is not None and self.uncommitted >= self.commit_rows:
-            self.commit()
+            self.publish()
         return []
+
+    def publish(self) -> None:
+        """The periodic commit of ``commit_rows``: the sink's ``publish`` (a commit that
+        waits for nothing, :mod:`oop.io.protocol`) where it has one, else :meth:`commit`."""
+        publish = getattr(self.sink, "publish", None)
+        if publish is None:
+            self.commit()
+            return
+        publish()
+        self.uncommitted = 0
+        self.commits += 1
 
     def commit(self) -> Offset:
         """Commit the sink now; returns its commit point."""
