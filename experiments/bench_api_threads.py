@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_replay import compile_oop  # noqa: E402
-from bench_threads import benchmark_input, read_parts  # noqa: E402
+from bench_threads import benchmark_input, min_median_max, read_parts  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_api_threads.json"
 
@@ -97,16 +97,13 @@ def main(argv: list[str] | None = None) -> int:
                 for out in outs.values():
                     for f in out.glob("*"):
                         f.unlink()
-            walls = {th: sorted(x["wall_s"] for x in results
-                                if x["query"] == name and x["threaded"] == th)
+            walls = {th: min_median_max([x["wall_s"] for x in results
+                                         if x["query"] == name and x["threaded"] == th])
                      for th in (False, True)}
             summary[name] = {
-                "plain_wall_s_min_median_max": [walls[False][0], walls[False][len(walls[False]) // 2],
-                                                walls[False][-1]],
-                "threaded_wall_s_min_median_max": [walls[True][0], walls[True][len(walls[True]) // 2],
-                                                   walls[True][-1]],
-                "speedup_median": walls[False][len(walls[False]) // 2]
-                / walls[True][len(walls[True]) // 2],
+                "plain_wall_s_min_median_max": walls[False],
+                "threaded_wall_s_min_median_max": walls[True],
+                "speedup_median": walls[False][1] / walls[True][1],
                 "all_identical": all(x.get("identical_to_plain", True) for x in results
                                      if x["query"] == name)}
     load_after = os.getloadavg()

@@ -141,6 +141,12 @@ def benchmark_input(data: str | None, tmp: str, rows: int) -> Path:
     return folder
 
 
+def min_median_max(values: list[float]) -> list[float]:
+    """``[min, median, max]`` of ``values`` (the upper median of an even count)."""
+    v = sorted(values)
+    return [v[0], v[len(v) // 2], v[-1]]
+
+
 def read_parts(folder: Path) -> pa.Table:
     return pa.concat_tables([pq.read_table(f) for f in sorted(folder.glob("*.parquet"))])
 
@@ -244,16 +250,12 @@ def main(argv: list[str] | None = None) -> int:
                         f.unlink()
         for name in QUERIES:
             for th in counts:
-                walls = sorted(x["wall_s"] for x in results if x["query"] == name
-                               and x["threads"] == th)
-                eng = sorted(x["engine_wall_s"] for x in results if x["query"] == name
-                             and x["threads"] == th)
-                steal = sorted(x.get("steal_s", 0.0) for x in results if x["query"] == name
-                               and x["threads"] == th)
+                runs = [x for x in results if x["query"] == name and x["threads"] == th]
                 summary.setdefault(name, {})[f"threads_{th}"] = {
-                    "steal_s_median": steal[len(steal) // 2],
-                    "wall_s_min_median_max": [walls[0], walls[len(walls) // 2], walls[-1]],
-                    "engine_s_min_median_max": [eng[0], eng[len(eng) // 2], eng[-1]]}
+                    "steal_s_median": min_median_max([x.get("steal_s", 0.0) for x in runs])[1],
+                    "wall_s_min_median_max": min_median_max([x["wall_s"] for x in runs]),
+                    "engine_s_min_median_max": min_median_max([x["engine_wall_s"]
+                                                               for x in runs])}
             base = summary[name]["threads_1"]
             for th in counts[1:]:
                 s = summary[name][f"threads_{th}"]

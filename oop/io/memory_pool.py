@@ -47,6 +47,7 @@ commands: a library should not change which allocator its caller's Arrow arrays 
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import platform
 import sys
@@ -76,18 +77,10 @@ MMAP_THRESHOLD = 4 << 20
 TRIM_THRESHOLD = 32 << 20
 
 
+@functools.cache
 def tune_malloc() -> bool:
     """Raise glibc's mmap and trim thresholds (see module doc); True when set. O(1); the
     first call decides, later ones give its answer."""
-    if not _TUNED:
-        _TUNED.append(_tune_malloc())
-    return _TUNED[0]
-
-
-_TUNED: list[bool] = []  # tune_malloc's answer, once made
-
-
-def _tune_malloc() -> bool:
     if platform.libc_ver()[0] != "glibc" or os.environ.get("GLIBC_TUNABLES") or any(
             os.environ.get(v) for v in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
         return False

@@ -16,8 +16,9 @@ Two hot paths of :class:`~oop.window.paned.PaneCombiner`:
   leaving ones (004 Eq. 6.2; recomputed from the window's panes every ``P``
   windows against float drift, every window when it has at most two panes),
   and one branch-free sweep over the codes writes the live cells straight into
-  the output columns (codes, ``window_start``, ``window_end``, every lane). Leaving panes are reset in
-  the same pass when asked (``zero``), so purging them costs no extra sweep.
+  the output columns (codes, ``window_start``, ``window_end``, every lane).
+  Leaving panes are reset in the same pass when asked (``zero``), so purging
+  them costs no extra sweep.
   Cost: O(windows x codes x lanes) sequential, O(1) per output row.
 * WLQ with select lanes (min, max, first, last): :func:`paned_emit_sel` --
   the same, plus prefix/suffix blocks of ``P`` panes aligned to pane ids
@@ -122,9 +123,9 @@ def _make_paned_emit(fuse: bool) -> Any:
         window ``k`` moves them by the entering panes ``[phi(w-1), phi(w))`` and
         the leaving ones ``[plo(w-1), plo(w))`` (Eq. 6.2), or recomputes them
         from its panes (``inc0`` false for the first window; after ``steps``
-        steps since the last recompute, ``since``: every window when ``steps`` is 0,
-        :attr:`~oop.window.paned.PaneCombiner.steps`). With ``zero`` every pane in ``[base, plo(last window))`` is
-        reset to 0 in the same pass (the leaving panes: below every later window;
+        steps since the last recompute, ``since``: every window when ``steps`` is
+        0, :attr:`~oop.window.paned.PaneCombiner.steps`). With ``zero`` every pane
+        in ``[base, plo(last window))`` is reset to 0 in the same pass (the leaving panes: below every later window;
         the caller then moves the ring's base there) and its live cells counted.
 
         Returns (codes, window_start, window_end, int lane values (n_i x m),
