@@ -315,7 +315,7 @@ class Stream:
              checkpoint_dir: str | Path | None = None,
              checkpoint_every: "Amount | str | None" = None,
              keep_checkpoints: int = 3, progress: bool = False,
-             background: bool = False) -> Result:
+             background: bool | None = None) -> Result:
         """Run the plan writing every output batch to ``target`` as it is produced.
 
         ``target``: a :class:`~oop.io.protocol.Sink`, a ``fn(batch)`` callable,
@@ -350,7 +350,11 @@ class Stream:
         lanes; any other target is written by one thread, a ``fn(batch)`` target called
         there): the same output, while the plan goes on
         (:class:`oop.plan.background.BackgroundSink`). Commits and checkpoints wait for
-        what was queued before them.
+        what was queued before them; a failed write is raised by the next write, commit
+        or the end of the run. The default (None) is on for a path target when the
+        process may use more than one core, off for a Sink or a callable of yours
+        (which then runs on the calling thread);
+        :func:`~oop.plan.background.on_by_default`.
         """
         if checkpoint_dir is None and checkpoint_every is not None:
             from oop.errors import ConfigError
@@ -396,7 +400,7 @@ class Stream:
                    commit_every: int | None = DEFAULT_COMMIT_ROWS,
                    checkpoint_dir: str | Path | None = None,
                    checkpoint_every: "Amount | str | None" = None,
-                   keep_checkpoints: int = 3, background: bool = False) -> Result:
+                   keep_checkpoints: int = 3, background: bool | None = None) -> Result:
         """Run, streaming the output rows to Parquet without collecting them.
 
         A path ending in ``/`` or an existing folder gets rolling part files
@@ -406,22 +410,23 @@ class Stream:
         ``checkpoint_dir`` / ``checkpoint_every`` / ``keep_checkpoints``: a
         restartable, exactly-once run as in :meth:`sink` (``path`` must then be
         a folder). ``background``: encode and write on threads of their own, as in
-        :meth:`sink`. Returns the (table-less) Result of :meth:`sink`.
+        :meth:`sink` (by default when the process may use more than one core). Returns the
+        (table-less) Result of :meth:`sink`.
         """
         return self.sink(path, format="parquet", late=late, commit_every=commit_every,
                          checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
                          keep_checkpoints=keep_checkpoints, background=background)
 
 
-def _out_sink(target: Target, format: str | None, background: bool) -> Any:
+def _out_sink(target: Target, format: str | None, background: bool | None) -> Any:
     """The sink of :meth:`Stream.sink`'s ``target``, written on threads of its own when
-    ``background``."""
-    out = as_sink(target, format, "out")
-    if background:
-        from oop.plan.background import BackgroundSink
+    ``background`` (None: for a path, when the process may use more than one core)."""
+    from oop.plan.background import BackgroundSink, on_by_default
 
-        out = BackgroundSink(out)
-    return out
+    out = as_sink(target, format, "out")
+    if background is None and not isinstance(target, (str, Path)):
+        background = False  # the caller's Sink or callable runs on the calling thread
+    return BackgroundSink(out) if on_by_default(background) else out
 
 
 def _dag_nodes(node: Node) -> list[Node]:
@@ -540,7 +545,7 @@ def from_parquet(
     batch_size: int = DEFAULT_BATCH_SIZE,
     columns: Sequence[str] | None = None,
     name: str | None = None,
-    read_ahead: bool = False,
+    read_ahead: bool | None = None,
 ) -> Stream:
     """A stream over a Parquet file or folder; rows are replayed in file order.
 
@@ -549,8 +554,9 @@ def from_parquet(
     read in sorted name order. ``read_ahead``: decode on a thread of its own, up to two
     batches ahead of the plan (Arrow decodes without holding the GIL), as ``oop replay
     --threads 2`` does: the same rows in the same order
-    (:func:`oop.plan.background.read_ahead`). Every run of the stream reads the files
-    again.
+    (:func:`oop.plan.background.read_ahead`); by default (None) when the process may use
+    more than one core (:func:`~oop.plan.background.on_by_default`). Every run of the
+    stream reads the files again.
     """
     p = Path(path)
     if not p.exists():
@@ -569,8 +575,12 @@ def from_parquet(
             yield from parquet_file(f).iter_batches(batch_size=batch_size, columns=columns,
                                                     use_threads=False)
 
+    from oop.plan.background import on_by_default
+
+    ahead_of_plan = on_by_default(read_ahead)
+
     def feed() -> Iterable[pa.RecordBatch]:
-        if not read_ahead:
+        if not ahead_of_plan:
             return batches()
         from oop.plan.background import read_ahead as ahead
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,7 +35,7 @@ def _files(t: pa.Table, folder: Path, cuts: list[int]) -> Path:
     return folder
 
 
-def _windowed(folder: Path, read_ahead: bool, batch_size: int) -> oop.Stream:
+def _windowed(folder: Path, read_ahead: bool | None, batch_size: int) -> oop.Stream:
     s = oop.from_parquet(folder, time="ts", punctuation=oop.BoundedDelay(4),
                          batch_size=batch_size, read_ahead=read_ahead)
     return s.window(KIND, AGGS, by="key")
@@ -124,3 +125,56 @@ def test_a_run_that_stops_early_stops_its_reading_thread(tmp_path: Path) -> None
     del batches
     gc.collect()
     assert threading.active_count() == before
+
+
+def test_threads_are_on_by_default_where_there_is_more_than_one_core(tmp_path: Path,
+                                                                     monkeypatch) -> None:
+    """Without ``read_ahead`` / ``background``, a Parquet source is read ahead and a path
+    target written on threads of their own when the process may use more than one core,
+    and neither on one core, with the same rows either way; a callable target runs on the
+    calling thread unless ``background=True``."""
+    import threading
+
+    import oop.plan.background as bg
+
+    rows = 600
+    t = pa.table({"ts": pa.array([(i * 7919) % rows for i in range(rows)], pa.int64()),
+                  "key": pa.array([i % 7 for i in range(rows)], pa.int64()),
+                  "val": pa.array(range(rows), pa.int64())})
+    folder = _files(t, tmp_path / "in", [200, 400])
+    expected = _windowed(folder, False, 25).run().table
+    assert expected.num_rows > 0
+    for cores in (1, 2):
+        monkeypatch.setattr(bg, "usable_cores", lambda: cores)
+        seen: set[str] = set()
+
+        def look(_round: int) -> None:
+            seen.update(th.name for th in threading.enumerate())
+
+        out = f"{tmp_path}/out-{cores}/"
+        _windowed(folder, None, 25).sink(out, format="parquet", on_round=look)
+        assert pq.read_table(out).equals(expected)
+        assert any(n.startswith("oop-read-") for n in seen) == (cores > 1)
+        assert any(n.startswith("oop-part-") for n in seen) == (cores > 1)  # encoding lanes
+
+    callers: list[threading.Thread] = []
+
+    def record(_b: pa.RecordBatch) -> None:
+        callers.append(threading.current_thread())
+
+    for background in (None, True):
+        callers.clear()
+        _windowed(folder, False, 25).sink(record, background=background)
+        assert callers
+        assert all((c is threading.main_thread()) == (background is None) for c in callers)
+
+
+def test_a_checkpointed_run_refuses_a_single_file_written_on_threads(tmp_path: Path) -> None:
+    """The restart check sees through the writing threads: a single file cannot be cut back
+    after a crash, written on the calling thread or not."""
+    t = pa.table({"ts": [1, 3, 2, 5], "key": [1, 1, 2, 2], "val": [1, 2, 3, 4]})
+    folder = _files(t, tmp_path / "in", [2])
+    for background in (False, True):
+        with pytest.raises(oop.ConfigError, match="folder of parts"):
+            _windowed(folder, background, 2).to_parquet(
+                tmp_path / "x.parquet", checkpoint_dir=tmp_path / "ck", background=background)

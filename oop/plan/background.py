@@ -16,6 +16,9 @@ thread's time, the window kernels ~10 %):
   poll (a resumed run seeks, then reads). :func:`read_ahead` does the same for a Python
   iterator of batches (``oop.from_parquet(..., read_ahead=True)``); closing the generator
   stops its thread.
+  The Python API turns both stages on by default when the process may use more than
+  one core (:func:`on_by_default`), as ``oop replay``'s ``--threads`` defaults to every
+  core.
 * :class:`BackgroundSink` -- a :class:`~oop.io.protocol.Sink` whose writes
   happen on a thread, in order, up to ``max_bytes`` of batches behind; ``commit``,
   ``close`` and ``abort`` wait for the queued writes first, so what is
@@ -42,9 +45,17 @@ import pyarrow as pa
 
 from oop.io.inflight import InFlight
 from oop.io.protocol import END, IDLE, Offset, Poll
+from oop.limits import usable_cores
 from oop.metrics import ThreadClock
 
-__all__ = ["ReadAhead", "BackgroundSink", "read_ahead"]
+__all__ = ["ReadAhead", "BackgroundSink", "read_ahead", "on_by_default"]
+
+
+def on_by_default(flag: bool | None) -> bool:
+    """A Python API run's ``read_ahead`` / ``background``: ``flag`` when given, else (None)
+    on when this process may use more than one core (:func:`oop.limits.usable_cores`),
+    the default of ``oop replay --threads``. O(1)."""
+    return usable_cores() > 1 if flag is None else bool(flag)
 
 _STOP = object()
 

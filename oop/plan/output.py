@@ -124,6 +124,7 @@ def check_restartable(ex: Executor, writer: SinkWriter, late: LateWriter | None)
     """
     from oop.errors import ConfigError
     from oop.io.sinks import FileSink
+    from oop.plan.background import BackgroundSink
 
     for s in ex.sources:
         conn = s.op.connector
@@ -134,6 +135,8 @@ def check_restartable(ex: Executor, writer: SinkWriter, late: LateWriter | None)
     for what, sink in (("target", writer.sink), ("late target", late.sink if late else None)):
         if sink is None:
             continue
+        if isinstance(sink, BackgroundSink):
+            sink = sink.inner  # written on threads: what restarts is the sink it writes to
         if isinstance(sink, FileSink) or not hasattr(sink, "resume"):
             raise ConfigError(
                 f"with checkpoint_dir, the {what} must be a folder of parts (a path ending in "
