@@ -534,3 +534,28 @@ def test_the_default_arrow_file_reports_a_full_disk_with_its_errno(fmt: str) -> 
     msg = str(e.value)
     assert "\n" not in msg and "/dev/full" in msg and "ENOSPC" in msg
     assert isinstance(e.value.__cause__, OSError) and e.value.__cause__.errno == errno.ENOSPC
+
+
+def test_publish_cuts_the_open_part_only_when_no_part_rolled_since(tmp_path: Path) -> None:
+    """publish finishes the open part when nothing else would come into view (no part rolled
+    over since the last publish), and leaves it open when one did: a commit every part's
+    worth of rows then keeps parts of max_rows_per_part rows instead of doubling them."""
+    folder = tmp_path / "out"
+    sink = PartsSink(folder, max_rows_per_part=100)
+    bs = batches(6, 60)  # 360 rows
+    sink.open(bs[0].schema)
+    sink.write(bs[0])  # 60 rows in part 0, none finished
+    sink.publish()  # nothing rolled: part 0 is cut (60 rows)
+    assert sink._part is None and [p.rows for p in sink.pending] == [60]
+    sink.write(bs[1])
+    sink.write(bs[2])  # part 1 rolls at 100 rows, part 2 holds 20
+    sink.publish()  # part 1 rolled: part 2 stays open
+    assert sink._part is not None and sink._part.rows == 20
+    sink.publish()  # nothing rolled since: part 2 is cut now
+    assert sink._part is None
+    for b in bs[3:]:
+        sink.write(b)
+    sink.close()
+    rows = [pq.read_metadata(f).num_rows for _, f in committed_parts(folder)]
+    assert rows == [60, 100, 20, 100, 80]
+    assert pq.read_table(folder).equals(pa.Table.from_batches(bs))
