@@ -54,10 +54,10 @@ import sys
 import oop
 from oop.window import Sliding, Tumbling, agg
 data, out, plain = sys.argv[1], sys.argv[2], sys.argv[3] == "plain"
-flags = dict(read_ahead=False) if plain else dict()
-res = (oop.from_parquet(data, time="ts", punctuation=oop.BoundedDelay("5s"), **flags)
+reading, writing = (dict(read_ahead=False), dict(background=False)) if plain else ({{}}, {{}})
+res = (oop.from_parquet(data, time="ts", punctuation=oop.BoundedDelay("5s"), **reading)
        .window({kind}, [agg.count(), agg.sum("v")], by="key")
-       .to_parquet(out + "/", **(dict(background=False) if plain else dict())))
+       .to_parquet(out + "/", **writing))
 hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")]
 print(res.metrics["window"].tuples_in, hwm[0] if hwm else 0)
 """
@@ -95,7 +95,7 @@ def run_variant(data: Path, name: str, out: Path, variant: str) -> dict[str, Any
     r = run_oop(data, CLI_QUERIES[name], out, usable_cores())
     return {"variant": variant, "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
             "peak_rss_mb": r["peak_rss_mb"], "tuples_per_s": r["tuples_per_s"],
-            "tuples": 0}
+            "tuples": round(r["tuples_per_s"] * r["wall_s"])}
 
 
 def main(argv: list[str] | None = None) -> int:

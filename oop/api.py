@@ -575,16 +575,12 @@ def from_parquet(
             yield from parquet_file(f).iter_batches(batch_size=batch_size, columns=columns,
                                                     use_threads=False)
 
-    from oop.plan.background import on_by_default
+    from oop.plan.background import on_by_default, read_ahead as ahead
 
     ahead_of_plan = on_by_default(read_ahead)
 
     def feed() -> Iterable[pa.RecordBatch]:
-        if not ahead_of_plan:
-            return batches()
-        from oop.plan.background import read_ahead as ahead
-
-        return ahead(batches(), name or p.stem)
+        return ahead(batches(), name or p.stem) if ahead_of_plan else batches()
 
     return _source(feed, time=time, unit=unit, punctuation=punctuation, late=late,
                    schema=schema, name=name or p.stem)

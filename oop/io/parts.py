@@ -373,7 +373,7 @@ class PartsSink:
         in between.
         """
         self._settle()
-        return {"parts": self.committed + len(self.pending),
+        return {"parts": self._finished(),
                 "rows": self.rows_committed + sum(part.rows for part in self.pending)}
 
     def commit(self) -> Offset:
@@ -394,14 +394,18 @@ class PartsSink:
         than with :meth:`commit`, but neither the caller nor the lanes wait for an fsync or
         for the lanes to drain (a commit every 1M rows stalled that run 43 times).
         Not for checkpoints: they :meth:`prepare`, then :meth:`commit`."""
-        rolled = self.committed + len(self.pending) > self._finished_at_publish
-        if not rolled and self._part is not None and self._part.rows:
+        if self._finished() == self._finished_at_publish and self._part is not None \
+                and self._part.rows:  # nothing rolled over since the last publish
             self._finish_part()
-        self._finished_at_publish = self.committed + len(self.pending)
+        self._finished_at_publish = self._finished()
         done = 0
         while done < len(self.pending) and self.pending[done].durable:
             done += 1
         self._rename(done)
+
+    def _finished(self) -> int:
+        """Parts finished so far: committed, or pending their rename."""
+        return self.committed + len(self.pending)
 
     def _rename(self, n: int) -> None:
         """Rename the first ``n`` pending parts into place, in number order, then fsync the
