@@ -7,9 +7,12 @@ Measures, each in fresh processes of this checkout:
 * for each query of the README and docs/usage.md (the quick start, the usage
   example, the CLI replays and the SQL query), the first run in an empty
   ``NUMBA_CACHE_DIR`` (every kernel compiles: a first run after install) and
-  the second, warm run in the same cache: wall time, numba compile seconds,
-  how many kernel specializations were compiled (``.nbc`` files written to
-  the cache) and whether stderr said it was compiling.
+  the second, warm run in the same cache: wall time, numba compile seconds (in
+  the running process), how many kernel specializations were compiled (``.nbc``
+  files written to the cache) and whether stderr said it was compiling. Beside
+  it, the first run with every kernel compiled in the running process
+  (``OOP_COMPILE_AHEAD=0``, :mod:`oop.compile_ahead` off): the baseline of the
+  compile-ahead helper, in another empty cache.
 
 The machine's load average (``os.getloadavg``) is recorded before and after.
 The checkout's ``oop`` package is byte-compiled first (``python -m compileall``), as a
@@ -35,6 +38,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTE = "oop: compiling kernels for this query"
+COMPILE_AHEAD = "OOP_COMPILE_AHEAD"  # oop.compile_ahead.ENV
 
 #: README quick start, then docs/usage.md's first Python example (run as written)
 _README_BLOCK = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)[0]
@@ -106,19 +110,24 @@ def write_data(path: Path, n: int = 100_000) -> None:
         "len": rng.integers(40, 1_500, n)}), path)
 
 
-def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "NUMBA_CACHE_DIR": str(cache),
-            "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+def _env(cache: Path, ahead: bool = True) -> dict[str, str]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop(COMPILE_AHEAD, None)
+    if not ahead:
+        env[COMPILE_AHEAD] = "0"
+    return env
 
 
-def run_query(kind: str, body: Any, cache: Path, work: Path, data: Path, tag: str
-              ) -> dict[str, Any]:
-    """One run of a query in a child process with ``cache`` as numba's cache."""
+def run_query(kind: str, body: Any, cache: Path, work: Path, data: Path, tag: str,
+              ahead: bool = True) -> dict[str, Any]:
+    """One run of a query in a child process with ``cache`` as numba's cache; ``ahead``
+    false: every kernel compiles in the running process (``OOP_COMPILE_AHEAD=0``)."""
     before = len(list(cache.rglob("*.nbc")))
     t0 = time.perf_counter()
     if kind == "python":
         r = subprocess.run([sys.executable, "-c", _PY_RUNNER], input=body, text=True,
-                           capture_output=True, cwd=work, env=_env(cache), timeout=900)
+                           capture_output=True, cwd=work, env=_env(cache, ahead), timeout=900)
         wall = time.perf_counter() - t0
         if r.returncode:
             raise RuntimeError(r.stderr[-2000:])
@@ -127,7 +136,7 @@ def run_query(kind: str, body: Any, cache: Path, work: Path, data: Path, tag: st
         out = work / f"out-{tag}.parquet"
         argv = [a.format(data=data, out=out) for a in body]
         r = subprocess.run([sys.executable, "-c", _CLI_RUNNER, *argv], capture_output=True,
-                           text=True, cwd=work, env=_env(cache), timeout=900)
+                           text=True, cwd=work, env=_env(cache, ahead), timeout=900)
         wall = time.perf_counter() - t0
         if r.returncode:
             raise RuntimeError(r.stderr[-2000:])
@@ -174,11 +183,15 @@ def main(argv: list[str] | None = None) -> int:
         for i, (name, (kind, body)) in enumerate(QUERIES.items()):
             if args.query and not any(q in name for q in args.query):
                 continue
+            alone = work / f"numba-cache-{i}-alone"
+            alone.mkdir()
+            first_alone = run_query(kind, body, alone, work, data, f"{i}o", ahead=False)
             cache = work / f"numba-cache-{i}"
             cache.mkdir()
             first = run_query(kind, body, cache, work, data, f"{i}a")
             warm = run_query(kind, body, cache, work, data, f"{i}b")
-            row = {"query": name, "first_run": first, "warm_run": warm}
+            row = {"query": name, "first_run": first, "warm_run": warm,
+                   "first_run_one_process": first_alone}
             queries.append(row)
             print(json.dumps(row), flush=True)
     res["queries"] = queries

@@ -99,7 +99,7 @@ from oop.window.kinds import Landmark, Sliding, WindowKind
 from oop.window.late import LateRule
 from oop.window.multiset import Multiset
 from oop.window.layout import LayoutChoice
-from oop.window.output import WindowOutput
+from oop.window.output import WindowOutput, lut_array
 from oop.window.params import WindowOptions, WindowParams
 from oop.window.ring import Ring
 from oop.window.state import WindowState
@@ -264,6 +264,7 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         self._rank_cache: dict[str | None, np.ndarray] = {}  # see _value_rank
         if self.method is not None:
             self._set_method(self.method, {})
+        self._compile_ahead()
         tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, attr)
         self.time_type = tt
         fields = [info.schema.field(c) for c in self.by]
@@ -291,6 +292,24 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             self.units = pc
         else:
             self.units = WidEvaluator(self.kind)
+
+    def _compile_ahead(self) -> None:
+        """Paned-WID's emission kernel compiled on another core while the first batches run
+        (:func:`~oop.window.paned.compile_emission_ahead`), when this operator is or may
+        become Paned-WID (:func:`choose_method` picks WID for a window that does not slide by
+        less than its range), and does not revise windows. Nothing when the kernel is
+        cached."""
+        k = self.kind
+        if k.row_based or not isinstance(k, Sliding) or isinstance(k, Landmark):
+            return
+        if self.rule.revises:  # revisions emit window by window (emit_cells declines)
+            return
+        if not (self.method == "paned" or (self.method is None and k.r != k.s)):
+            return
+        from oop.window.paned import compile_emission_ahead
+
+        lut = lut_array(pa.array([], pa.int64())) if self._lut_wanted() else None
+        compile_emission_ahead(self.kind, self.lanes, self.aggs, lut)
 
     # ---- state bounds ------------------------------------------------------------------
     #: variance shifts (column -> value, see :func:`~oop.window.store.lane_input`) a new

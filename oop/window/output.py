@@ -48,8 +48,14 @@ if TYPE_CHECKING:
     from oop.window.kinds import WindowKind
     from oop.window.late import LateRule
 
-__all__ = ["WindowOutput", "as_time_array"]
+__all__ = ["WindowOutput", "as_time_array", "lut_array"]
 
+
+
+def lut_array(keys: pa.Array) -> np.ndarray:
+    """The values of an int64 key array without nulls as the emission kernel gets them
+    (read-only, like every zero-copy view of Arrow memory)."""
+    return np.asarray(keys.to_numpy(), np.int64)
 
 class WindowOutput:
     """Builds the window operator's output batches (see the module docstring)."""
@@ -82,18 +88,23 @@ class WindowOutput:
         holistic aggregates (those need the codes). Rebuilt (O(codes), through
         :meth:`KeyEncoder.keys`) only when new keys appeared.
         """
-        ok = getattr(self, "_lut_ok", None)
-        if ok is None:  # fixed by the query: decided at the first emission
-            ok = self._lut_ok = (len(self.by) == 1 and not any(a.holistic for a in self.aggs)
-                                 and pa.types.is_int64(self.schema_in.field(self.by[0]).type))
-        if not ok:
+        if not self._lut_wanted():
             return None
         n = self.enc.n_codes
         if getattr(self, "_lut_n", None) != n:
             arr = self.enc.keys(np.arange(n, dtype=np.int64))[0]
-            self._lut = None if arr.null_count else np.asarray(arr.to_numpy(), np.int64)
+            self._lut = None if arr.null_count else lut_array(arr)
             self._lut_n = n
         return self._lut
+
+    def _lut_wanted(self) -> bool:
+        """Whether the emission gets the key values (:meth:`_key_lut`): one int64 key column
+        and no holistic aggregate. Fixed by the query."""
+        ok = getattr(self, "_lut_ok", None)
+        if ok is None:
+            ok = self._lut_ok = (len(self.by) == 1 and not any(a.holistic for a in self.aggs)
+                                 and pa.types.is_int64(self.schema_in.field(self.by[0]).type))
+        return ok
 
     def _build(self, parts: list[tuple[int, np.ndarray, dict]], revision: bool) -> pa.RecordBatch:
         codes = np.concatenate([p[1] for p in parts])

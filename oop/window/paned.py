@@ -77,6 +77,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from oop import compile_ahead
 from oop.errors import ConfigError, ValueRangeError
 from oop.window.aggregates import Agg
 from oop.window.bucket import BucketLogic
@@ -97,6 +98,32 @@ _NO_LUT = np.zeros(0, np.int64)
 _FRESH = -(1 << 62)
 #: the key value of every code (one int64 key column), a callable giving it, or None
 KeyLut = np.ndarray | Callable[[], np.ndarray | None] | None  # pre_hi / suf_b of an empty select block state
+
+
+def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
+                           lut: np.ndarray | None) -> bool:
+    """Have the emission kernel of a Paned-WID operator over ``kind``, ``lanes`` and ``aggs``
+    compiled on another core (:mod:`oop.compile_ahead`) while the first batches run: the
+    kernel :meth:`PaneCombiner.emit_dense` calls with sum-type lanes on a dense ring, for the
+    argument types it will pass (``lut``: an empty key-value array of the type the emission
+    gets, or None). Its first compile is the largest of a sliding query's (~2.8 s on a
+    2-core VM) and is needed only at the first punctuation. Select lanes, the row count
+    alone and hash cells are not compiled ahead. True if the helper was asked."""
+    if isinstance(kind, Landmark) or not isinstance(kind, Sliding):
+        return False
+    pc = PaneCombiner(kind, lanes, aggs)
+    ring = Ring(pc.lanes, rows=2, codes=1)
+    split = pc._lane_split(ring)
+    if split is None or split[0]:
+        return False
+    _, sums, ik, fk = split
+    if pc.holistic and len(ik) == 1 and not fk:
+        return False
+    for li in sums:
+        pc.running[li.key] = np.zeros(1, li.dtype)
+    pc.running[("rows", None)] = np.zeros(1, np.int64)
+    kernel, args = pc._sums_call(ring, ik, fk, 1, 0, 0, (0, 0), False, not ring.tarr, lut)
+    return compile_ahead.request(kernel, args)
 
 
 def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -405,23 +432,32 @@ class PaneCombiner:
         if sel:
             assert n <= ring.C, (n, ring.C)
             return self._emit_sel(ring, sel, ik, fk, n, w0, nw, prev, inc0, lut)
-        k: Sliding = self.kind  # type: ignore[assignment]
         # no select lanes: every lane's identity is 0, so the kernel can reset the
         # leaving panes as it subtracts them (the purge then has nothing left to sweep)
         zero = not ring.tarr
         if self.holistic and len(ik) == 1 and not fk:  # the row count alone: a small kernel
             return self._emit_rows(ring, n, w0, nw, prev, inc0, zero, lut)
+        kernel, args = self._sums_call(ring, ik, fk, n, w0, nw, prev, inc0, zero, lut)
+        compile_ahead.wait(kernel)  # compiled on another core (compile_emission_ahead)
+        codes, start, end, iv, fv, self.since, dead = kernel(*args)
+        self.run_w = w0 + nw - 1
+        if zero:
+            ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
+        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
+
+    def _sums_call(self, ring: Ring, ik: list, fk: list, n: int, w0: int, nw: int,
+                   prev: tuple[int, int], inc0: bool, zero: bool, lut: np.ndarray | None
+                   ) -> tuple[Any, tuple]:
+        """The emission kernel of sum-type lanes on the dense ring and its arguments: what
+        :meth:`emit_dense` calls, and what :func:`compile_emission_ahead` has compiled."""
+        k: Sliding = self.kind  # type: ignore[assignment]
         df = (np.zeros(1, np.float64),)
-        codes, start, end, iv, fv, self.since, dead = PK.emit_kernel(len(ik), len(fk), not self.holistic)(
+        return PK.emit_kernel(len(ik), len(fk), not self.holistic), (
             tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df, len(fk),
             tuple(self.running[x] for x in ik), tuple(self.running[x] for x in fk) or df,
             ring.C, ring.mask, ring.base, ring.top, n, w0, nw, k.s, k.r, self.g, k.o,
             prev[0], prev[1], inc0, self.since, self.steps, zero,
             lut if lut is not None else _NO_LUT, ring.nf_hi)
-        self.run_w = w0 + nw - 1
-        if zero:
-            ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
-        return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
     def _emit_rows(self, ring: Ring, n: int, w0: int, nw: int, prev: tuple[int, int],
                    inc0: bool, zero: bool, lut: np.ndarray | None

@@ -1,0 +1,225 @@
+"""A first run's largest kernel compiled on another core while this process works on.
+
+numba compiles a kernel in the thread that first calls it, holding the GIL, and
+only when its on-disk cache (``cache=True``) has no machine code for the argument
+types. So the first run of a query after an install compiles its kernels one after
+another on one core: the README's quick start spends ~8 s of its ~10 s first run so
+on a 2-core VM, ~2.8 s of it in Paned-WID's emission kernel
+(:func:`~oop.window.paned_kernels.paned_emit`), which runs only at the first
+punctuation.
+
+:func:`request` lets an operator name such a kernel and the arguments it will be
+called with while the plan is being built. When numba's cache has no machine code
+for those types yet, a helper process (``python -m oop.compile_ahead``, one per
+process, started on the first request) compiles it with numba's own
+``Dispatcher.compile``, which writes numba's on-disk cache as usual. This process
+meanwhile compiles and runs everything else; :func:`wait` (called before the
+kernel's first use) blocks until the helper has written it, and the call then loads
+it from the cache like any later run would. Measured (README quick start, fresh
+cache, 2-core VM): see ``docs/benchmarks.md`` ("First run").
+
+Nothing depends on the helper: if it fails, dies or is switched off, :func:`wait`
+returns and numba compiles the kernel here, as without this module. The helper only
+starts when this process may use more than one core (:func:`oop.limits.usable_cores`)
+and ``OOP_COMPILE_AHEAD`` is not ``0``; it compiles nothing that is already cached,
+so warm runs never start it. It is stopped when this process exits: no process
+outlives the command. A compile it is in then is lost, never left half written (numba
+writes a cache file under a temporary name and renames it).
+
+The cache check reads numba's cache index (``Cache._index_key``,
+``_cache_file._load_index``): private parts of numba 0.6x. With a numba whose cache
+does not look like that, :func:`request` treats the kernel as cached and does
+nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from typing import Any, BinaryIO
+
+from oop.limits import usable_cores
+
+__all__ = ["request", "wait", "enabled", "ENV"]
+
+#: set to ``0`` to compile every kernel in the process that uses it
+ENV = "OOP_COMPILE_AHEAD"
+#: longest wait for one helper compile before this process compiles the kernel itself
+WAIT_S = 300.0
+
+_log = logging.getLogger(__name__)
+
+
+def enabled() -> bool:
+    """Whether kernels may be compiled ahead: ``OOP_COMPILE_AHEAD`` is not ``0`` and this
+    process may use more than one core."""
+    return os.environ.get(ENV, "1") != "0" and usable_cores() > 1
+
+
+def _signature(kernel: Any, args: tuple) -> tuple:
+    """The numba argument types ``kernel`` compiles for when called with ``args``."""
+    return tuple(kernel.typeof_pyval(a) for a in args)
+
+
+def _cached(kernel: Any, sig: tuple) -> bool:
+    """Whether ``kernel`` has machine code for ``sig`` in this process or in numba's on-disk
+    cache (True when that cannot be told: then nothing is compiled ahead). O(index size)."""
+    if sig in kernel.overloads:
+        return True
+    try:
+        cache = kernel._cache
+        key = cache._index_key(sig, kernel.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:  # a cache of another shape, or none (cache=False): compile as usual
+        return True
+
+
+def _send(pipe: BinaryIO, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    pipe.write(struct.pack("<Q", len(data)) + data)
+    pipe.flush()
+
+
+def _receive(pipe: BinaryIO) -> Any:
+    """The next object on ``pipe``; None at its end."""
+    head = pipe.read(8)
+    if len(head) < 8:
+        return None
+    return pickle.loads(pipe.read(struct.unpack("<Q", head)[0]))
+
+
+class _Helper:
+    """The helper process and the jobs sent to it: ``(module, name, signature)`` each.
+
+    A reader thread collects the helper's answers; :meth:`wait` blocks on them."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()  # a forked child starts a helper of its own
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "oop.compile_ahead"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
+        self.jobs: dict[tuple, threading.Event] = {}
+        self.lock = threading.Lock()
+        self.ended = threading.Event()
+        threading.Thread(target=self._answers, name="oop-compile-ahead", daemon=True).start()
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Stop the helper (at exit): no process outlives the command. A compile it is in
+        is lost (numba renames a cache file into place only once it is written)."""
+        if self.pid == os.getpid() and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def send(self, job: tuple) -> None:
+        """Ask the helper for ``job`` (once)."""
+        with self.lock:
+            if job in self.jobs:
+                return
+            self.jobs[job] = threading.Event()
+            try:
+                assert self.proc.stdin is not None
+                _send(self.proc.stdin, job)
+            except OSError:  # the helper has gone: this process compiles it
+                self.jobs[job].set()
+
+    def _answers(self) -> None:
+        assert self.proc.stdout is not None
+        while True:
+            answer = _receive(self.proc.stdout)
+            if answer is None:
+                break
+            job, error = answer
+            if error:
+                _log.debug("compile ahead of %s.%s failed: %s", job[0], job[1], error)
+            with self.lock:
+                done = self.jobs.get(job)
+            if done is not None:
+                done.set()
+        self.ended.set()
+        with self.lock:
+            for done in self.jobs.values():
+                done.set()
+
+    def wait(self, module: str, name: str) -> None:
+        """Until every job for kernel ``module.name`` is answered or the helper ended."""
+        with self.lock:
+            pending = [e for j, e in self.jobs.items() if j[:2] == (module, name)]
+        for done in pending:
+            if not done.wait(WAIT_S):
+                _log.debug("compile ahead of %s.%s still running after %s s", module, name,
+                           WAIT_S)
+
+
+_helper: _Helper | None = None
+_helper_lock = threading.Lock()
+
+
+def _the_helper() -> _Helper | None:
+    """This process's helper, started on first use; None if it cannot start."""
+    global _helper
+    with _helper_lock:
+        if _helper is None or _helper.pid != os.getpid():
+            try:
+                _helper = _Helper()
+            except OSError as e:
+                _log.debug("no compile-ahead helper: %s", e)
+                return None
+        return _helper
+
+
+def request(kernel: Any, args: tuple) -> bool:
+    """Have the helper compile numba dispatcher ``kernel`` (a module-level kernel of an
+    importable module) for the types of ``args``, unless it is cached or compiling ahead
+    is off (:func:`enabled`). True if the helper was asked. Call :func:`wait` before the
+    kernel's first call. O(1) but for the cache index read."""
+    py_func = getattr(kernel, "py_func", None)  # None: no dispatcher (NUMBA_DISABLE_JIT)
+    if py_func is None or not enabled():
+        return False
+    module, name = py_func.__module__, py_func.__name__
+    if getattr(sys.modules.get(module), name, None) is not kernel:
+        return False  # the helper could not find it by name
+    sig = _signature(kernel, args)
+    if _cached(kernel, sig):
+        return False
+    helper = _the_helper()
+    if helper is None:
+        return False
+    helper.send((module, name, sig))
+    return True
+
+
+def wait(kernel: Any) -> None:
+    """Block until the helper has answered every request for ``kernel`` (at once when there
+    was none). Afterwards numba finds what the helper compiled in its on-disk cache; if the
+    helper failed, numba compiles it here. O(1) once answered."""
+    helper = _helper
+    if helper is not None and helper.pid == os.getpid():
+        py_func = getattr(kernel, "py_func", None)
+        if py_func is not None:
+            helper.wait(py_func.__module__, py_func.__name__)
+
+
+def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """The helper's loop: compile each job read from ``stdin`` (numba writes its on-disk
+    cache), answer ``(job, error or None)`` on ``stdout``; return at the end of ``stdin``."""
+    import importlib
+
+    while (job := _receive(stdin)) is not None:
+        module, name, sig = job
+        error = None
+        try:
+            getattr(importlib.import_module(module), name).compile(sig)
+        except Exception as e:  # the asking process compiles it itself
+            error = f"{type(e).__name__}: {e}"
+        _send(stdout, (job, error))
+
+
+if __name__ == "__main__":
+    _serve(sys.stdin.buffer, sys.stdout.buffer)

@@ -1,0 +1,206 @@
+"""Kernels compiled ahead on another core (oop.compile_ahead): the helper compiles what it is
+asked for into numba's on-disk cache and the asking process then loads it instead of
+compiling; a helper that dies leaves the kernel to the asking process; a cached kernel
+starts no helper; the Paned-WID emission is asked for with exactly the argument types it
+is later called with. Helper runs use fresh processes with a cache folder of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import oop
+from oop import compile_ahead
+from oop.limits import usable_cores
+from oop.window import Sliding, Tumbling, agg
+from oop.window import paned as paned_mod
+
+_TINY = '''
+import numba as nb
+
+@nb.njit(cache=True)
+def add(a, b):
+    return a + b
+'''
+
+_DRIVER = '''
+import json, sys
+from oop import compile_ahead as ca
+import tiny
+asked = ca.request(tiny.add, (1, 2.5))
+if sys.argv[1] == "kill" and ca._helper is not None:
+    ca._helper.proc.kill()
+ca.wait(tiny.add)
+value = tiny.add(1, 2.5)
+print(json.dumps({"asked": asked, "helper": ca._helper is not None, "value": value,
+                  "hits": sum(tiny.add.stats.cache_hits.values()),
+                  "misses": sum(tiny.add.stats.cache_misses.values())}))
+'''
+
+
+def _drive(tmp_path: Path, mode: str, **env: str) -> dict[str, Any]:
+    (tmp_path / "tiny.py").write_text(_TINY)
+    (tmp_path / "driver.py").write_text(_DRIVER)
+    full = dict(os.environ)
+    full.pop(compile_ahead.ENV, None)
+    full.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+                PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+                **env)
+    out = subprocess.run([sys.executable, str(tmp_path / "driver.py"), mode], env=full,
+                         check=True, capture_output=True, text=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def two_cores() -> None:
+    if usable_cores() < 2:
+        pytest.skip("the helper only runs where a process may use two cores")
+
+
+def test_the_helper_compiles_and_this_process_loads_it(tmp_path: Path, two_cores: None) -> None:
+    first = _drive(tmp_path, "plain")
+    assert first == {"asked": True, "helper": True, "value": 3.5, "hits": 1, "misses": 0}
+    # now cached: asking again starts no helper, and the call loads it
+    again = _drive(tmp_path, "plain")
+    assert again == {"asked": False, "helper": False, "value": 3.5, "hits": 1, "misses": 0}
+
+
+def test_a_helper_that_dies_leaves_the_kernel_to_this_process(tmp_path: Path,
+                                                              two_cores: None) -> None:
+    out = _drive(tmp_path, "kill")
+    assert out["asked"] and out["value"] == 3.5
+    # killed before it could answer: compiled here (a kill after its answer is a cache hit)
+    assert out["hits"] + out["misses"] == 1
+
+
+def test_switched_off_it_asks_nothing(tmp_path: Path) -> None:
+    out = _drive(tmp_path, "plain", OOP_COMPILE_AHEAD="0")
+    assert out == {"asked": False, "helper": False, "value": 3.5, "hits": 0, "misses": 1}
+
+
+def test_enabled_follows_the_variable_and_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile_ahead, "usable_cores", lambda: 2)
+    monkeypatch.delenv(compile_ahead.ENV, raising=False)
+    assert compile_ahead.enabled()
+    monkeypatch.setenv(compile_ahead.ENV, "0")
+    assert not compile_ahead.enabled()
+    monkeypatch.setenv(compile_ahead.ENV, "1")
+    monkeypatch.setattr(compile_ahead, "usable_cores", lambda: 1)
+    assert not compile_ahead.enabled()
+
+
+# ---- the Paned-WID emission: asked for with the types it is called with ----------------
+
+def _feed(key: str) -> pa.Table:
+    rng = np.random.default_rng(3)
+    n = 3000
+    ts = np.arange(n) * 7 - rng.integers(0, 900, n)
+    keys = rng.integers(0, 5, n)
+    cols: dict[str, Any] = {"ts": ts, "v": rng.integers(0, 100, n), "x": rng.random(n)}
+    if key == "str":
+        cols["k"] = pa.array([f"k{k}" for k in keys])
+    elif key == "int":
+        cols["k"] = keys.astype(np.int64)
+    else:
+        cols["k"] = keys.astype(np.int64)
+        cols["k2"] = pa.array([f"s{k % 2}" for k in keys])
+    return pa.table(cols)
+
+
+_SHAPES = {
+    "count+int sum, string key": ("str", [agg.count(), agg.sum("v")], True),
+    "count+int sum, int64 key (key values written by the kernel)":
+        ("int", [agg.count(), agg.sum("v")], True),
+    "count+float mean+std, two key columns": ("two", [agg.count(), agg.mean("x"),
+                                                      agg.std("x")], True),
+    "count alone, int64 key": ("int", [agg.count()], True),
+    "min (select lanes: not asked)": ("str", [agg.count(), agg.min("v")], False),
+    "median (row count alone: not asked)": ("str", [agg.median("v")], False),
+}
+
+
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, aggs, asked = _SHAPES[shape]
+    requested: list[tuple[Any, tuple]] = []
+    called: list[tuple[Any, tuple]] = []
+    monkeypatch.setattr(compile_ahead, "request", lambda kernel, args: requested.append(
+        (kernel, compile_ahead._signature(kernel, args))) or False)
+    real = paned_mod.PaneCombiner._sums_call
+
+    def spy(self: Any, *a: Any) -> tuple[Any, tuple]:
+        kernel, args = real(self, *a)
+        called.append((kernel, compile_ahead._signature(kernel, args)))
+        return kernel, args
+
+    monkeypatch.setattr(paned_mod.PaneCombiner, "_sums_call", spy)
+    by = ["k", "k2"] if key == "two" else "k"
+    s = oop.from_arrow(_feed(key), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
+    res = s.window(Sliding("4s", "1s"), aggs, by=by, method="paned").run()
+    assert res.table.num_rows > 0
+    if not asked:
+        assert requested == []
+        return
+    assert len(requested) == 1 and called
+    assert set(called) == {requested[0]}  # one kernel, one signature: the one compiled ahead
+
+
+def test_a_tumbling_window_of_the_automatic_method_asks_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    requested: list[Any] = []
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
+    s.window(Tumbling("1s"), [agg.count()], by="k").run()
+    assert requested == []  # WID: no pane emission to compile
+
+
+_README_LIKE = '''
+import json, sys, numpy as np, pyarrow as pa
+import oop
+from oop.window import Sliding, agg
+import oop.window.paned_kernels as PK
+rng = np.random.default_rng(0)
+n = 4000
+feed = pa.table({"ts": np.arange(n) * 10 - rng.integers(0, 2_000, n),
+                 "src": rng.choice(["a", "b", "c"], n), "len": rng.integers(40, 1_500, n)})
+s = oop.from_arrow(feed, time="ts", unit="ms", punctuation=oop.BoundedDelay("2s"))
+res = s.window(Sliding("4s", "2s"), [agg.count(), agg.sum("len")], by="src").run()
+stats = [PK.emit_kernel(2, 0).stats]
+print(json.dumps({"rows": res.table.to_pylist(),
+                  "hits": sum(sum(x.cache_hits.values()) for x in stats),
+                  "misses": sum(sum(x.cache_misses.values()) for x in stats)}))
+'''
+
+
+def test_a_first_run_loads_the_emission_the_helper_compiled(tmp_path: Path,
+                                                            two_cores: None) -> None:
+    """A first run (empty cache) of the README's kind of query: the emission kernel is a
+    cache hit in the running process (the helper compiled it), and the rows are those of a
+    run in this process (warm kernels)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop(compile_ahead.ENV, None)
+    out = subprocess.run([sys.executable, "-c", _README_LIKE], env=env, check=True,
+                         capture_output=True, text=True, timeout=600)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert (got["hits"], got["misses"]) == (1, 0)
+    ns: dict[str, Any] = {}
+    exec(_README_LIKE.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
+    assert got["rows"] == ns["res"].table.to_pylist()
+
+
+def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    requested: list[Any] = []
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
+    res = s.window(Sliding("4s", "1s"), [agg.count()], by="k", method="paned", late="update",
+                   allowed_lateness="1s").run()
+    assert res.table.num_rows > 0 and requested == []  # revisions emit window by window
