@@ -1,4 +1,4 @@
-"""A first run's largest kernel compiled on another core while this process works on.
+"""A first run's largest kernels compiled on another core while this process works on.
 
 numba compiles a kernel in the thread that first calls it, holding the GIL, and
 only when its on-disk cache (``cache=True``) has no machine code for the argument
@@ -8,15 +8,17 @@ on a 2-core VM, ~2.8 s of it in Paned-WID's emission kernel
 (:func:`~oop.window.paned_kernels.paned_emit`), which runs only at the first
 punctuation.
 
-:func:`request` lets an operator name such a kernel and the arguments it will be
-called with while the plan is being built. When numba's cache has no machine code
-for those types yet, a helper process (``python -m oop.compile_ahead``, one per
-process, started on the first request) compiles it with numba's own
-``Dispatcher.compile``, which writes numba's on-disk cache as usual. This process
-meanwhile compiles and runs everything else; :func:`wait` (called before the
-kernel's first use) blocks until the helper has written it, and the call then loads
-it from the cache like any later run would. Measured (README quick start, fresh
-cache, 2-core VM): see ``docs/benchmarks.md`` ("First run").
+:func:`request` lets an operator name such kernels and the arguments they will be
+called with while the plan is being built, in the order it will call them. When
+numba's cache has no machine code for those types yet, a helper process (``python -m
+oop.compile_ahead``, one per process, started on the first request) compiles them
+with numba's own ``Dispatcher.compile``, which writes numba's on-disk cache as usual,
+the last asked first. This process meanwhile compiles and runs everything else.
+:func:`wait`, called before a kernel's first call, blocks while the helper compiles
+it, and takes it back when the helper has not started it yet (numba then compiles it
+here at once): so the two work from the two ends of the list and meet in the middle.
+A kernel the helper has written then loads from the cache like in any later run.
+Measured (fresh caches, 2-core VM): ``docs/benchmarks.md``, "Compiling ahead".
 
 Nothing depends on the helper: if it fails, dies or is switched off, :func:`wait`
 returns and numba compiles the kernel here, as without this module. The helper only
@@ -95,18 +97,21 @@ def _receive(pipe: BinaryIO) -> Any:
 
 
 class _Helper:
-    """The helper process and the jobs sent to it: ``(module, name, signature)`` each.
+    """The helper process and the jobs sent to it: ``(module, name, signature)`` each, in
+    the order this process will need them.
 
-    A reader thread collects the helper's answers; :meth:`wait` blocks on them."""
+    The helper serves the last asked first (:func:`_serve`); :meth:`take` lets this process
+    compile a job itself when the helper has not started it, so each side works from its
+    own end of the list. A reader thread collects the helper's answers."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()  # a forked child starts a helper of its own
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "oop.compile_ahead"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
-        self.jobs: dict[tuple, threading.Event] = {}
+        self.state: dict[tuple, str] = {}  # job -> asked | started | done | taken
+        self.done: dict[tuple, threading.Event] = {}
         self.lock = threading.Lock()
-        self.ended = threading.Event()
         threading.Thread(target=self._answers, name="oop-compile-ahead", daemon=True).start()
         atexit.register(self.close)
 
@@ -117,44 +122,63 @@ class _Helper:
             self.proc.kill()
             self.proc.wait()
 
+    def _tell(self, message: tuple) -> bool:
+        """Send ``message`` to the helper (under ``lock``); False if it has gone."""
+        try:
+            assert self.proc.stdin is not None
+            _send(self.proc.stdin, message)
+            return True
+        except OSError:
+            return False
+
     def send(self, job: tuple) -> None:
         """Ask the helper for ``job`` (once)."""
         with self.lock:
-            if job in self.jobs:
+            if job in self.state:
                 return
-            self.jobs[job] = threading.Event()
-            try:
-                assert self.proc.stdin is not None
-                _send(self.proc.stdin, job)
-            except OSError:  # the helper has gone: this process compiles it
-                self.jobs[job].set()
+            self.state[job] = "asked"
+            self.done[job] = threading.Event()
+            if not self._tell(("job", job)):  # gone: this process compiles it
+                self.state[job] = "taken"
 
     def _answers(self) -> None:
         assert self.proc.stdout is not None
-        while True:
-            answer = _receive(self.proc.stdout)
-            if answer is None:
-                break
-            job, error = answer
+        while (answer := _receive(self.proc.stdout)) is not None:
+            kind, job, error = answer
             if error:
                 _log.debug("compile ahead of %s.%s failed: %s", job[0], job[1], error)
             with self.lock:
-                done = self.jobs.get(job)
-            if done is not None:
-                done.set()
-        self.ended.set()
-        with self.lock:
-            for done in self.jobs.values():
-                done.set()
+                if self.state.get(job) in ("asked", "started"):
+                    self.state[job] = "started" if kind == "start" else "done"
+                if kind == "done" and job in self.done:
+                    self.done[job].set()
+        with self.lock:  # the helper ended: nothing more will come
+            for job, st in self.state.items():
+                if st in ("asked", "started"):
+                    self.state[job] = "taken"
+                self.done[job].set()
 
-    def wait(self, module: str, name: str) -> None:
-        """Until every job for kernel ``module.name`` is answered or the helper ended."""
+    def take(self, module: str, name: str) -> None:
+        """Before this process calls kernel ``module.name``: jobs for it the helper has not
+        started are taken back (numba compiles them here, at once); started ones are waited
+        for (at most :data:`WAIT_S` each)."""
         with self.lock:
-            pending = [e for j, e in self.jobs.items() if j[:2] == (module, name)]
-        for done in pending:
+            jobs = [j for j in self.state if j[:2] == (module, name)]
+            for job in jobs:
+                if self.state[job] == "asked":
+                    self.state[job] = "taken"
+                    self._tell(("take", job))
+            waits = [self.done[j] for j in jobs if self.state[j] == "started"]
+        for done in waits:
             if not done.wait(WAIT_S):
                 _log.debug("compile ahead of %s.%s still running after %s s", module, name,
                            WAIT_S)
+
+    def job_state(self, job: tuple) -> str | None:
+        """``asked``, ``started``, ``done`` or ``taken`` (back by this process); None if
+        never asked."""
+        with self.lock:
+            return self.state.get(job)
 
 
 _helper: _Helper | None = None
@@ -196,29 +220,58 @@ def request(kernel: Any, args: tuple) -> bool:
 
 
 def wait(kernel: Any) -> None:
-    """Block until the helper has answered every request for ``kernel`` (at once when there
-    was none). Afterwards numba finds what the helper compiled in its on-disk cache; if the
-    helper failed, numba compiles it here. O(1) once answered."""
+    """Call before ``kernel``'s first call: blocks while the helper compiles it; what it has
+    not started yet is taken back, and numba compiles it here (at once when nothing was
+    asked). Afterwards numba finds what the helper compiled in its on-disk cache; if the
+    helper failed, numba compiles it here. O(jobs asked)."""
     helper = _helper
     if helper is not None and helper.pid == os.getpid():
         py_func = getattr(kernel, "py_func", None)
         if py_func is not None:
-            helper.wait(py_func.__module__, py_func.__name__)
+            helper.take(py_func.__module__, py_func.__name__)
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
-    """The helper's loop: compile each job read from ``stdin`` (numba writes its on-disk
-    cache), answer ``(job, error or None)`` on ``stdout``; return at the end of ``stdin``."""
+    """The helper's loop: compile the jobs read from ``stdin`` (numba writes its on-disk
+    cache), the last asked first -- the asking process needs it last -- skipping those
+    taken back (``("take", job)``); say ``("start", job, None)`` before each and
+    ``("done", job, error or None)`` after it on ``stdout``. Returns at the end of
+    ``stdin`` (the asking process has gone)."""
     import importlib
 
-    while (job := _receive(stdin)) is not None:
+    queue: list[tuple] = []
+    cond = threading.Condition()
+    closed = [False]
+
+    def read() -> None:
+        while (message := _receive(stdin)) is not None:
+            kind, job = message
+            with cond:
+                if kind == "job":
+                    queue.append(job)
+                elif job in queue:
+                    queue.remove(job)
+                cond.notify()
+        with cond:
+            closed[0] = True
+            cond.notify()
+
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        with cond:
+            while not queue and not closed[0]:
+                cond.wait()
+            if closed[0]:
+                return
+            job = queue.pop()
+        _send(stdout, ("start", job, None))
         module, name, sig = job
         error = None
         try:
             getattr(importlib.import_module(module), name).compile(sig)
         except Exception as e:  # the asking process compiles it itself
             error = f"{type(e).__name__}: {e}"
-        _send(stdout, (job, error))
+        _send(stdout, ("done", job, error))
 
 
 if __name__ == "__main__":

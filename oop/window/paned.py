@@ -83,6 +83,7 @@ from oop.window.aggregates import Agg
 from oop.window.bucket import BucketLogic
 from oop.window.evaluator import Emitted, UnitIds
 from oop.window.kinds import Landmark, Sliding, WindowKind
+from oop.window.multiset import Multiset
 from oop.window import kernels as K
 from oop.window import paned_kernels as PK
 from oop.window.hashstore import HashCells
@@ -101,29 +102,40 @@ KeyLut = np.ndarray | Callable[[], np.ndarray | None] | None  # pre_hi / suf_b o
 
 
 def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
-                           lut: np.ndarray | None) -> bool:
-    """Have the emission kernel of a Paned-WID operator over ``kind``, ``lanes`` and ``aggs``
-    compiled on another core (:mod:`oop.compile_ahead`) while the first batches run: the
-    kernel :meth:`PaneCombiner.emit_dense` calls with sum-type lanes on a dense ring, for the
-    argument types it will pass (``lut``: an empty key-value array of the type the emission
-    gets, or None). Its first compile is the largest of a sliding query's (~2.8 s on a
-    2-core VM) and is needed only at the first punctuation. Select lanes, the row count
-    alone and hash cells are not compiled ahead. True if the helper was asked."""
+                           lut: np.ndarray | None) -> int:
+    """Have the emission kernels of a Paned-WID operator over ``kind``, ``lanes`` and
+    ``aggs`` compiled on another core (:mod:`oop.compile_ahead`) while the first batches
+    run, for the argument types the emission will pass (``lut``: an empty key-value array
+    of the type it gets, or None), in the order it calls them: the sum-type lanes'
+    kernel (:meth:`PaneCombiner.emit_dense`; the row count alone when holistic aggregates
+    ride along), then per holistic aggregate its quantile, count-distinct or heavy-hitter
+    kernel. They run only from the first punctuation on, and the largest first compiles
+    of a sliding query are among them (``paned_emit`` ~2.8 s, ``paned_heavy`` with its
+    table helpers ~3.8 s on a 2-core VM). Select lanes, hash cells and UDAFs are not
+    compiled ahead. Returns how many kernels the helper was asked for."""
     if isinstance(kind, Landmark) or not isinstance(kind, Sliding):
-        return False
+        return 0
     pc = PaneCombiner(kind, lanes, aggs)
-    ring = Ring(pc.lanes, rows=2, codes=1)
-    split = pc._lane_split(ring)
-    if split is None or split[0]:
-        return False
-    _, sums, ik, fk = split
-    if pc.holistic and len(ik) == 1 and not fk:
-        return False
-    for li in sums:
-        pc.running[li.key] = np.zeros(1, li.dtype)
-    pc.running[("rows", None)] = np.zeros(1, np.int64)
-    kernel, args = pc._sums_call(ring, ik, fk, 1, 0, 0, (0, 0), False, not ring.tarr, lut)
-    return compile_ahead.request(kernel, args)
+    calls = pc._emission_calls(lut)
+    stores: dict[tuple[str, str | None], Multiset] = {}
+    parts = [(0, np.zeros(1, np.int64), None)]  # one window of one cell
+    for a in aggs:
+        if not a.holistic:
+            continue
+        store = ("code" if a.spec.counts_values else "num", a.column)
+        if store not in stores:
+            ms = stores[store] = Multiset(np.int64 if store[0] == "code" else np.float64)
+            ms.add(np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(1, ms.dtype))
+        ms = stores[store]
+        q = a.spec.quantile_of(a)
+        if q is not None:
+            calls.append(pc._quantiles_call(ms, pc.flatten(parts, ms), q))
+        elif a.spec.store_op in ("distinct", "top_k"):
+            args = pc._d_args((a.spec.store_op, a.column), ms, parts, 1)[1]
+            calls.append((PK.paned_distinct, args) if a.spec.store_op == "distinct" else
+                         (PK.paned_heavy, pc._heavy_args(args, np.zeros(1, np.int64),
+                                                         int(a.k))))  # type: ignore[arg-type]
+    return sum(compile_ahead.request(kernel, args) for kernel, args in calls)
 
 
 def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -445,6 +457,23 @@ class PaneCombiner:
             ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
         return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
+    def _emission_calls(self, lut: np.ndarray | None) -> list[tuple[Any, tuple]]:
+        """The sum-type lanes' emission kernel :meth:`emit_dense` will call on a dense ring
+        and its arguments' types (a ring of one code): [] with select lanes (not compiled
+        ahead). Sets up this (throwaway) combiner's running state."""
+        ring = Ring(self.lanes, rows=2, codes=1)
+        split = self._lane_split(ring)
+        if split is None or split[0]:
+            return []
+        _, sums, ik, fk = split
+        for li in sums:
+            self.running[li.key] = np.zeros(1, li.dtype)
+        self.running[("rows", None)] = np.zeros(1, np.int64)
+        zero = not ring.tarr
+        if self.holistic and len(ik) == 1 and not fk:
+            return [self._rows_call(ring, 1, 0, 0, (0, 0), False, zero)]
+        return [self._sums_call(ring, ik, fk, 1, 0, 0, (0, 0), False, zero, lut)]
+
     def _sums_call(self, ring: Ring, ik: list, fk: list, n: int, w0: int, nw: int,
                    prev: tuple[int, int], inc0: bool, zero: bool, lut: np.ndarray | None
                    ) -> tuple[Any, tuple]:
@@ -464,17 +493,26 @@ class PaneCombiner:
                    ) -> tuple[np.ndarray, dict, tuple[np.ndarray, np.ndarray], bool]:
         """:meth:`emit_dense` when the row count is the only lane (holistic aggregates):
         :func:`~oop.window.paned_kernels.paned_emit_rows`."""
-        k: Sliding = self.kind  # type: ignore[assignment]
         rk = ("rows", None)
-        codes, start, end, cnt, dead = PK.paned_emit_rows(
-            ring.arr[rk], self.running[rk], ring.C, ring.mask, ring.base, ring.top, n, w0, nw,
-            k.s, k.r, self.g, k.o, prev[0], prev[1], inc0, zero)
+        kernel, args = self._rows_call(ring, n, w0, nw, prev, inc0, zero)
+        compile_ahead.wait(kernel)
+        codes, start, end, cnt, dead = kernel(*args)
         self.run_w = w0 + nw - 1
         if zero:
             ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
         if lut is not None:
             codes = lut[codes]
         return codes, self._lanes_out([rk], [], [cnt], []), (start, end), lut is not None
+
+    def _rows_call(self, ring: Ring, n: int, w0: int, nw: int, prev: tuple[int, int],
+                   inc0: bool, zero: bool) -> tuple[Any, tuple]:
+        """:func:`~oop.window.paned_kernels.paned_emit_rows` and its arguments: what
+        :meth:`_emit_rows` calls, and what :func:`compile_emission_ahead` has compiled."""
+        k: Sliding = self.kind  # type: ignore[assignment]
+        rk = ("rows", None)
+        return PK.paned_emit_rows, (
+            ring.arr[rk], self.running[rk], ring.C, ring.mask, ring.base, ring.top, n, w0, nw,
+            k.s, k.r, self.g, k.o, prev[0], prev[1], inc0, zero)
 
     def _sel_state(self, sel: list[LaneInfo], n: int, C2: int, w0: int) -> tuple[int, int]:
         """The persistent block state of the select lanes, (re)allocated or extended to ``n`` codes.
@@ -674,10 +712,19 @@ class PaneCombiner:
         lay = self.flatten(parts, ms, ascending=True)
         if lay is None:  # the cursors need ascending codes per window
             return None
-        cells, cb, plo, phi, pa0, offs = lay
-        vals, present = PK.paned_quantiles(ms.code, ms.value.astype(np.float64, copy=False),
-                                           ms.count, pa0, offs, plo, phi, cb, cells, float(q))
+        kernel, args = self._quantiles_call(ms, lay, q)
+        compile_ahead.wait(kernel)
+        vals, present = kernel(*args)
         return vals, present.astype(bool)
+
+    @staticmethod
+    def _quantiles_call(ms: Any, lay: tuple, q: float) -> tuple[Any, tuple]:
+        """:func:`~oop.window.paned_kernels.paned_quantiles` and its arguments over the
+        windows ``lay`` of :meth:`flatten`: what :meth:`quantiles` calls, and what
+        :func:`compile_emission_ahead` has compiled."""
+        cells, cb, plo, phi, pa0, offs = lay
+        return PK.paned_quantiles, (ms.code, ms.value.astype(np.float64, copy=False), ms.count,
+                                    pa0, offs, plo, phi, cb, cells, float(q))
 
     def distinct(self, ms: Any, parts: Sequence[tuple], col: str | None, n_codes: int) -> np.ndarray:
         """Exact count-distinct of every cell of ``parts`` ``[(wid, codes, _), ...]`` (ascending
@@ -693,6 +740,7 @@ class PaneCombiner:
         rebuilt from the first window's panes.
         """
         st, args = self._d_args(("distinct", col), ms, parts, n_codes)
+        compile_ahead.wait(PK.paned_distinct)
         out, *state = PK.paned_distinct(*args)
         self._d_keep(st, state)
         return out
@@ -705,9 +753,16 @@ class PaneCombiner:
         position of every value code (ties between equal counts go by value).
         Returns (offsets per cell, value codes, counts), most frequent first."""
         st, args = self._d_args(("heavy", col), ms, parts, n_codes)
-        off, hv, hn, *state = PK.paned_heavy(*args[:-2], rank, int(k), *args[-2:])
+        compile_ahead.wait(PK.paned_heavy)
+        off, hv, hn, *state = PK.paned_heavy(*self._heavy_args(args, rank, k))
         self._d_keep(st, state)
         return off, hv, hn
+
+    @staticmethod
+    def _heavy_args(args: tuple, rank: np.ndarray, k: int) -> tuple:
+        """:func:`~oop.window.paned_kernels.paned_heavy`'s arguments: :meth:`_d_args`'s with
+        the value ranks and ``k`` before the last two."""
+        return (*args[:-2], rank, int(k), *args[-2:])
 
     def _d_args(self, key: tuple[str, str | None], ms: Any, parts: Sequence[tuple], n_codes: int
                 ) -> tuple[dict[str, Any], tuple]:
