@@ -63,9 +63,12 @@ def compile_notice(stream: Any = None) -> Iterator[None]:
 
     numba fires ``numba:compile`` only when a kernel is not in its on-disk
     cache (``cache=True``): a first run after install, or a new type
-    specialization. Said at most once per block, before the wait, not after.
-    Imports numba (without its scipy version check: :mod:`oop.command.numba_probes`).
+    specialization. A kernel handed to the compile-ahead helper
+    (:func:`oop.compile_ahead.on_ask`) counts too. Said at most once per block,
+    before the wait, not after. Imports numba (without its scipy version check:
+    :mod:`oop.command.numba_probes`).
     """
+    from oop import compile_ahead
     from oop.command.numba_probes import import_numba
 
     import_numba()
@@ -73,16 +76,19 @@ def compile_notice(stream: Any = None) -> Iterator[None]:
 
     said = [False]
 
+    def say() -> None:
+        if not said[0]:
+            said[0] = True
+            print(COMPILE_NOTE, file=stream or sys.stderr, flush=True)
+
     class _Note(event.Listener):
         def on_start(self, _ev: Any) -> None:
-            if not said[0]:
-                said[0] = True
-                print(COMPILE_NOTE, file=stream or sys.stderr, flush=True)
+            say()
 
         def on_end(self, _ev: Any) -> None:
             pass
 
-    with event.install_listener("numba:compile", _Note()):
+    with event.install_listener("numba:compile", _Note()), compile_ahead.on_ask(say):
         yield
 
 

@@ -37,6 +37,7 @@ nothing.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import pickle
@@ -44,11 +45,11 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable, Iterator
 
 from oop.limits import usable_cores
 
-__all__ = ["request", "wait", "enabled", "ENV"]
+__all__ = ["request", "wait", "enabled", "on_ask", "ENV"]
 
 #: set to ``0`` to compile every kernel in the process that uses it
 ENV = "OOP_COMPILE_AHEAD"
@@ -198,6 +199,21 @@ def _the_helper() -> _Helper | None:
         return _helper
 
 
+_on_ask: list[Callable[[], None]] = []
+
+
+@contextlib.contextmanager
+def on_ask(callback: Callable[[], None]) -> Iterator[None]:
+    """Call ``callback()`` each time the helper is asked for a kernel inside the block: a
+    compile this process will wait for, though numba does not compile here (the commands
+    say they are compiling then too: :func:`oop.cli.compile_notice`)."""
+    _on_ask.append(callback)
+    try:
+        yield
+    finally:
+        _on_ask.remove(callback)
+
+
 def request(kernel: Any, args: tuple) -> bool:
     """Have the helper compile numba dispatcher ``kernel`` (a module-level kernel of an
     importable module) for the types of ``args``, unless it is cached or compiling ahead
@@ -216,6 +232,8 @@ def request(kernel: Any, args: tuple) -> bool:
     if helper is None:
         return False
     helper.send((module, name, sig))
+    for callback in list(_on_ask):
+        callback()
     return True
 
 

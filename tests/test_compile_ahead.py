@@ -258,3 +258,30 @@ def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None
     res = s.window(Sliding("4s", "1s"), [agg.count()], by="k", method="paned", late="update",
                    allowed_lateness="1s").run()
     assert res.table.num_rows > 0 and requested == []  # revisions emit window by window
+
+
+def test_the_commands_say_they_compile_when_only_the_helper_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run whose other kernels are cached compiles nothing itself but waits for the
+    helper: the commands' note is said then too, once."""
+    import io
+
+    from oop.cli import COMPILE_NOTE, compile_notice
+    from oop.window import kernels as K
+
+    sent: list[tuple] = []
+
+    class _Fake:
+        def send(self, job: tuple) -> None:
+            sent.append(job)
+
+    monkeypatch.setattr(compile_ahead, "enabled", lambda: True)
+    monkeypatch.setattr(compile_ahead, "_cached", lambda kernel, sig: False)
+    monkeypatch.setattr(compile_ahead, "_the_helper", lambda: _Fake())
+    err = io.StringIO()
+    with compile_notice(err):
+        assert compile_ahead.request(PK.pane_ids, (np.zeros(3, np.int64), 0, 1))
+        assert compile_ahead.request(K.upd_sum, (np.zeros(1, np.int64),) * 4)
+    assert err.getvalue().count(COMPILE_NOTE) == 1 and len(sent) == 2
+    assert compile_ahead.request(PK.pane_ids, (np.zeros(3, np.int64), 0, 1))
+    assert err.getvalue().count(COMPILE_NOTE) == 1  # outside the block: nothing said
