@@ -110,7 +110,8 @@ class _Helper:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "oop.compile_ahead"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
-        self.state: dict[tuple, str] = {}  # job -> asked | started | done | taken
+        #: job -> asked | started (by the helper) | done | taken (back by this process)
+        self.state: dict[tuple, str] = {}
         self.done: dict[tuple, threading.Event] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._answers, name="oop-compile-ahead", daemon=True).start()
@@ -174,12 +175,6 @@ class _Helper:
             if not done.wait(WAIT_S):
                 _log.debug("compile ahead of %s.%s still running after %s s", module, name,
                            WAIT_S)
-
-    def job_state(self, job: tuple) -> str | None:
-        """``asked``, ``started``, ``done`` or ``taken`` (back by this process); None if
-        never asked."""
-        with self.lock:
-            return self.state.get(job)
 
 
 _helper: _Helper | None = None

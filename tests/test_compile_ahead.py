@@ -43,12 +43,12 @@ import tiny
 asked = [ca.request(tiny.add, (1, 2.5)), ca.request(tiny.mul, (2, 3.5))]
 job_add, job_mul = list(ca._helper.state)
 deadline = time.time() + 120
-while {ca._helper.job_state(j) for j in (job_add, job_mul)} == {"asked"}:
+while {ca._helper.state.get(j) for j in (job_add, job_mul)} == {"asked"}:
     assert time.time() < deadline
     time.sleep(0.02)
-first = [j[1] for j in (job_add, job_mul) if ca._helper.job_state(j) != "asked"]
+first = [j[1] for j in (job_add, job_mul) if ca._helper.state.get(j) != "asked"]
 ca.wait(tiny.add)  # asked first, needed first: the helper is busy with the other one
-took = ca._helper.job_state(job_add)
+took = ca._helper.state.get(job_add)
 ca.wait(tiny.mul)
 values = [tiny.add(1, 2.5), tiny.mul(2, 3.5)]
 print(json.dumps({"asked": asked, "first": first, "took": took, "values": values,
@@ -68,7 +68,7 @@ if asked and sys.argv[1] == "kill":
 elif asked:  # let the helper start it (a job it has not started is taken back)
     job = next(iter(ca._helper.state))
     deadline = time.time() + 120
-    while ca._helper.job_state(job) == "asked" and time.time() < deadline:
+    while ca._helper.state.get(job) == "asked" and time.time() < deadline:
         time.sleep(0.02)
 ca.wait(tiny.add)
 value = tiny.add(1, 2.5)
