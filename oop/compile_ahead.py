@@ -97,6 +97,20 @@ def _receive(pipe: BinaryIO) -> Any:
     return pickle.loads(pipe.read(struct.unpack("<Q", head)[0]))
 
 
+#: the folder holding this ``oop`` package: the helper starts there, so ``-m`` finds the same
+#: sources (numba keys its cache by the source file) whatever this process's folder holds
+_PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _helper_env() -> dict[str, str]:
+    """This process's environment for the helper, with ``NUMBA_CACHE_DIR`` made absolute
+    (the helper starts in another folder)."""
+    env = dict(os.environ)
+    if env.get("NUMBA_CACHE_DIR"):
+        env["NUMBA_CACHE_DIR"] = os.path.abspath(env["NUMBA_CACHE_DIR"])
+    return env
+
+
 class _Helper:
     """The helper process and the jobs sent to it: ``(module, name, signature)`` each, in
     the order this process will need them.
@@ -109,7 +123,8 @@ class _Helper:
         self.pid = os.getpid()  # a forked child starts a helper of its own
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "oop.compile_ahead"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=dict(os.environ))
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_helper_env(),
+            cwd=_PACKAGE_ROOT)
         #: job -> asked | started (by the helper) | done | taken (back by this process)
         self.state: dict[tuple, str] = {}
         self.done: dict[tuple, threading.Event] = {}

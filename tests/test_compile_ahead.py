@@ -78,16 +78,18 @@ print(json.dumps({"asked": asked, "helper": ca._helper is not None, "value": val
 '''
 
 
-def _drive(tmp_path: Path, mode: str, **env: str) -> dict[str, Any]:
+def _drive(tmp_path: Path, mode: str, cache: str | None = None, **env: str) -> dict[str, Any]:
+    """Run the driver in ``tmp_path`` with numba's cache in ``cache`` (default: an absolute
+    path to ``tmp_path/cache``)."""
     (tmp_path / "tiny.py").write_text(_TINY)
     (tmp_path / "driver.py").write_text(_TWO if mode == "two" else _DRIVER)
     full = dict(os.environ)
     full.pop(compile_ahead.ENV, None)
-    full.update(NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+    full.update(NUMBA_CACHE_DIR=cache or str(tmp_path / "cache"),
                 PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
                 **env)
     out = subprocess.run([sys.executable, str(tmp_path / "driver.py"), mode], env=full,
-                         check=True, capture_output=True, text=True, timeout=300)
+                         cwd=tmp_path, check=True, capture_output=True, text=True, timeout=300)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -103,6 +105,14 @@ def test_the_helper_compiles_and_this_process_loads_it(tmp_path: Path, two_cores
     # now cached: asking again starts no helper, and the call loads it
     again = _drive(tmp_path, "plain")
     assert again == {"asked": False, "helper": False, "value": 3.5, "hits": 1, "misses": 0}
+
+
+def test_a_relative_cache_folder_is_the_same_folder_for_the_helper(tmp_path: Path,
+                                                                   two_cores: None) -> None:
+    # the helper starts in the package's folder; numba's cache must still be tmp_path/cache
+    first = _drive(tmp_path, "plain", cache="cache")
+    assert (first["asked"], first["hits"], first["misses"]) == (True, 1, 0)
+    assert list((tmp_path / "cache").rglob("*.nbi"))
 
 
 def test_a_helper_that_dies_leaves_the_kernel_to_this_process(tmp_path: Path,
