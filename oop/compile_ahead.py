@@ -140,12 +140,13 @@ class _Helper:
             self.proc.wait()
 
     def _tell(self, message: tuple) -> bool:
-        """Send ``message`` to the helper (under ``lock``); False if it has gone."""
+        """Send ``message`` to the helper (under ``lock``); False if it has gone or the
+        message cannot be sent (a type that does not pickle)."""
         try:
             assert self.proc.stdin is not None
             _send(self.proc.stdin, message)
             return True
-        except OSError:
+        except Exception:  # the run compiles it itself
             return False
 
     def send(self, job: tuple) -> None:
@@ -160,15 +161,18 @@ class _Helper:
 
     def _answers(self) -> None:
         assert self.proc.stdout is not None
-        while (answer := _receive(self.proc.stdout)) is not None:
-            kind, job, error = answer
-            if error:
-                _log.debug("compile ahead of %s.%s failed: %s", job[0], job[1], error)
-            with self.lock:
-                if self.state.get(job) in ("asked", "started"):
-                    self.state[job] = "started" if kind == "start" else "done"
-                if kind == "done" and job in self.done:
-                    self.done[job].set()
+        try:
+            while (answer := _receive(self.proc.stdout)) is not None:
+                kind, job, error = answer
+                if error:
+                    _log.debug("compile ahead of %s.%s failed: %s", job[0], job[1], error)
+                with self.lock:
+                    if self.state.get(job) in ("asked", "started"):
+                        self.state[job] = "started" if kind == "start" else "done"
+                    if kind == "done" and job in self.done:
+                        self.done[job].set()
+        except Exception as e:  # a garbled answer: treat the helper as gone
+            _log.debug("compile-ahead helper answered badly: %s", e)
         with self.lock:  # the helper ended: nothing more will come
             for job, st in self.state.items():
                 if st in ("asked", "started"):
@@ -272,17 +276,19 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     closed = [False]
 
     def read() -> None:
-        while (message := _receive(stdin)) is not None:
-            kind, job = message
+        try:
+            while (message := _receive(stdin)) is not None:
+                kind, job = message
+                with cond:
+                    if kind == "job":
+                        queue.append(job)
+                    elif job in queue:
+                        queue.remove(job)
+                    cond.notify()
+        finally:  # the asking process has gone (or sent what cannot be read): stop
             with cond:
-                if kind == "job":
-                    queue.append(job)
-                elif job in queue:
-                    queue.remove(job)
+                closed[0] = True
                 cond.notify()
-        with cond:
-            closed[0] = True
-            cond.notify()
 
     threading.Thread(target=read, daemon=True).start()
     while True:

@@ -295,3 +295,19 @@ def test_the_commands_say_they_compile_when_only_the_helper_does(
     assert err.getvalue().count(COMPILE_NOTE) == 1 and len(sent) == 2
     assert compile_ahead.request(PK.pane_ids, (np.zeros(3, np.int64), 0, 1))
     assert err.getvalue().count(COMPILE_NOTE) == 1  # outside the block: nothing said
+
+
+def test_a_job_that_cannot_be_sent_is_left_to_the_run() -> None:
+    """A signature that does not pickle neither fails the run nor makes it wait."""
+    helper = compile_ahead._Helper()
+    try:
+        job = ("oop.window.paned_kernels", "pane_ids", (lambda: 0,))
+        helper.send(job)
+        assert helper.state[job] == "taken"
+        helper.take("oop.window.paned_kernels", "pane_ids")  # returns at once
+        ok = ("oop.window.paned_kernels", "pane_ids", ())  # the pipe still works after it
+        helper.send(ok)
+        assert helper.state[ok] in ("asked", "started", "done")
+    finally:
+        helper.close()
+    assert helper.proc.returncode is not None  # stopped
