@@ -294,10 +294,10 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
             self.units = WidEvaluator(self.kind)
 
     def _compile_ahead(self) -> None:
-        """Paned-WID's emission kernel compiled on another core while the first batches run
+        """Paned-WID's emission kernels compiled on another core while the first batches run
         (:func:`~oop.window.paned.compile_emission_ahead`), when this operator is or may
         become Paned-WID (:func:`choose_method` picks WID for a window that does not slide by
-        less than its range), and does not revise windows. Nothing when the kernel is
+        less than its range), and does not revise windows. Nothing for kernels already
         cached."""
         k = self.kind
         if k.row_based or not isinstance(k, Sliding) or isinstance(k, Landmark):

@@ -51,11 +51,11 @@ if TYPE_CHECKING:
 __all__ = ["WindowOutput", "as_time_array", "lut_array"]
 
 
-
 def lut_array(keys: pa.Array) -> np.ndarray:
     """The values of an int64 key array without nulls as the emission kernel gets them
     (read-only, like every zero-copy view of Arrow memory)."""
     return np.asarray(keys.to_numpy(), np.int64)
+
 
 class WindowOutput:
     """Builds the window operator's output batches (see the module docstring)."""
