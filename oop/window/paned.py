@@ -447,7 +447,7 @@ class PaneCombiner:
         # no select lanes: every lane's identity is 0, so the kernel can reset the
         # leaving panes as it subtracts them (the purge then has nothing left to sweep)
         zero = not ring.tarr
-        if self.holistic and len(ik) == 1 and not fk:  # the row count alone: a small kernel
+        if self._rows_only(ik, fk):
             return self._emit_rows(ring, n, w0, nw, prev, inc0, zero, lut)
         kernel, args = self._sums_call(ring, ik, fk, n, w0, nw, prev, inc0, zero, lut)
         compile_ahead.wait(kernel)  # compiled on another core (compile_emission_ahead)
@@ -470,9 +470,14 @@ class PaneCombiner:
             self.running[li.key] = np.zeros(1, li.dtype)
         self.running[("rows", None)] = np.zeros(1, np.int64)
         zero = not ring.tarr
-        if self.holistic and len(ik) == 1 and not fk:
+        if self._rows_only(ik, fk):
             return [self._rows_call(ring, 1, 0, 0, (0, 0), False, zero)]
         return [self._sums_call(ring, ik, fk, 1, 0, 0, (0, 0), False, zero, lut)]
+
+    def _rows_only(self, ik: list, fk: list) -> bool:
+        """Whether the emission's only lane is the row count beside holistic aggregates:
+        then a small kernel of its own (:meth:`_emit_rows`) serves it."""
+        return bool(self.holistic) and len(ik) == 1 and not fk
 
     def _sums_call(self, ring: Ring, ik: list, fk: list, n: int, w0: int, nw: int,
                    prev: tuple[int, int], inc0: bool, zero: bool, lut: np.ndarray | None
