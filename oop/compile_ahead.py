@@ -49,7 +49,7 @@ from typing import Any, BinaryIO, Callable, Iterator
 
 from oop.limits import usable_cores
 
-__all__ = ["request", "wait", "enabled", "on_ask", "ENV"]
+__all__ = ["request", "wait", "enabled", "allow", "on_ask", "ENV"]
 
 #: set to ``0`` to compile every kernel in the process that uses it
 ENV = "OOP_COMPILE_AHEAD"
@@ -59,10 +59,19 @@ WAIT_S = 300.0
 _log = logging.getLogger(__name__)
 
 
+_allowed = [True]  # see allow
+
+
+def allow(flag: bool) -> None:
+    """Allow (the default) or forbid the helper in this process: ``oop replay --threads 1``
+    asks for one core, so its kernels compile in the process itself."""
+    _allowed[0] = flag
+
+
 def enabled() -> bool:
-    """Whether kernels may be compiled ahead: ``OOP_COMPILE_AHEAD`` is not ``0`` and this
-    process may use more than one core."""
-    return os.environ.get(ENV, "1") != "0" and usable_cores() > 1
+    """Whether kernels may be compiled ahead: not forbidden (:func:`allow`),
+    ``OOP_COMPILE_AHEAD`` is not ``0`` and this process may use more than one core."""
+    return _allowed[0] and os.environ.get(ENV, "1") != "0" and usable_cores() > 1
 
 
 def _signature(kernel: Any, args: tuple) -> tuple:

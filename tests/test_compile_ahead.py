@@ -311,3 +311,29 @@ def test_a_job_that_cannot_be_sent_is_left_to_the_run() -> None:
     finally:
         helper.close()
     assert helper.proc.returncode is not None  # stopped
+
+
+@pytest.mark.parametrize("threads,asks", [("1", False), ("2", True)])
+def test_replay_with_one_thread_keeps_its_compiling_to_one_core(
+        threads: str, asks: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    from oop.cli import main
+
+    sent: list[tuple] = []
+
+    class _Fake:
+        def send(self, job: tuple) -> None:
+            sent.append(job)
+
+    monkeypatch.setattr(compile_ahead, "_allowed", [True])
+    monkeypatch.setattr(compile_ahead, "usable_cores", lambda: 2)
+    monkeypatch.setattr(compile_ahead, "_cached", lambda kernel, sig: False)
+    monkeypatch.setattr(compile_ahead, "_the_helper", lambda: _Fake())
+    pq.write_table(_feed("str"), tmp_path / "in.parquet")
+    rc = main(["replay", "--input", str(tmp_path / "in.parquet"), "--time", "ts",
+               "--time-unit", "ms", "--key", "k", "--punctuation", "bounded:1s",
+               "--window", "sliding:4s,1s", "--agg", "count", "--out",
+               str(tmp_path / "out.parquet"), "--quiet", "--threads", threads])
+    assert rc == 0 and (tmp_path / "out.parquet").exists()
+    assert bool(sent) == asks

@@ -4,7 +4,8 @@ N is the number of threads a run uses in all; the default is every core this
 process may use (:func:`usable_cores`), except with a ``--strategy`` other
 than ``oop`` (then 1: the in-order plans run on one thread).
 
-* N = 1: the plan runs on the driving thread.
+* N = 1: the plan runs on the driving thread, and a first run compiles its kernels
+  there too (no compile-ahead helper: :func:`compile_on_threads`).
 * N > 1 *pipelines* the run (:func:`pipelined`): a finite input is decoded
   ahead on a thread of its own (:class:`oop.plan.background.ReadAhead`), the
   results are encoded and written on another
@@ -34,7 +35,7 @@ from oop.errors import ConfigError
 from oop.limits import usable_cores
 
 __all__ = ["add_threads_flag", "check_threads", "usable_cores", "run_threads", "pipelined",
-           "partitions"]
+           "partitions", "compile_on_threads"]
 
 
 def add_threads_flag(p: argparse.ArgumentParser, *, splits: str, spark: bool = False) -> None:
@@ -68,6 +69,14 @@ def run_threads(args: argparse.Namespace) -> int:
     if args.strategy != "oop":
         return 1
     return usable_cores()
+
+
+def compile_on_threads(args: argparse.Namespace) -> None:
+    """A first run's kernels may compile on another core (:mod:`oop.compile_ahead`) only
+    when the run may use more than one thread: ``--threads 1`` keeps to one core."""
+    from oop import compile_ahead  # not at import: ``--help`` loads no more than it needs
+
+    compile_ahead.allow(run_threads(args) > 1)
 
 
 def pipelined(args: argparse.Namespace) -> bool:

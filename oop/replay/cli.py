@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, parse_bytes, resolve_late, run_job)
-from oop.command.threads import add_threads_flag, check_threads, partitions, pipelined
+from oop.command.threads import (add_threads_flag, check_threads, compile_on_threads,
+                                 partitions, pipelined)
 from oop.errors import ConfigError
 from oop.punctuation.spec import SPEC_HELP
 from oop.window.specs import AGG_FORMS
@@ -215,6 +216,7 @@ def run_replay(args: argparse.Namespace) -> int:
     # oop.kernel_cache); a first compile loads them, without scipy.linalg's BLAS probe
     # (~0.13 s) and cffi's (~20 ms)
     skip_probes_at_compile()
+    compile_on_threads(args)
     t0 = _time.perf_counter()
     src, unit = _source(args)
     stream = build_plan(src, args, unit)

@@ -39,7 +39,8 @@ if TYPE_CHECKING:  # the engine loads when a command runs, not for ``--help``
 
 from oop.command.flags import (add_output_flags, add_runtime_flags, check_runtime, command_parser,
                            engine_late, open_writers, resolve_late, run_job)
-from oop.command.threads import add_threads_flag, check_threads, partitions, pipelined, run_threads
+from oop.command.threads import (add_threads_flag, check_threads, compile_on_threads,
+                                 partitions, pipelined, run_threads)
 
 __all__ = ["register", "run_sql"]
 
@@ -141,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     from oop.command.numba_probes import skip_probes_at_compile
 
     skip_probes_at_compile()  # a first compile without the BLAS and cffi probes
+    compile_on_threads(args)
     t0 = _time.perf_counter()
     text = args.execute if args.execute is not None else _read(args.file)
     tables: dict[str, Any] = {}
