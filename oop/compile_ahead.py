@@ -45,11 +45,12 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, BinaryIO, Callable, Iterator
 
 from oop.limits import usable_cores
 
-__all__ = ["request", "wait", "enabled", "allow", "on_ask", "ENV"]
+__all__ = ["request", "wait", "enabled", "allow", "on_ask", "waited_s", "ENV"]
 
 #: set to ``0`` to compile every kernel in the process that uses it
 ENV = "OOP_COMPILE_AHEAD"
@@ -137,6 +138,7 @@ class _Helper:
         #: job -> asked | started (by the helper) | done | taken (back by this process)
         self.state: dict[tuple, str] = {}
         self.done: dict[tuple, threading.Event] = {}
+        self.waited_s = 0.0  # seconds this process has waited for the helper
         self.lock = threading.Lock()
         threading.Thread(target=self._answers, name="oop-compile-ahead", daemon=True).start()
         atexit.register(self.close)
@@ -199,10 +201,14 @@ class _Helper:
                     self.state[job] = "taken"
                     self._tell(("take", job))
             waits = [self.done[j] for j in jobs if self.state[j] == "started"]
+        t0 = time.perf_counter()
         for done in waits:
             if not done.wait(WAIT_S):
                 _log.debug("compile ahead of %s.%s still running after %s s", module, name,
                            WAIT_S)
+        if waits:
+            with self.lock:
+                self.waited_s += time.perf_counter() - t0
 
 
 _helper: _Helper | None = None
@@ -270,6 +276,14 @@ def wait(kernel: Any) -> None:
         py_func = getattr(kernel, "py_func", None)
         if py_func is not None:
             helper.take(py_func.__module__, py_func.__name__)
+
+
+def waited_s() -> float:
+    """Seconds this process has waited for the helper's compiles so far: the part of a
+    first run's wall time the helper's compiling took (``--metrics``' ``compile_wait_s``,
+    beside ``jit_compile_s``, this process's own compiling). 0.0 without a helper."""
+    helper = _helper
+    return helper.waited_s if helper is not None and helper.pid == os.getpid() else 0.0
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:

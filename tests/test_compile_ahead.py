@@ -52,6 +52,7 @@ took = ca._helper.state.get(job_add)
 ca.wait(tiny.mul)
 values = [tiny.add(1, 2.5), tiny.mul(2, 3.5)]
 print(json.dumps({"asked": asked, "first": first, "took": took, "values": values,
+                  "waited": ca.waited_s(),
                   "add": [sum(tiny.add.stats.cache_hits.values()),
                           sum(tiny.add.stats.cache_misses.values())],
                   "mul": [sum(tiny.mul.stats.cache_hits.values()),
@@ -130,6 +131,7 @@ def test_the_helper_serves_the_last_asked_first_and_this_process_takes_the_first
     assert out["first"] == ["mul"]  # the helper began with the last asked
     assert out["took"] == "taken" and out["add"] == [0, 1]  # compiled here
     assert out["mul"] == [1, 0]  # compiled by the helper, loaded here
+    assert out["waited"] > 0  # the run waited for the started one (and not for the other)
 
 
 def test_switched_off_it_asks_nothing(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def test_replay_matches_oracle(flows, tmp_path, window, kind, strategy):
     assert m["tuples_in"] == table.num_rows and m["late"] == 0
     assert m["windows_out"] == got.num_rows
     assert 0.0 <= m["jit_compile_s"] <= m["wall_s"]  # numba compilation, part of the wall
+    assert 0.0 <= m["compile_wait_s"] <= m["wall_s"]  # waiting for the compile-ahead helper
     if strategy == "oop":  # which method and layout the window operator picked
         assert m["plan"]["method"] == ("wid" if isinstance(kind, Tumbling) else "paned")
         assert m["plan"]["layout"] in ("dense ring x codes", "hash (unit, code) cells")
