@@ -339,3 +339,21 @@ def test_replay_with_one_thread_keeps_its_compiling_to_one_core(
                str(tmp_path / "out.parquet"), "--quiet", "--threads", threads])
     assert rc == 0 and (tmp_path / "out.parquet").exists()
     assert bool(sent) == asks
+
+
+def test_metrics_count_this_runs_wait_for_the_helper_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``compile_wait_s`` is the run's own wait: waits of earlier runs in the same process
+    (here 5 s, never growing) do not count."""
+    import pyarrow.parquet as pq
+
+    from oop.cli import main
+
+    monkeypatch.setattr(compile_ahead, "waited_s", lambda: 5.0)
+    pq.write_table(_feed("str"), tmp_path / "in.parquet")
+    rc = main(["replay", "--input", str(tmp_path / "in.parquet"), "--time", "ts",
+               "--time-unit", "ms", "--key", "k", "--punctuation", "bounded:1s",
+               "--window", "sliding:4s,1s", "--agg", "count", "--out",
+               str(tmp_path / "out.parquet"), "--quiet", "--metrics", str(tmp_path / "m.json")])
+    assert rc == 0
+    assert json.loads((tmp_path / "m.json").read_text())["compile_wait_s"] == 0.0

@@ -216,6 +216,7 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
     ``t0``: when the run started (``perf_counter``; default now), for the wall time;
     ``extra``: called after the run, its entries added to the ``--metrics`` JSON.
     """
+    from oop import compile_ahead
     from oop.limits import state_budget
     from oop.metrics import compile_timer
     from oop.plan.job import Job
@@ -225,12 +226,14 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
     ex, _ = stream.executor(terminal=writer)
     _check_plan(ex, writer, late, args)
     job = Job(ex, writer, late, job_options(args, command))
+    waited = compile_ahead.waited_s()  # this run's waits only (a process may run several)
     with compile_timer() as jit, state_budget(max_state(args)):
         job.open()
         settle()  # start-up is over: collect garbage again, skipping what start-up built
         outcome = job.run()
     wall = _time.perf_counter() - t0
-    s = summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome)
+    s = summary(ex, writer, late, wall, _plan_of(stream), jit.seconds, outcome,
+                compile_ahead.waited_s() - waited)
     if extra is not None:
         s.update(extra())
     _note_adopted(s)
@@ -265,9 +268,8 @@ def _plan_of(stream: Any) -> dict[str, Any]:
 
 
 def summary(ex: Any, writer: Any, late: Any, wall: float, plan: dict[str, Any],
-            jit_s: float, outcome: Any) -> dict[str, Any]:
+            jit_s: float, outcome: Any, wait_s: float) -> dict[str, Any]:
     """The ``--metrics`` JSON: counts, peaks, throughput, checkpoints, per-operator metrics."""
-    from oop import compile_ahead
     from oop.metrics import peak_rss_bytes
 
     ops = {n.op.name: n.op.metrics for n in ex.nodes}
@@ -288,7 +290,7 @@ def summary(ex: Any, writer: Any, late: Any, wall: float, plan: dict[str, Any],
         "wall_s": wall,
         "tuples_per_s": tuples_in / wall if wall > 0 else None,
         "jit_compile_s": jit_s,  # part of wall_s: numba compiling kernels (first run only)
-        "compile_wait_s": compile_ahead.waited_s(),  # part of wall_s: waiting for the helper
+        "compile_wait_s": wait_s,  # part of wall_s: waiting for the compile-ahead helper
         "checkpoints": outcome.checkpoints,
         "checkpoint_s": outcome.checkpoint_s,
         "resumed": outcome.resumed_from is not None,
