@@ -215,11 +215,17 @@ _helper: _Helper | None = None
 _helper_lock = threading.Lock()
 
 
+def _own_helper() -> _Helper | None:
+    """The helper this process started, if any (a forked child's inherited one is not)."""
+    helper = _helper
+    return helper if helper is not None and helper.pid == os.getpid() else None
+
+
 def _the_helper() -> _Helper | None:
     """This process's helper, started on first use; None if it cannot start."""
     global _helper
     with _helper_lock:
-        if _helper is None or _helper.pid != os.getpid():
+        if _own_helper() is None:
             try:
                 _helper = _Helper()
             except OSError as e:
@@ -271,8 +277,8 @@ def wait(kernel: Any) -> None:
     not started yet is taken back, and numba compiles it here (at once when nothing was
     asked). Afterwards numba finds what the helper compiled in its on-disk cache; if the
     helper failed, numba compiles it here. O(jobs asked)."""
-    helper = _helper
-    if helper is not None and helper.pid == os.getpid():
+    helper = _own_helper()
+    if helper is not None:
         py_func = getattr(kernel, "py_func", None)
         if py_func is not None:
             helper.take(py_func.__module__, py_func.__name__)
@@ -282,8 +288,8 @@ def waited_s() -> float:
     """Seconds this process has waited for the helper's compiles so far: the part of a
     first run's wall time the helper's compiling took (``--metrics``' ``compile_wait_s``,
     beside ``jit_compile_s``, this process's own compiling). 0.0 without a helper."""
-    helper = _helper
-    return helper.waited_s if helper is not None and helper.pid == os.getpid() else 0.0
+    helper = _own_helper()
+    return helper.waited_s if helper is not None else 0.0
 
 
 def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:

@@ -241,7 +241,7 @@ def run_job(stream: Any, writer: Any, late: Any, args: argparse.Namespace, comma
         if args.metrics:
             Path(args.metrics).write_text(json.dumps(s, indent=2, default=str))
         return int(outcome.code)
-    report(args, s, jit.seconds, command, out_label=out_label, late_hint=late_hint)
+    report(args, s, command, out_label=out_label, late_hint=late_hint)
     return int(outcome.code)
 
 
@@ -325,7 +325,7 @@ def _note_adopted(s: dict[str, Any]) -> None:
                      f"(this run asked for {p['asked']}; the rows do not depend on it)")
 
 
-def report(args: argparse.Namespace, s: dict[str, Any], jit_s: float, command: str, *,
+def report(args: argparse.Namespace, s: dict[str, Any], command: str, *,
            out_label: str, late_hint: str) -> None:
     """The end-of-run lines on stderr (and the ``--metrics`` file)."""
     err = sys.stderr
@@ -349,7 +349,7 @@ def report(args: argparse.Namespace, s: dict[str, Any], jit_s: float, command: s
               f"({100 * s['late'] / n:.1f}%) were late under {late_hint} and were "
               f"{'dropped' if args.late == 'drop' else 'routed'}; "
               "a larger bound (bounded:DUR) or adaptive punctuation keeps more", file=err)
-    wait_s = s["compile_wait_s"]
+    jit_s, wait_s = s["jit_compile_s"], s["compile_wait_s"]
     if jit_s + wait_s >= JIT_NOTE_S:
         helper = f", {wait_s:.2f}s waited for kernels compiled on another core" if wait_s else ""
         print(f"{command}: {jit_s:.2f}s of that compiled numba kernels{helper} (a first run; "

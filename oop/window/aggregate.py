@@ -300,12 +300,11 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         less than its range), and does not revise windows. Nothing for kernels already
         cached."""
         k = self.kind
-        if k.row_based or not isinstance(k, Sliding) or isinstance(k, Landmark):
+        if k.row_based or self.rule.revises:  # revisions: window by window (emit_cells)
             return
-        if self.rule.revises:  # revisions emit window by window (emit_cells declines)
-            return
-        if not (self.method == "paned" or (self.method is None and k.r != k.s)):
-            return
+        if not (self.method == "paned" or (self.method is None and isinstance(k, Sliding)
+                                           and k.r != k.s)):
+            return  # (the kinds Paned-WID emits in one call: compile_emission_ahead)
         from oop.window.paned import compile_emission_ahead
 
         lut = lut_array(pa.array([], pa.int64())) if self._lut_wanted() else None
