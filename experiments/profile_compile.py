@@ -4,7 +4,8 @@ Runs one query of ``bench_startup.QUERIES`` in a fresh process with an empty
 ``NUMBA_CACHE_DIR`` and a ``numba:compile`` listener that times every
 compilation (exclusive of nested compilations of callees) in CPU seconds of
 the compiling thread (steadier than wall time on a shared machine), then
-prints kernel, signature and seconds, largest first.
+prints kernel, signature and seconds, largest first. The compile-ahead helper is
+off (``OOP_COMPILE_AHEAD=0``), so every kernel compiles in the profiled process.
 
     python experiments/profile_compile.py "usage: replay sliding"
 """
@@ -47,7 +48,7 @@ def profile(name: str) -> list[list]:
         work = Path(tmp)
         data = work / "flows.parquet"
         bs.write_data(data)
-        env = bs._env(work / "cache")
+        env = bs._env(work / "cache", ahead=False)  # every kernel here, none in the helper
         if kind == "python":
             r = subprocess.run([sys.executable, "-c", _HOOK + bs._PY_RUNNER], input=body,
                                text=True, capture_output=True, cwd=work, env=env)

@@ -4,7 +4,10 @@
   0 for nulls) for string, large_string, binary, large_binary and string_view arrays,
   sliced arrays (non-zero offsets) included, across batches that grow every table;
 * dictionary arrays: the same value gets the same id as in a plain array;
-* snapshot / restore continues with the same ids;
+* both stores give those ids: the Python dict of the first ``SMALL_IDS`` values and the
+  compiled table, and the move from one to the other mid-stream (``SMALL_IDS`` drawn small);
+  a feed with few values never calls the compiled kernel;
+* snapshot / restore continues with the same ids, from either store;
 * KeyEncoder over string keys gives the same codes as over the same keys as integers.
 """
 
@@ -36,16 +39,18 @@ def batches(draw):
 
 
 @settings(max_examples=150)
-@given(bs=batches())
-def test_ids_equal_the_reference(bs):
+@given(bs=batches(), small=st.sampled_from([0, 3, 256]))
+def test_ids_equal_the_reference(bs, small):
     si = StringInterner()
+    si.SMALL_IDS = small
     got = [si.intern(a).tolist() for a in bs]
     assert got == intern_reference(bs)
     assert si.n_ids == len({v for a in bs for v in a.to_pylist() if v is not None})
 
 
+@pytest.mark.parametrize("small", [0, 256])
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_binary()])
-def test_both_paths_and_the_switches_between_them_equal_the_reference(typ):
+def test_both_paths_and_the_switches_between_them_equal_the_reference(typ, small):
     """Batches of >= 1024 rows: few distinct values go through dictionary_encode first, many
     row by row for 15 batches, then a probe; ids are the same either way."""
     rng = np.random.default_rng(9)
@@ -57,6 +62,7 @@ def test_both_paths_and_the_switches_between_them_equal_the_reference(typ):
         arr = pa.array([v if v is None or typ == pa.string() else v.encode() for v in vals], typ)
         bs.append(arr.slice(3, 1990))
     si = StringInterner()
+    si.SMALL_IDS = small
     assert [si.intern(a).tolist() for a in bs] == intern_reference(bs)
 
 
@@ -83,15 +89,47 @@ def test_dictionary_arrays_map_to_the_plain_ids(vals):
     assert (plain[valid] == dic[valid]).all()
 
 
-def test_snapshot_restore_continues_with_the_same_ids():
+@pytest.mark.parametrize("small", [0, 3, 256])
+def test_snapshot_restore_continues_with_the_same_ids(small):
+    """``small`` 3: the snapshot is taken from the dict and the restored interner moves to the
+    table at the next batch; 0: from the table; 256: dict throughout."""
     a, b = pa.array(["x", "yy", None, "x"]), pa.array(["zz", "yy", "w"])
     si = StringInterner()
+    si.SMALL_IDS = small
     si.intern(a)
     snap = si.snapshot()
+    assert (snap["hashes"] is None) == (small > 0)
     expected = si.intern(b).tolist()
     again = StringInterner()
+    again.SMALL_IDS = small
     again.restore(snap)
     assert again.intern(b).tolist() == expected == [2, 1, 3]
+    assert [again.value(i) for i in range(4)] == [b"x", b"yy", b"zz", b"w"]
+
+
+def test_few_values_never_call_the_compiled_kernel(monkeypatch):
+    """Up to SMALL_IDS distinct values the dict serves every batch (a first run compiles no
+    interner kernel); the batch that passes it moves the values into the table, ids kept."""
+    import oop.window.interner as mod
+
+    calls = []
+    kernel = mod._intern
+
+    def spy(*a):
+        calls.append(a[4] - a[3])  # rows asked
+        return kernel(*a)
+
+    monkeypatch.setattr(mod, "_intern", spy)
+    rng = np.random.default_rng(3)
+    bs = [pa.array([f"k{x}" for x in rng.integers(0, 200, 5000)]) for _ in range(4)]
+    bs.append(pa.array([f"k{x}" for x in rng.integers(0, 400, 5000)]))  # passes 256
+    si = StringInterner()
+    got = [si.intern(a).tolist() for a in bs[:4]]
+    assert calls == [] and si.n_ids == 200
+    got.append(si.intern(bs[4]).tolist())
+    assert got == intern_reference(bs)
+    assert calls[0] == 200  # the dict's values, moved in id order
+    assert si.value(0) == bs[0][0].as_py().encode() and si.n_ids == 400
 
 
 @pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.binary()])

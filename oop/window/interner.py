@@ -4,7 +4,7 @@
 ...`` of its first appearance, persistently across batches. It is the
 component :class:`~oop.window.keys.KeyEncoder` uses for string-like key and
 value columns, so grouping by a string column (IP addresses, URLs, device
-names) costs no Python per row or per distinct value.
+names) costs no Python per row (nor per distinct value, past the first 256).
 
 How: the Arrow array's offsets and data buffers are read in place by a numba
 kernel that hashes each row's bytes (8-byte words read in one unaligned load
@@ -15,7 +15,12 @@ an arena. New strings are appended to the arena. When a new string does not fit
 (ids, arena bytes, or table load > 1/2), the kernel returns where it
 stopped; the tables double and it resumes, so memory stays within about
 twice what the distinct strings need. Null rows get id 0 (the caller keeps
-the null bits). A batch with few distinct values (at most 1/16 of its
+the null bits). Until more than :attr:`StringInterner.SMALL_IDS` (256) distinct
+values were seen, a Python dict holds them instead: each batch goes through
+Arrow's ``dictionary_encode`` and only its distinct values (at most 256) are
+looked up, so a feed with few keys never compiles the table's kernel (~1.3 s
+of a first run); the first batch that would pass 256 moves the values into
+the table, in id order, and the compiled path takes over for good. A batch with few distinct values (at most 1/16 of its
 rows) goes through Arrow's ``dictionary_encode`` first and interns only its
 distinct values; once a batch shows more, the next 15 go row by row
 straight into the table, then another batch probes. (Measured, 64K-row
@@ -197,8 +202,12 @@ class StringInterner:
     PROBE_EVERY = 16  # batches between two looks at how many distinct values a batch has
     ROWS_ABOVE = 16  # row by row when a batch has more than 1/ROWS_ABOVE distinct values
 
+    SMALL_IDS = 256  # ids kept in a Python dict (no compiled table) up to this many
+
     def __init__(self) -> None:
         self.n_ids = 0
+        self._small: dict[bytes, int] | None = {}  # value -> id while n_ids <= SMALL_IDS
+        self._values: list[bytes] = []  # id -> value while ``_small`` is in use
         self._rows_left = 0  # batches still to intern row by row before the next probe
         self.table = np.full(1024, -1, np.int64)
         self.hashes = np.zeros(512, np.uint64)
@@ -218,6 +227,12 @@ class StringInterner:
             return out
         if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
             arr = pc.cast(arr, pa.string() if pa.types.is_string_view(t) else pa.binary())
+        if self._small is not None:
+            enc = pc.dictionary_encode(arr)
+            ids = self._intern_small(enc.dictionary)
+            if ids is not None:
+                return self._gather(ids, enc, arr)
+            self._leave_small()
         if self._rows_left > 0 or len(arr) < 1024:
             self._rows_left -= 1
             return self._intern_rows(arr)
@@ -226,13 +241,42 @@ class StringInterner:
         enc = pc.dictionary_encode(arr)
         if len(enc.dictionary) * self.ROWS_ABOVE > len(arr):
             self._rows_left = self.PROBE_EVERY - 1
-        ids = self._intern_rows(enc.dictionary)
+        return self._gather(self._intern_rows(enc.dictionary), enc, arr)
+
+    @staticmethod
+    def _gather(ids: np.ndarray, enc: pa.DictionaryArray, arr: pa.Array) -> np.ndarray:
+        """Every row's id from its dictionary entry's id ``ids`` (0 for nulls)."""
         if not len(ids):
             return np.zeros(len(arr), np.int64)
         out = ids[np.asarray(enc.indices.fill_null(0).to_numpy(zero_copy_only=False), np.int64)]
         if arr.null_count:
             out[np.asarray(pc.is_null(arr).to_numpy(zero_copy_only=False), bool)] = 0
         return out
+
+    def _intern_small(self, dictionary: pa.Array) -> np.ndarray | None:
+        """Ids of a batch's distinct values (in the order they first appear) from the dict:
+        new ones get the next ids, as the table would give them. None (nothing added) when
+        the new ones would pass ``SMALL_IDS``."""
+        small = self._small
+        assert small is not None
+        if len(dictionary) > self.SMALL_IDS:
+            return None
+        vals = _as_bytes(dictionary).to_pylist()
+        new = [v for v in vals if v not in small]
+        if len(self._values) + len(new) > self.SMALL_IDS:
+            return None
+        for v in new:  # in first-appearance order: the dictionary's order
+            small[v] = len(self._values)
+            self._values.append(v)
+        self.n_ids = len(self._values)
+        return np.fromiter((small[v] for v in vals), np.int64, len(vals))
+
+    def _leave_small(self) -> None:
+        """Move the dict's values into the compiled table, in id order (so each keeps its id)."""
+        values, self._small, self._values = self._values, None, []
+        self.n_ids = 0
+        if values:
+            self._intern_rows(pa.array(values, pa.binary()))
 
     def _intern_rows(self, arr: pa.Array) -> np.ndarray:
         """Every row of a plain string/binary array through the compiled table."""
@@ -278,26 +322,54 @@ class StringInterner:
 
     def value(self, i: int) -> bytes:
         """The bytes of id ``i``."""
+        if self._small is not None:
+            return self._values[i]
         return self.arena[self.aoff[i]: self.aoff[i + 1]].tobytes()
 
     def nbytes(self) -> int:
+        if self._small is not None:  # the values, their dict entries and list slots
+            return sum(len(v) for v in self._values) + 100 * len(self._values)
         return (self.table.nbytes + self.hashes.nbytes + self.aoff.nbytes
                 + int(self.aoff[self.n_ids]))
 
     def snapshot(self) -> dict[str, Any]:
         n = self.n_ids
+        if self._small is not None:  # no hashes: restore rebuilds the dict from the bytes
+            aoff = np.zeros(n + 1, np.int64)
+            aoff[1:] = np.cumsum([len(v) for v in self._values], dtype=np.int64)
+            return {"n": n, "hashes": None, "aoff": aoff,
+                    "arena": np.frombuffer(b"".join(self._values), np.uint8).copy()}
         return {"n": n, "hashes": self.hashes[:n].copy(), "aoff": self.aoff[: n + 1].copy(),
                 "arena": self.arena[: self.aoff[n]].copy()}
 
     def restore(self, s: dict[str, Any]) -> None:
         self.__init__()  # type: ignore[misc]
         n = s["n"]
+        if s["hashes"] is None:  # a snapshot taken in the dict's time
+            aoff, arena = s["aoff"], s["arena"]
+            assert self._small is not None
+            for i in range(n):
+                v = arena[aoff[i]: aoff[i + 1]].tobytes()
+                self._small[v] = i
+                self._values.append(v)
+            self.n_ids = n
+            return
+        self._small, self._values = None, []
         self._reserve(n, int(s["aoff"][n]))
         self.hashes[:n], self.aoff[: n + 1] = s["hashes"], s["aoff"]
         self.arena[: s["aoff"][n]] = s["arena"]
         self.n_ids = n
         self.table[:] = -1
         _rehash(self.hashes, n, self.table)
+
+
+def _as_bytes(arr: pa.Array) -> pa.Array:
+    """A string array as binary (the same buffers), so ``to_pylist`` gives the bytes."""
+    if pa.types.is_string(arr.type):
+        return arr.cast(pa.binary())
+    if pa.types.is_large_string(arr.type):
+        return arr.cast(pa.large_binary())
+    return arr
 
 
 def intern_reference(batches: list[pa.Array]) -> list[list[int]]:
