@@ -9,7 +9,9 @@ on a 2-core VM, ~2.8 s of it in Paned-WID's emission kernel
 punctuation.
 
 :func:`request` lets an operator name such kernels and the arguments they will be
-called with while the plan is being built, in the order it will call them. When
+called with, in the order it will call them, as soon as it knows it will (the window
+operator: while the plan is built, or on its first batch when the automatic method
+picks Paned-WID there). When
 numba's cache has no machine code for those types yet, a helper process (``python -m
 oop.compile_ahead``, one per process, started on the first request) compiles them
 with numba's own ``Dispatcher.compile``, which writes numba's on-disk cache as usual,

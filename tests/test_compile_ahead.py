@@ -20,7 +20,7 @@ import pytest
 import oop
 from oop import compile_ahead
 from oop.limits import usable_cores
-from oop.window import Sliding, Tumbling, agg
+from oop.window import Sliding, Tumbling, WindowAggregate, agg
 from oop.window import paned_kernels as PK
 
 _TINY = '''
@@ -182,8 +182,8 @@ _SHAPES = {
 }
 
 #: the emission kernels, wrapped to record the types each is called with
-_EMISSION = ("paned_emit", "paned_emit_fused", "paned_emit_rows", "paned_quantiles",
-             "paned_distinct", "paned_heavy")
+_EMISSION = ("paned_emit", "paned_emit_fused", "paned_emit_ints", "paned_emit_rows",
+             "paned_quantiles", "paned_distinct", "paned_heavy")
 
 
 class _Spy:
@@ -227,6 +227,27 @@ def test_a_tumbling_window_of_the_automatic_method_asks_nothing(
     s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     s.window(Tumbling("1s"), [agg.count()], by="k").run()
     assert requested == []  # WID: no pane emission to compile
+
+
+@pytest.mark.parametrize("every, method", [(3000, "wid"), (1, "paned")])
+def test_the_automatic_method_asks_only_when_it_picks_panes(
+        every: int, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sliding window of the automatic method asks on the first batch, once the cost model
+    picked Paned-WID: a feed it runs as WID (fewer tuples per slide than groups per pane:
+    here one tuple every 3 s) starts no helper."""
+    requested: list[Any] = []
+    chosen: list[str] = []
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    real = WindowAggregate._set_method
+    monkeypatch.setattr(WindowAggregate, "_set_method",
+                        lambda self, m, info: chosen.append(m) or real(self, m, info))
+    feed = _feed("str")
+    if every > 1:
+        feed = feed.slice(0, 20).set_column(0, "ts", pa.array(np.arange(20) * every))
+    s = oop.from_arrow(feed, time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
+    s.window(Sliding("4s", "1s"), [agg.count(), agg.sum("v")], by="k").run()
+    assert chosen == [method]
+    assert len(requested) == (1 if method == "paned" else 0)
 
 
 _README_LIKE = '''

@@ -161,8 +161,11 @@ def test_pair_window_forgets_keys_and_equals_the_reference(n, period, sets, step
     assert _canon(got) == _canon(exp)
     assert op.enc.n_codes <= 4 * 5 * ((step + s0) // period + 2)  # the open cells' keys
     # with two key sets at most half the dictionary is dead at once, and compaction needs
-    # more than half: only three or more sets must compact
-    if sets >= 3 and n > 4 * period * sets and step < period:
+    # more than half: only three or more sets must compact. The dictionary is checked when
+    # it reaches 1, 2, 4, 8, ... keys; with s0 >= 4 a set's cells can still be open at each
+    # check, so none sees more than half dead (Hypothesis found n=121, period=10, sets=3,
+    # step=9, s0=6); 3000 sampled cases with s0 < 4 all compacted
+    if sets >= 3 and n > 4 * period * sets and step < period and s0 < 4:
         assert op.key_compactions > 0
 
 

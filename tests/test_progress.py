@@ -208,7 +208,7 @@ def test_group_watermarks_open_groups_and_bad_ids():
 
 
 @given(st.lists(st.integers(-2**62, 2**62), min_size=1, max_size=100))
-def test_time_bounds_kernel_equals_reference(ts):
+def test_time_bounds_equals_reference(ts):
     from oop.progress.watermark import time_bounds, time_bounds_reference
 
     assert time_bounds(np.asarray(ts, dtype=np.int64)) == time_bounds_reference(ts)

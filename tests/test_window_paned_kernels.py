@@ -29,7 +29,7 @@ from oop.operators.base import StreamInfo
 from oop.stream.elements import Punctuation
 from oop.window import Sliding, WindowAggregate, agg
 from oop.window.paned_kernels import (pane_ids, pane_ids_ref, paned_emit, paned_emit_fused,
-                                      paned_emit_ref, paned_emit_rows)
+                                      paned_emit_ints, paned_emit_ref, paned_emit_rows)
 from oop.window.reference import window_oracle
 
 from test_window import assert_same_rows
@@ -80,11 +80,12 @@ def emit_scripts(draw):
     return g, s, r, o, n, runs, P, seed
 
 
-@settings(max_examples=60)
+@settings(max_examples=90)
 @given(script=emit_scripts(), zero=st.booleans(), with_lut=st.booleans(),
-       fused=st.booleans())
-def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, fused):
-    """Both emission kernels (general; fused one-pass step for one int lane) == reference."""
+       kernel=st.sampled_from(["general", "fused", "ints"]))
+def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, kernel):
+    """The three emission kernels (general; fused one-pass step for one int lane; general
+    without float lanes, the sum then an int lane) == reference."""
     g, s, r, o, n, runs, P, seed = script
     rng = np.random.default_rng(seed)
     w0 = int(rng.integers(-3, 3))
@@ -96,7 +97,7 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, f
     C = n + int(rng.integers(0, 3))
     mask = R - 1
     rows = np.zeros(R * C, np.int64)
-    sums = np.zeros(R * C, np.float64)
+    sums = np.zeros(R * C, np.int64 if kernel == "ints" else np.float64)
     panes = {}
     for p in range(first_p, last_p):
         for c in range(n):
@@ -109,14 +110,24 @@ def test_paned_emit_equals_reference_over_punctuations(script, zero, with_lut, f
     base, top = first_p, last_p
     live = int(np.count_nonzero(rows))
     irun, frun = np.zeros(C, np.int64), np.zeros(C, np.float64)
+    srun = np.zeros(C, np.int64)
     prev, since, w = (0, 0), 0, w0
     lut = (rng.permutation(n) * 7 - 3).astype(np.int64) if with_lut else np.zeros(0, np.int64)
     for k, nw in enumerate(runs):
-        codes, start, end, iv, fv, since, dead = (paned_emit_fused if fused else paned_emit)(
-            (rows,), 1, (sums,), 1, (irun,), (frun,), C, mask, base, top, n, w, nw, s, r, g, o,
-            prev[0], prev[1], k > 0, since, P, zero, lut)
+        tail = (C, mask, base, top, n, w, nw, s, r, g, o, prev[0], prev[1], k > 0, since, P,
+                zero, lut)
+        if kernel == "ints":
+            codes, start, end, iv, fv, since, dead = paned_emit_ints(
+                (rows, sums), 2, (frun,), 0, (irun, srun), (frun,), *tail)
+            vals = iv[1]
+        else:
+            codes, start, end, iv, fv, since, dead = (
+                paned_emit_fused if kernel == "fused" else paned_emit)(
+                (rows,), 1, (sums,), 1, (irun,), (frun,), *tail)
+            vals = fv[0]
         exp = paned_emit_ref(panes, w, nw, s, r, g, o)
-        got = list(zip(codes.tolist(), start.tolist(), end.tolist(), iv[0].tolist(), fv[0].tolist()))
+        got = list(zip(codes.tolist(), start.tolist(), end.tolist(), iv[0].tolist(),
+                       vals.tolist()))
         key = (lambda c: int(lut[c])) if with_lut else (lambda c: c)  # key values written directly
         assert got == [(key(c), a, b, v[0], v[1]) for c, a, b, v in exp]
         last = w + nw - 1

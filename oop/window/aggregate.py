@@ -86,7 +86,7 @@ from oop.errors import ConfigError
 from oop.limits import current_budget
 from oop.metrics import StateSize
 from oop.operators.base import Operator, StreamInfo, require_columns, resolve_window_time
-from oop.progress.watermark import time_bounds  # the sources' (min, max) kernel: one compile
+from oop.progress.watermark import time_bounds  # (min, max), as the sources take them
 from oop.stream.elements import INT64_MIN, Element, Punctuation
 from oop.stream.timecol import check_time_column, time_arrow_type, time_values
 from oop.window.aggregates import Agg, output_type
@@ -264,7 +264,6 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         self._rank_cache: dict[str | None, np.ndarray] = {}  # see _value_rank
         if self.method is not None:
             self._set_method(self.method, {})
-        self._compile_ahead()
         tt = pa.int64() if self.kind.row_based else time_arrow_type(info.schema, attr)
         self.time_type = tt
         fields = [info.schema.field(c) for c in self.by]
@@ -290,21 +289,18 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
                               cache_pane_states=self.rule.may_cache_pane_states)
             self.plan_info["pane"] = pc.g
             self.units = pc
+            self._compile_ahead()
         else:
             self.units = WidEvaluator(self.kind)
 
     def _compile_ahead(self) -> None:
         """Paned-WID's emission kernels compiled on another core while the first batches run
-        (:func:`~oop.window.paned.compile_emission_ahead`), when this operator is or may
-        become Paned-WID (:func:`choose_method` picks WID for a window that does not slide by
-        less than its range), and does not revise windows. Nothing for kernels already
-        cached."""
-        k = self.kind
-        if k.row_based or self.rule.revises:  # revisions: window by window (emit_cells)
+        (:func:`~oop.window.paned.compile_emission_ahead`), asked when the operator becomes
+        Paned-WID: at plan time for ``method="paned"``, on the first batch when the cost model
+        picks it (so a query that turns out WID asks nothing). Not when revising windows;
+        nothing for kernels already cached."""
+        if self.kind.row_based or self.rule.revises:  # revisions: window by window (emit_cells)
             return
-        if not (self.method == "paned" or (self.method is None and isinstance(k, Sliding)
-                                           and k.r != k.s)):
-            return  # (the kinds Paned-WID emits in one call: compile_emission_ahead)
         from oop.window.paned import compile_emission_ahead
 
         lut = lut_array(pa.array([], pa.int64())) if self._lut_wanted() else None

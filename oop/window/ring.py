@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from oop.limits import weak_guard
-from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
+from oop.progress.watermark import time_bounds  # (min, max), as the sources take them
 from oop.window import kernels as K
 from oop.window.values import (NO_NONFINITE, SQ_SAFE, ColumnValues, LaneInfo, held_ranks,
                                lane_input, note_nonfinite, remap_ranks)

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from oop.errors import ConfigError, ValueRangeError
-from oop.progress.watermark import time_bounds  # (min, max): the sources' kernel, one compile
+from oop.progress.watermark import time_bounds  # (min, max), as the sources take them
 from oop.window.aggregates import Agg, Lane
 from oop.window.kernels import all_abs_below
 
