@@ -3,10 +3,10 @@
 numba compiles a kernel in the thread that first calls it, holding the GIL, and
 only when its on-disk cache (``cache=True``) has no machine code for the argument
 types. So the first run of a query after an install compiles its kernels one after
-another on one core: the README's quick start spends ~8 s of its ~10 s first run so
-on a 2-core VM, ~2.8 s of it in Paned-WID's emission kernel
-(:func:`~oop.window.paned_kernels.paned_emit`), which runs only at the first
-punctuation.
+another on one core: the README's quick start spends ~3.5 s of its ~5 s first run so
+on a 2-core VM, ~2.5 s of it in Paned-WID's emission kernel
+(:func:`~oop.window.paned_kernels.paned_emit_ints` there), which runs only at the
+first punctuation.
 
 :func:`request` lets an operator name such kernels and the arguments they will be
 called with, in the order it will call them, as soon as it knows it will (the window
