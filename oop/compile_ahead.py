@@ -20,6 +20,12 @@ the last asked first. This process meanwhile compiles and runs everything else.
 it, and takes it back when the helper has not started it yet (numba then compiles it
 here at once): so the two work from the two ends of the list and meet in the middle.
 A kernel the helper has written then loads from the cache like in any later run.
+:func:`compile_callee_first` moves a separately compiled callee of an asked kernel
+(Paned-WID's window step, ~0.7 s) to this process: it starts the helper, compiles the
+callee here while the helper starts Python and numba, and only then asks for the
+caller, which the helper compiles with the callee loaded from the cache (the run is
+idle at its first punctuation, waiting for the helper, so the helper's share is the
+one to shorten).
 Measured (fresh caches, 2-core VM): ``docs/benchmarks.md``, "Compiling ahead".
 
 Nothing depends on the helper: if it fails, dies or is switched off, :func:`wait`
@@ -251,26 +257,55 @@ def on_ask(callback: Callable[[], None]) -> Iterator[None]:
         _on_ask.remove(callback)
 
 
+def _job(kernel: Any, args: tuple) -> tuple | None:
+    """The helper's job for numba dispatcher ``kernel`` called with ``args``: ``(module,
+    name, signature)``; None when compiling ahead is off (:func:`enabled`), the helper could
+    not find the kernel by name, or it is cached. O(1) but for the cache index read."""
+    py_func = getattr(kernel, "py_func", None)  # None: no dispatcher (NUMBA_DISABLE_JIT)
+    if py_func is None or not enabled():
+        return None
+    module, name = py_func.__module__, py_func.__name__
+    if getattr(sys.modules.get(module), name, None) is not kernel:
+        return None  # the helper could not find it by name
+    sig = _signature(kernel, args)
+    return None if _cached(kernel, sig) else (module, name, sig)
+
+
+def missing(kernel: Any, args: tuple) -> bool:
+    """Whether :func:`request` would ask the helper for ``kernel`` called with ``args``."""
+    return _job(kernel, args) is not None
+
+
 def request(kernel: Any, args: tuple) -> bool:
     """Have the helper compile numba dispatcher ``kernel`` (a module-level kernel of an
     importable module) for the types of ``args``, unless it is cached or compiling ahead
     is off (:func:`enabled`). True if the helper was asked. Call :func:`wait` before the
     kernel's first call. O(1) but for the cache index read."""
-    py_func = getattr(kernel, "py_func", None)  # None: no dispatcher (NUMBA_DISABLE_JIT)
-    if py_func is None or not enabled():
+    job = _job(kernel, args)
+    helper = _the_helper() if job is not None else None
+    if helper is None or job is None:
         return False
-    module, name = py_func.__module__, py_func.__name__
-    if getattr(sys.modules.get(module), name, None) is not kernel:
-        return False  # the helper could not find it by name
-    sig = _signature(kernel, args)
-    if _cached(kernel, sig):
-        return False
-    helper = _the_helper()
-    if helper is None:
-        return False
-    helper.send((module, name, sig))
+    helper.send(job)
     for callback in list(_on_ask):
         callback()
+    return True
+
+
+def compile_callee_first(caller: Any, caller_args: tuple, callee: Any, sig: tuple) -> bool:
+    """Before asking for ``caller``: start the helper, then compile ``caller``'s callee
+    ``callee`` (a separately compiled dispatcher it calls) for ``sig`` here, into numba's
+    cache. The helper meanwhile starts Python and numba, and when the job comes it loads
+    the callee from the cache instead of compiling it: the callee's compile moves from
+    the helper, whose compiling a first run waits for, to this process, which has not
+    reached its first punctuation yet. Nothing when ``caller`` would not be asked
+    (:func:`missing`) or the callee is cached. True if compiled here."""
+    if not missing(caller, caller_args) or _cached(callee, sig) or _the_helper() is None:
+        return False
+    try:
+        callee.compile(sig)
+    except Exception as e:  # a wrong signature: the helper compiles the callee, as before
+        _log.debug("no early compile of %s: %s", callee, e)
+        return False
     return True
 
 
@@ -302,6 +337,9 @@ def _serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
     ``stdin`` (the asking process has gone)."""
     import importlib
 
+    import numba
+
+    numba.njit(lambda x: x + 1)(1)  # numba's first-compile set-up (~0.5 s) before any job
     queue: list[tuple] = []
     cond = threading.Condition()
     closed = [False]

@@ -264,7 +264,8 @@ res = s.window(Sliding("4s", "2s"), [agg.count(), agg.sum("len")], by="src").run
 stats = [PK.emit_kernel(2, 0).stats]
 print(json.dumps({"rows": res.table.to_pylist(),
                   "hits": sum(sum(x.cache_hits.values()) for x in stats),
-                  "misses": sum(sum(x.cache_misses.values()) for x in stats)}))
+                  "misses": sum(sum(x.cache_misses.values()) for x in stats),
+                  "callee_misses": sum(PK._add_sub_panes.stats.cache_misses.values())}))
 '''
 
 
@@ -279,6 +280,11 @@ def test_a_first_run_loads_the_emission_the_helper_compiled(tmp_path: Path,
                          capture_output=True, text=True, timeout=600)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert (got["hits"], got["misses"]) == (1, 0)
+    # the window step's callee was compiled here, before the helper was asked, and the
+    # helper loaded it: one specialization in the cache (a second would mean the
+    # signature compiled here was not the one the emission kernel calls it with)
+    assert got["callee_misses"] == 1
+    assert len(list((tmp_path / "cache").rglob("*_add_sub_panes*.nbc"))) == 1
     ns: dict[str, Any] = {}
     exec(_README_LIKE.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
     assert got["rows"] == ns["res"].table.to_pylist()

@@ -76,6 +76,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numba import typeof
+from numba.core import types as nb_types
 
 from oop import compile_ahead
 from oop.errors import ConfigError, ValueRangeError
@@ -135,7 +137,21 @@ def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Se
             calls.append((PK.paned_distinct, args) if a.spec.store_op == "distinct" else
                          (PK.paned_heavy, pc._heavy_args(args, np.zeros(1, np.int64),
                                                          int(a.k))))  # type: ignore[arg-type]
+    if calls and calls[0][0] is not PK.paned_emit_rows:  # its window step's callee, here
+        compile_ahead.compile_callee_first(*calls[0], *_step_callee(*calls[0]))
     return sum(compile_ahead.request(kernel, args) for kernel, args in calls)
+
+
+def _step_callee(kernel: Any, args: tuple) -> tuple[Any, tuple]:
+    """:func:`~oop.window.paned_kernels._add_sub_panes` and the numba signature sum-type
+    emission ``kernel`` (called with ``args``, :meth:`PaneCombiner._sums_call`) calls it
+    with: its lane tuples, counts and the ring's geometry, pane bounds as int64, and a
+    float lane count that is the constant 0 in :func:`~oop.window.paned_kernels.paned_emit_ints`."""
+    typ, i64 = typeof, nb_types.int64
+    n_f = nb_types.literal(0) if kernel is PK.paned_emit_ints else typ(args[3])
+    return PK._add_sub_panes, (typ(args[4]), typ(args[0]), typ(args[1]), typ(args[5]),
+                               typ(args[2]), n_f, i64, i64, i64, i64, typ(args[7]),
+                               typ(args[6]), typ(args[10]))
 
 
 def _nan_lt(a: np.ndarray, b: np.ndarray) -> np.ndarray:
