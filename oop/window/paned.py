@@ -137,8 +137,8 @@ def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Se
             calls.append((PK.paned_distinct, args) if a.spec.store_op == "distinct" else
                          (PK.paned_heavy, pc._heavy_args(args, np.zeros(1, np.int64),
                                                          int(a.k))))  # type: ignore[arg-type]
-    if calls and calls[0][0] is not PK.paned_emit_rows:  # its window step's callee, here
-        compile_ahead.compile_callee_first(*calls[0], *_step_callee(*calls[0]))
+    if calls and calls[0][0] in (PK.paned_emit, PK.paned_emit_fused, PK.paned_emit_ints):
+        compile_ahead.compile_callee_first(*calls[0], *_step_callee(*calls[0]))  # here
     return sum(compile_ahead.request(kernel, args) for kernel, args in calls)
 
 
