@@ -20,8 +20,9 @@ values were seen, a Python dict holds them instead: each batch goes through
 Arrow's ``dictionary_encode`` and only its distinct values (at most 256) are
 looked up, so a feed with few keys never compiles the table's kernel (~1.3 s
 of a first run); the first batch that would pass 256 moves the values into
-the table, in id order, and the compiled path takes over for good. A batch with few distinct values (at most 1/16 of its
-rows) goes through Arrow's ``dictionary_encode`` first and interns only its
+the table, in id order, and the compiled path takes over for good. A batch
+with few distinct values (at most 1/16 of its rows) goes through Arrow's
+``dictionary_encode`` first and interns only its
 distinct values; once a batch shows more, the next 15 go row by row
 straight into the table, then another batch probes. (Measured, 64K-row
 batches: row by row is 1.2-2.6x faster from about 10k distinct values per
