@@ -77,6 +77,16 @@ def _search(ids, nbins, x):
     return lo
 
 
+@nb.njit(cache=True, inline="always")
+def _grow_copy(k2, a2, b2, log_k, log_a, log_b, nlog):
+    """The first ``nlog`` log entries into the grown arrays, as a loop (a slice copy
+    compiles ~1 s longer in numba)."""
+    for j in range(nlog):
+        k2[j] = log_k[j]
+        a2[j] = log_a[j]
+        b2[j] = log_b[j]
+
+
 @nb.njit(cache=True)
 def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_slot, r,
              start=0, max_log=1 << 62):
@@ -114,7 +124,7 @@ def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_
             if nlog + 1 > cap:
                 cap *= 2
                 k2 = np.empty(cap, np.int8); a2 = np.empty(cap, np.int64); b2 = np.empty(cap, np.int64)
-                k2[:nlog] = log_k[:nlog]; a2[:nlog] = log_a[:nlog]; b2[:nlog] = log_b[:nlog]
+                _grow_copy(k2, a2, b2, log_k, log_a, log_b, nlog)
                 log_k, log_a, log_b = k2, a2, b2
             log_k[nlog] = 0
             log_a[nlog] = src
@@ -135,7 +145,7 @@ def sbt_plan(times, row0, n_slide, ids, slots, is_win, nbins, free, nfree, next_
             while nlog + (b - a) > cap:
                 cap *= 2
             k2 = np.empty(cap, np.int8); a2 = np.empty(cap, np.int64); b2 = np.empty(cap, np.int64)
-            k2[:nlog] = log_k[:nlog]; a2[:nlog] = log_a[:nlog]; b2[:nlog] = log_b[:nlog]
+            _grow_copy(k2, a2, b2, log_k, log_a, log_b, nlog)
             log_k, log_a, log_b = k2, a2, b2
         for p in range(a, b):
             log_k[nlog] = 1
