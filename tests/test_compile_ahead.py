@@ -183,7 +183,7 @@ _SHAPES = {
 
 #: the emission kernels, wrapped to record the types each is called with
 _EMISSION = ("paned_emit", "paned_emit_fused", "paned_emit_ints", "paned_emit_rows",
-             "paned_quantiles", "paned_distinct", "paned_heavy")
+             "paned_emit_hash", "paned_quantiles", "paned_distinct", "paned_heavy")
 
 
 class _Spy:
@@ -240,7 +240,7 @@ def test_the_automatic_method_asks_only_when_it_picks_panes(
     monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
     real = WindowAggregate._set_method
     monkeypatch.setattr(WindowAggregate, "_set_method",
-                        lambda self, m, info: chosen.append(m) or real(self, m, info))
+                        lambda self, m, info, *a: chosen.append(m) or real(self, m, info, *a))
     feed = _feed("str")
     if every > 1:
         feed = feed.slice(0, 20).set_column(0, "ts", pa.array(np.arange(20) * every))
@@ -248,6 +248,37 @@ def test_the_automatic_method_asks_only_when_it_picks_panes(
     s.window(Sliding("4s", "1s"), [agg.count(), agg.sum("v")], by="k").run()
     assert chosen == [method]
     assert len(requested) == (1 if method == "paned" else 0)
+
+
+@pytest.mark.parametrize("keys, layout", [(100_000, "hash"), (50, "dense")])
+def test_the_first_batch_asks_for_the_emission_of_the_cell_store_it_gets(
+        keys: int, layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The automatic method and layout ask, on the first batch, for the emission kernel of
+    the store that batch gets: sparse keys (a pane holds ~1 % of 100k keys) the hash cells'
+    (:func:`~oop.window.paned_kernels.paned_emit_hash`), dense keys the ring's; and the
+    kernel asked for is the one then called, with the same types."""
+    requested: list[tuple[Any, tuple]] = []
+    called: list[tuple[Any, tuple]] = []
+
+    def request(kernel: Any, args: tuple) -> bool:
+        real = getattr(kernel, "real", kernel)
+        requested.append((real, compile_ahead._signature(real, args)))
+        return False
+
+    monkeypatch.setattr(compile_ahead, "request", request)
+    for name in _EMISSION:
+        monkeypatch.setattr(PK, name, _Spy(getattr(PK, name), called))
+    rng = np.random.default_rng(5)
+    n = 30_000
+    feed = pa.table({"ts": np.arange(n) - rng.integers(0, 500, n),
+                     "k": rng.integers(0, keys, n), "x": rng.random(n)})
+    s = oop.from_arrow(feed, time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
+    res = s.window(Sliding("10s", "1s"), [agg.count(), agg.sum("x")], by="k").run()
+    assert res.table.num_rows > 0
+    emission = "paned_emit_hash" if layout == "hash" else "paned_emit_fused"
+    assert [k.py_func.__name__ for k, _ in requested] == [emission]
+    assert {k.py_func.__name__ for k, _ in called} == {emission}  # the store it got
+    assert requested == list(dict.fromkeys(called))
 
 
 _README_LIKE = '''

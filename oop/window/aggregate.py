@@ -278,8 +278,10 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
     def _out_type(self, a: Agg) -> pa.DataType:
         return output_type(a, self.schema_in.field(a.column).type if a.column else None)
 
-    def _set_method(self, method: str, info: dict[str, Any]) -> None:
-        """Choose the evaluator of ``method`` (:mod:`oop.window.evaluator`)."""
+    def _set_method(self, method: str, info: dict[str, Any],
+                    first: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Choose the evaluator of ``method`` (:mod:`oop.window.evaluator`); ``first``: the
+        (times, codes) of the first batch when it is chosen there."""
         self.method = method
         self.plan_info.update(info, method=method, layout="dense ring x codes")
         if method == "paned":
@@ -289,22 +291,37 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
                               cache_pane_states=self.rule.may_cache_pane_states)
             self.plan_info["pane"] = pc.g
             self.units = pc
-            self._compile_ahead()
+            self._compile_ahead(first)
         else:
             self.units = WidEvaluator(self.kind)
 
-    def _compile_ahead(self) -> None:
+    def _first_layout(self, first: tuple[np.ndarray, np.ndarray] | None) -> str:
+        """The cell store Paned-WID's first batch ``first`` (times, codes) will get, by the
+        layout rule (:meth:`_choose_layout`) over its pane ids computed with numpy (the
+        compiled ones do not exist yet on a first run); before any batch, the configured
+        one. Only for what to compile ahead: the batch itself then chooses. O(rows)."""
+        if first is None:
+            return "hash" if self.layout_config == "hash" and self._can_hash() else "dense"
+        times, codes = first
+        g, o = self.units.g, self.kind.o  # type: ignore[attr-defined]
+        lo, hi = int(times.min()), int(times.max())
+        if hi - lo + g >= 1 << 62:  # a span no numpy int64 holds: the span rule's case
+            return "dense"
+        return self._choose_layout(codes, (times - lo + (lo - o) % g) // g)
+
+    def _compile_ahead(self, first: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Paned-WID's emission kernels compiled on another core while the first batches run
         (:func:`~oop.window.paned.compile_emission_ahead`), asked when the operator becomes
         Paned-WID: at plan time for ``method="paned"``, on the first batch when the cost model
-        picks it (so a query that turns out WID asks nothing). Not when revising windows;
-        nothing for kernels already cached."""
+        picks it (so a query that turns out WID asks nothing), for the cell store the first
+        batch ``first`` will get (:meth:`_first_layout`). Not when revising windows; nothing
+        for kernels already cached."""
         if self.kind.row_based or self.rule.revises:  # revisions: window by window (emit_cells)
             return
         from oop.window.paned import compile_emission_ahead
 
         lut = lut_array(pa.array([], pa.int64())) if self._lut_wanted() else None
-        compile_emission_ahead(self.kind, self.lanes, self.aggs, lut)
+        compile_emission_ahead(self.kind, self.lanes, self.aggs, lut, self._first_layout(first))
 
     # ---- state bounds ------------------------------------------------------------------
     #: variance shifts (column -> value, see :func:`~oop.window.store.lane_input`) a new
@@ -446,7 +463,7 @@ class WindowAggregate(LayoutChoice, WindowOutput, Operator):
         g = self.kind.pane if isinstance(self.kind, Sliding) else 1
         groups = float(np.unique(codes).size) * min(1.0, g / span)
         method, costs = choose_method(self.kind, self.aggs, rate, groups)
-        self._set_method(method, costs)
+        self._set_method(method, costs, (times, codes))
 
     # ---- batches ------------------------------------------------------------------
     def on_batch(self, batch: pa.RecordBatch, port: int = 0) -> list[Element]:

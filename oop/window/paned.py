@@ -104,21 +104,23 @@ KeyLut = np.ndarray | Callable[[], np.ndarray | None] | None  # pre_hi / suf_b o
 
 
 def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Sequence[Agg],
-                           lut: np.ndarray | None) -> int:
+                           lut: np.ndarray | None, layout: str = "dense") -> int:
     """Have the emission kernels of a Paned-WID operator over ``kind``, ``lanes`` and
     ``aggs`` compiled on another core (:mod:`oop.compile_ahead`) while the first batches
     run, for the argument types the emission will pass (``lut``: an empty key-value array
     of the type it gets, or None), in the order it calls them: the sum-type lanes'
-    kernel (:meth:`PaneCombiner.emit_dense`; the row count alone when holistic aggregates
-    ride along), then per holistic aggregate its quantile, count-distinct or heavy-hitter
-    kernel. They run only from the first punctuation on, and the largest first compiles
-    of a sliding query are among them (``paned_emit`` ~2.8 s, ``paned_heavy`` with its
-    table helpers ~3.8 s on a 2-core VM). Select lanes, hash cells and UDAFs are not
-    compiled ahead. Returns how many kernels the helper was asked for."""
+    kernel (:meth:`PaneCombiner.emit_dense`, the row count alone when holistic aggregates
+    ride along; :meth:`PaneCombiner.emit_hash` when ``layout`` is "hash": the cell store
+    the first batch gets), then per holistic aggregate its quantile, count-distinct or
+    heavy-hitter kernel. They run only from the first punctuation on, and the largest
+    first compiles of a sliding query are among them (``paned_emit`` ~2.8 s,
+    ``paned_emit_hash`` ~3.9 s, ``paned_heavy`` with its table helpers ~3.8 s on a 2-core
+    VM). Select lanes and UDAFs are not compiled ahead. Returns how many kernels the
+    helper was asked for."""
     if isinstance(kind, Landmark) or not isinstance(kind, Sliding):
         return 0
     pc = PaneCombiner(kind, lanes, aggs)
-    calls = pc._emission_calls(lut)
+    calls = pc._emission_calls(lut, layout)
     stores: dict[tuple[str, str | None], Multiset] = {}
     parts = [(0, np.zeros(1, np.int64), None)]  # one window of one cell
     for a in aggs:
@@ -429,24 +431,34 @@ class PaneCombiner:
         (:func:`~oop.window.paned_kernels.paned_emit_hash`). ``key_lut``: the codes are
         mapped to key values after the kernel."""
         assert not sel, "the hash layout is only chosen for sum-type lanes"
-        k: Sliding = self.kind  # type: ignore[assignment]
-        df = (np.zeros(1, np.float64),)
         # panes below window w0 - 1's are not read (and after a sparse span, ring.base
         # may lie far below them: offs would span the gap)
         pa0 = max(ring.base, self.window_panes(w0 - 1)[0])
         pa1 = max(pa0, self.window_panes(w0 + nw - 1)[1])
         order, offs = ring.pane_cells(pa0, pa1)
-        codes, start, end, iv, fv, self.since = PK.paned_emit_hash(
-            order, offs, pa0, ring.cell_c,
-            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
-            len(fk), tuple(self.running[x] for x in ik),
-            tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
-            prev[0], prev[1], inc0, self.since, self.steps, self.holistic, ring.nf_hi)
+        kernel, args = self._hash_call(ring, ik, fk, n, w0, nw, prev, inc0, order, offs, pa0)
+        compile_ahead.wait(kernel)  # compiled on another core (compile_emission_ahead)
+        codes, start, end, iv, fv, self.since = kernel(*args)
         self.run_w = w0 + nw - 1
         lut = None if callable(key_lut) else key_lut  # O(keys) to build: only when given
         if lut is not None:
             codes = lut[codes]
         return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
+
+    def _hash_call(self, ring: HashCells, ik: list, fk: list, n: int, w0: int, nw: int,
+                   prev: tuple[int, int], inc0: bool, order: np.ndarray, offs: np.ndarray,
+                   pa0: int) -> tuple[Any, tuple]:
+        """:func:`~oop.window.paned_kernels.paned_emit_hash` and its arguments: what
+        :meth:`emit_hash` calls over the cells ``order`` of panes ``pa0 ..`` (``offs``), and
+        what :func:`compile_emission_ahead` has compiled."""
+        k: Sliding = self.kind  # type: ignore[assignment]
+        df = (np.zeros(1, np.float64),)
+        return PK.paned_emit_hash, (
+            order, offs, pa0, ring.cell_c,
+            tuple(ring.arr[x] for x in ik), len(ik), tuple(ring.arr[x] for x in fk) or df,
+            len(fk), tuple(self.running[x] for x in ik),
+            tuple(self.running[x] for x in fk) or df, n, w0, nw, k.s, k.r, self.g, k.o,
+            prev[0], prev[1], inc0, self.since, self.steps, self.holistic, ring.nf_hi)
 
     def emit_dense(self, ring: Ring, *, sel: list[LaneInfo], ik: list, fk: list, n: int,
                    w0: int, nw: int, prev: tuple[int, int], inc0: bool,
@@ -473,11 +485,13 @@ class PaneCombiner:
             ring.forget_emitted(dead, self.window_panes(self.run_w)[0])
         return codes, self._lanes_out(ik, fk, iv, fv), (start, end), lut is not None
 
-    def _emission_calls(self, lut: np.ndarray | None) -> list[tuple[Any, tuple]]:
-        """The sum-type lanes' emission kernel :meth:`emit_dense` will call on a dense ring
-        and its arguments' types (a ring of one code): [] with select lanes (not compiled
-        ahead). Sets up this (throwaway) combiner's running state."""
-        ring = Ring(self.lanes, rows=2, codes=1)
+    def _emission_calls(self, lut: np.ndarray | None, layout: str = "dense"
+                        ) -> list[tuple[Any, tuple]]:
+        """The sum-type lanes' emission kernel :meth:`emit_dense` (``layout`` "hash":
+        :meth:`emit_hash`) will call and its arguments' types (a store of one code): []
+        with select lanes (not compiled ahead). Sets up this (throwaway) combiner's running
+        state."""
+        ring = HashCells(self.lanes) if layout == "hash" else Ring(self.lanes, rows=2, codes=1)
         split = self._lane_split(ring)
         if split is None or split[0]:
             return []
@@ -485,6 +499,9 @@ class PaneCombiner:
         for li in sums:
             self.running[li.key] = np.zeros(1, li.dtype)
         self.running[("rows", None)] = np.zeros(1, np.int64)
+        if isinstance(ring, HashCells):
+            none = np.zeros(0, np.int64)
+            return [self._hash_call(ring, ik, fk, 1, 0, 0, (0, 0), False, none, none, 0)]
         zero = not ring.tarr
         if self._rows_only(ik, fk):
             return [self._rows_call(ring, 1, 0, 0, (0, 0), False, zero)]
