@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import string
 import subprocess
 import sys
 from pathlib import Path
@@ -281,43 +282,53 @@ def test_the_first_batch_asks_for_the_emission_of_the_cell_store_it_gets(
     assert requested == list(dict.fromkeys(called))
 
 
-_README_LIKE = '''
+_FIRST_RUN = '''
 import json, sys, numpy as np, pyarrow as pa
 import oop
 from oop.window import Sliding, agg
 import oop.window.paned_kernels as PK
 rng = np.random.default_rng(0)
-n = 4000
-feed = pa.table({"ts": np.arange(n) * 10 - rng.integers(0, 2_000, n),
-                 "src": rng.choice(["a", "b", "c"], n), "len": rng.integers(40, 1_500, n)})
+n = $n
+feed = pa.table({"ts": np.arange(n) * $every - rng.integers(0, 2_000, n),
+                 "src": $keys, "len": rng.integers(40, 1_500, n)})
 s = oop.from_arrow(feed, time="ts", unit="ms", punctuation=oop.BoundedDelay("2s"))
-res = s.window(Sliding("4s", "2s"), [agg.count(), agg.sum("len")], by="src").run()
-stats = [PK.emit_kernel(2, 0).stats]
+res = s.window(Sliding($window), [agg.count(), agg.sum("len")], by="src").run()
+stats = [PK.$kernel.stats]
 print(json.dumps({"rows": res.table.to_pylist(),
                   "hits": sum(sum(x.cache_hits.values()) for x in stats),
                   "misses": sum(sum(x.cache_misses.values()) for x in stats),
-                  "callee_misses": sum(PK._add_sub_panes.stats.cache_misses.values())}))
+                  "callee_misses": sum(PK.$callee.stats.cache_misses.values())}))
 '''
+#: the README's kind of query (three keys: the dense ring), and sparse keys (hash cells)
+_FIRST_RUNS = {
+    "dense": dict(n=4000, every=10, keys='rng.choice(["a", "b", "c"], n)', window='"4s", "2s"',
+                  kernel="emit_kernel(2, 0)", callee="_add_sub_panes"),
+    "hash": dict(n=60_000, every=1, keys="rng.integers(0, 1_000_000, n)", window='"10s", "1s"',
+                 kernel="paned_emit_hash", callee="_sort_head"),
+}
 
 
-def test_a_first_run_loads_the_emission_the_helper_compiled(tmp_path: Path,
+@pytest.mark.parametrize("layout", list(_FIRST_RUNS))
+def test_a_first_run_loads_the_emission_the_helper_compiled(layout: str, tmp_path: Path,
                                                             two_cores: None) -> None:
-    """A first run (empty cache) of the README's kind of query: the emission kernel is a
-    cache hit in the running process (the helper compiled it), and the rows are those of a
-    run in this process (warm kernels)."""
+    """A first run (empty cache): the emission kernel is a cache hit in the running process
+    (the helper compiled it), and the rows are those of a run in this process (warm
+    kernels). The README's kind of query (a dense ring), and sparse keys (hash cells)."""
+    script = string.Template(_FIRST_RUN).substitute(_FIRST_RUNS[layout])
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     env.pop(compile_ahead.ENV, None)
-    out = subprocess.run([sys.executable, "-c", _README_LIKE], env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", script], env=env, check=True,
                          capture_output=True, text=True, timeout=600)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert (got["hits"], got["misses"]) == (1, 0)
-    # the window step's callee was compiled here, before the helper was asked, and the
+    # the emission's callee was compiled here, before the helper was asked, and the
     # helper loaded it: one specialization in the cache (a second would mean the
     # signature compiled here was not the one the emission kernel calls it with)
+    callee = _FIRST_RUNS[layout]["callee"]
     assert got["callee_misses"] == 1
-    assert len(list((tmp_path / "cache").rglob("*_add_sub_panes*.nbc"))) == 1
+    assert len(list((tmp_path / "cache").rglob(f"*{callee}*.nbc"))) == 1
     ns: dict[str, Any] = {}
-    exec(_README_LIKE.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
+    exec(script.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
     assert got["rows"] == ns["res"].table.to_pylist()
 
 

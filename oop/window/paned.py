@@ -139,17 +139,25 @@ def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Se
             calls.append((PK.paned_distinct, args) if a.spec.store_op == "distinct" else
                          (PK.paned_heavy, pc._heavy_args(args, np.zeros(1, np.int64),
                                                          int(a.k))))  # type: ignore[arg-type]
-    if calls and calls[0][0] in (PK.paned_emit, PK.paned_emit_fused, PK.paned_emit_ints):
-        compile_ahead.compile_callee_first(*calls[0], *_step_callee(*calls[0]))  # here
+    callee = _callee(*calls[0]) if calls else None
+    if callee is not None:
+        compile_ahead.compile_callee_first(*calls[0], *callee)  # here
     return sum(compile_ahead.request(kernel, args) for kernel, args in calls)
 
 
-def _step_callee(kernel: Any, args: tuple) -> tuple[Any, tuple]:
-    """:func:`~oop.window.paned_kernels._add_sub_panes` and the numba signature sum-type
-    emission ``kernel`` (called with ``args``, :meth:`PaneCombiner._sums_call`) calls it
-    with: its lane tuples, counts and the ring's geometry, pane bounds as int64, and a
-    float lane count that is the constant 0 in :func:`~oop.window.paned_kernels.paned_emit_ints`."""
+def _callee(kernel: Any, args: tuple) -> tuple[Any, tuple] | None:
+    """The separately compiled callee of the sum-type emission ``kernel`` (called with
+    ``args``) and the numba signature it calls it with, or None: the window step
+    :func:`~oop.window.paned_kernels._add_sub_panes` of the dense ring's kernels
+    (:meth:`PaneCombiner._sums_call`: its lane tuples, counts and the ring's geometry,
+    pane bounds as int64, and a float lane count that is the constant 0 in
+    :func:`~oop.window.paned_kernels.paned_emit_ints`), the sort
+    :func:`~oop.window.paned_kernels._sort_head` of the hash cells' kernel."""
     typ, i64 = typeof, nb_types.int64
+    if kernel is PK.paned_emit_hash:
+        return PK._sort_head, (i64[::1], i64)
+    if kernel not in (PK.paned_emit, PK.paned_emit_fused, PK.paned_emit_ints):
+        return None
     n_f = nb_types.literal(0) if kernel is PK.paned_emit_ints else typ(args[3])
     return PK._add_sub_panes, (typ(args[4]), typ(args[0]), typ(args[1]), typ(args[5]),
                                typ(args[2]), n_f, i64, i64, i64, i64, typ(args[7]),

@@ -547,8 +547,8 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
                 for q in range(n_f):
                     frun[q][c] = 0.0
         na = j
-        if sort_codes:
-            act[:na].sort()
+        if sort_codes:  # na as int64: typed first as its literal 0, it would compile twice
+            _sort_head(act, np.int64(na))
         if m + na > cap:
             while m + na > cap:
                 cap *= 2
@@ -581,6 +581,14 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
                 outf[q, m + t] = frun[q][c]
         m += na
     return codes[:m], start[:m], end[:m], outi[:, :m], outf[:, :m], since
+
+
+@nb.njit(cache=True, nogil=True)
+def _sort_head(a, n):
+    """Sort ``a[:n]`` in place. Compiled apart from :func:`paned_emit_hash`: numba's
+    quicksort is ~1 s of a first compile, which a first run does in its own process while
+    its compile-ahead helper starts (:func:`oop.compile_ahead.compile_callee_first`)."""
+    a[:n].sort()
 
 
 # ---- select lanes (min, max, first, last): persistent prefix/suffix blocks ----------------
