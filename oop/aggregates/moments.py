@@ -108,7 +108,7 @@ def mom_merge_segments(cnt, mean, m2, bounds):  # type: ignore[no-untyped-def]
     om = np.zeros(m, np.float64)
     o2 = np.zeros(m, np.float64)
     for j in range(m):
-        n, mu, s2 = 0, 0.0, 0.0
+        n, mu, s2 = np.int64(0), 0.0, 0.0  # not the literal 0: mom_merge would compile twice
         for i in range(bounds[j], bounds[j + 1]):
             if cnt[i] != 0:
                 n, mu, s2 = mom_merge(n, mu, s2, cnt[i], mean[i], m2[i])

@@ -202,11 +202,12 @@ def _diff_lane(elo, ehi, codes, vals, valid, n_groups, square, state_rows, state
                 state_nf[3 * g + 2] = 0
             lo = elo[k]
             hi = elo[k]
-        # expired rows first: a group whose rows all expire restarts from exactly 0
-        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, lo, elo[k], -1,
-                    state_nf)
-        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, hi, ehi[k], 1,
-                    state_nf)
+        # expired rows first: a group whose rows all expire restarts from exactly 0 (the
+        # signs as int64, not literals: numba would compile a specialization for each)
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, lo, elo[k],
+                    np.int64(-1), state_nf)
+        _diff_apply(codes, vals, valid, square, state_rows, state_nn, state_acc, hi, ehi[k],
+                    np.int64(1), state_nf)
         lo = elo[k]
         hi = ehi[k]
         # emit the groups present in the extent (one scan of the extent's codes for the set)

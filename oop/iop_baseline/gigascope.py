@@ -199,7 +199,7 @@ def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignor
     ok = np.empty(cap, np.int64)
     ow = np.empty(cap, np.int64)
     oc = np.empty(cap, np.int64)
-    no = 0
+    no = np.int64(0)  # not the literal 0: _emit and _flush_older would compile twice
     n_out = 0
     dropped = 0
     late = 0
@@ -250,7 +250,8 @@ def _lowlevel(keys, wids, tkey, ttag, tcnt, st, policy, every, m,  # type: ignor
                 cur = w
                 # force out entries older than max_delay windows (only if any can exist)
                 if nent > 0:
-                    no, e, sc = _flush_older(tkey, ttag, tcnt, 0, h, cur - m, ok, ow, oc, no, record)
+                    no, e, sc = _flush_older(tkey, ttag, tcnt, np.int64(0), h, cur - m, ok, ow, oc,
+                                             no, record)  # int64 0: one specialization
                     outs += e
                     scans += sc
                     nent -= e

@@ -98,7 +98,7 @@ def purge_below(store: np.ndarray, m: int, slots: np.ndarray, tcol: int, v: int)
                 for c in range(store.shape[1]):
                     store[w, c] = store[j, c]
             w += 1
-    _rebuild(store, w, slots)
+    _rebuild(store, np.int64(w), slots)  # not typed as the literal 0 first: compiled once
     return w
 
 
