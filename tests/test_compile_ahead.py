@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+import re
 import string
 import subprocess
 import sys
@@ -327,9 +329,28 @@ def test_a_first_run_loads_the_emission_the_helper_compiled(layout: str, tmp_pat
     callee = _FIRST_RUNS[layout]["callee"]
     assert got["callee_misses"] == 1
     assert len(list((tmp_path / "cache").rglob(f"*{callee}*.nbc"))) == 1
+    assert _literal_twins(tmp_path / "cache") == []
     ns: dict[str, Any] = {}
     exec(script.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
     assert got["rows"] == ns["res"].table.to_pylist()
+
+
+def _literal_twins(cache: Path) -> list[str]:
+    """Kernels numba compiled twice for one call: once for a literal argument (``Literal[int](0)``,
+    a counter typed before its loop widened it) and once for its type. Read from the cache
+    index files (numba 0.6x's layout: a pickled version, then the pickled (stamp,
+    overloads))."""
+    twins = []
+    for index in cache.rglob("*.nbi"):
+        with open(index, "rb") as f:
+            pickle.load(f)
+            _, overloads = pickle.loads(f.read())
+        sigs = [str(key[0]) for key in overloads]
+        plain = [re.sub(r"Literal\[(\w+)\]\([^)]*\)",
+                        lambda m: {"int": "int64"}.get(m.group(1), m.group(1)), s) for s in sigs]
+        if len(set(plain)) < len(plain):
+            twins.append(index.name)
+    return twins
 
 
 def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -753,7 +753,7 @@ def paned_emit_sel(ilanes, n_i, flanes, n_f, irun, frun,
     for q in range(nsel):
         has_t = has_t or ops[q] >= 2
     sto = np.empty((nsel, cap if has_t else 0), np.int64)
-    m = 0
+    m = np.int64(0)  # not the literal 0: _answer (a callee) would compile for it too
     dead = 0
     p_lo, p_hi = prev_plo, prev_phi
     # count + one min/max lane: windows of one pane in / one out go through one fused pass
