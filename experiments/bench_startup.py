@@ -5,7 +5,8 @@ Measures, each in fresh processes of this checkout:
 * ``import oop`` wall time (best of ``--repeat``; ``python -c pass`` beside it);
 * ``oop --help`` and ``oop replay --help`` wall time (``python -m oop.cli``);
 * for each query of the README and docs/usage.md (the quick start, the usage
-  example, the CLI replays and the SQL query), the first run in an empty
+  example, the CLI replays and the SQL query), and two more (sparse keys, which get
+  hash cells, and min/max lanes), the first run in an empty
   ``NUMBA_CACHE_DIR`` (every kernel compiles: a first run after install) and
   the second, warm run in the same cache: wall time, numba compile seconds (in
   the running process), how many kernel specializations were compiled (``.nbc``
@@ -72,6 +73,13 @@ QUERIES: dict[str, tuple[str, Any]] = {
         "cli", _REPLAY + ["--window", "sliding:10s,1s", "--agg", "count", "--agg", "sum:len",
                           "--strategy", "iop-slack:2s,consistent"]),
     "usage: sql HOP": ("cli", ["sql", "-e", _SQL, "--table", "feed={data}", "--out", "{out}"]),
+    # not in the documents: the two cell stores and lane kinds the queries above leave out
+    "sparse keys: replay sliding count+sum (hash cells)": (
+        "cli", [a if a != "src" else "flow" for a in _REPLAY]
+        + ["--window", "sliding:10s,1s", "--agg", "count", "--agg", "sum:len"]),
+    "select lanes: replay sliding count+max+min": (
+        "cli", _REPLAY + ["--window", "sliding:10s,1s", "--agg", "count", "--agg", "max:len",
+                          "--agg", "min:len"]),
 }
 
 _PY_RUNNER = """
@@ -97,7 +105,8 @@ sys.exit(rc)
 
 
 def write_data(path: Path, n: int = 100_000) -> None:
-    """A disordered flow feed: ts (ms, up to 3 s late), srcIP, dstIP, len."""
+    """A disordered flow feed: ts (ms, up to 3 s late), srcIP, dstIP, len, and a flow id of
+    1M values (sparse: a 1 s pane holds ~100 of the ~63k seen in the first batch)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -107,7 +116,7 @@ def write_data(path: Path, n: int = 100_000) -> None:
     pq.write_table(pa.table({
         "ts": ts, "src": rng.choice([f"10.0.0.{i}" for i in range(50)], n),
         "dstIP": rng.choice([f"10.1.0.{i}" for i in range(20)], n),
-        "len": rng.integers(40, 1_500, n)}), path)
+        "len": rng.integers(40, 1_500, n), "flow": rng.integers(0, 1_000_000, n)}), path)
 
 
 def _env(cache: Path, ahead: bool = True) -> dict[str, str]:
