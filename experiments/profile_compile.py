@@ -12,6 +12,7 @@ off (``OOP_COMPILE_AHEAD=0``), so every kernel compiles in the profiled process.
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -62,8 +63,16 @@ def profile(name: str) -> list[list]:
     return json.loads(line[-1][8:])
 
 
-def main() -> int:
-    for name in sys.argv[1:]:
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("queries", nargs="+", metavar="QUERY",
+                    help="a name (or part of one) of bench_startup.QUERIES: "
+                         + "; ".join(bs.QUERIES))
+    names = ap.parse_args(argv).queries
+    for name in names:
+        if not any(name in k for k in bs.QUERIES):
+            ap.error(f"no query of bench_startup.QUERIES is named like {name!r}")
+    for name in names:
         rows = sorted(profile(name), key=lambda x: -x[2])
         print(f"== {name}: {sum(x[2] for x in rows):.1f} s in {len(rows)} compilations")
         for fn, sig, sec in rows:
