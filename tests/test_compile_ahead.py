@@ -198,11 +198,11 @@ class _Spy:
         return self.real(*args)
 
 
-@pytest.mark.parametrize("shape", list(_SHAPES))
-def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
-        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every kernel asked for is then called with exactly those types, in the order asked."""
-    key, aggs, n_asked = _SHAPES[shape]
+def _asked_and_called(monkeypatch: pytest.MonkeyPatch
+                      ) -> tuple[list[tuple[Any, tuple]], list[tuple[Any, tuple]]]:
+    """Two lists that fill as the run goes: the (kernel, signature) pairs asked of the helper
+    (which is asked nothing: :func:`~oop.compile_ahead.request` is replaced) and those of the
+    emission kernels' calls."""
     requested: list[tuple[Any, tuple]] = []
     called: list[tuple[Any, tuple]] = []
 
@@ -214,6 +214,15 @@ def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
     monkeypatch.setattr(compile_ahead, "request", request)
     for name in _EMISSION:
         monkeypatch.setattr(PK, name, _Spy(getattr(PK, name), called))
+    return requested, called
+
+
+@pytest.mark.parametrize("shape", list(_SHAPES))
+def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
+        shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kernel asked for is then called with exactly those types, in the order asked."""
+    key, aggs, n_asked = _SHAPES[shape]
+    requested, called = _asked_and_called(monkeypatch)
     by = ["k", "k2"] if key == "two" else "k"
     s = oop.from_arrow(_feed(key), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     res = s.window(Sliding("4s", "1s"), aggs, by=by, method="paned").run()
@@ -260,17 +269,7 @@ def test_the_first_batch_asks_for_the_emission_of_the_cell_store_it_gets(
     the store that batch gets: sparse keys (a pane holds ~1 % of 100k keys) the hash cells'
     (:func:`~oop.window.paned_kernels.paned_emit_hash`), dense keys the ring's; and the
     kernel asked for is the one then called, with the same types."""
-    requested: list[tuple[Any, tuple]] = []
-    called: list[tuple[Any, tuple]] = []
-
-    def request(kernel: Any, args: tuple) -> bool:
-        real = getattr(kernel, "real", kernel)
-        requested.append((real, compile_ahead._signature(real, args)))
-        return False
-
-    monkeypatch.setattr(compile_ahead, "request", request)
-    for name in _EMISSION:
-        monkeypatch.setattr(PK, name, _Spy(getattr(PK, name), called))
+    requested, called = _asked_and_called(monkeypatch)
     rng = np.random.default_rng(5)
     n = 30_000
     feed = pa.table({"ts": np.arange(n) - rng.integers(0, 500, n),
