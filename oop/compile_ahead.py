@@ -20,7 +20,7 @@ the last asked first. This process meanwhile compiles and runs everything else.
 it, and takes it back when the helper has not started it yet (numba then compiles it
 here at once): so the two work from the two ends of the list and meet in the middle.
 A kernel the helper has written then loads from the cache like in any later run.
-:func:`compile_callee_first` moves a separately compiled callee of an asked kernel
+:func:`request`'s ``callee`` moves a separately compiled callee of an asked kernel
 (Paned-WID's window step, ~0.7 s) to this process: it starts the helper, compiles the
 callee here while the helper starts Python and numba, and only then asks for the
 caller, which the helper compiles with the callee loaded from the cache (the run is
@@ -271,41 +271,30 @@ def _job(kernel: Any, args: tuple) -> tuple | None:
     return None if _cached(kernel, sig) else (module, name, sig)
 
 
-def missing(kernel: Any, args: tuple) -> bool:
-    """Whether :func:`request` would ask the helper for ``kernel`` called with ``args``."""
-    return _job(kernel, args) is not None
-
-
-def request(kernel: Any, args: tuple) -> bool:
+def request(kernel: Any, args: tuple, callee: tuple[Any, tuple] | None = None) -> bool:
     """Have the helper compile numba dispatcher ``kernel`` (a module-level kernel of an
     importable module) for the types of ``args``, unless it is cached or compiling ahead
     is off (:func:`enabled`). True if the helper was asked. Call :func:`wait` before the
-    kernel's first call. O(1) but for the cache index read."""
+    kernel's first call. O(1) but for the cache index read.
+
+    ``callee``: (dispatcher, signature) of a separately compiled function ``kernel`` calls,
+    compiled here into numba's cache, after the helper is started and before it is asked
+    (unless cached). The helper meanwhile starts Python and numba, and loads the callee
+    from the cache instead of compiling it: the callee's compile moves from the helper,
+    whose compiling a first run waits for, to this process, which has not reached its
+    first punctuation yet."""
     job = _job(kernel, args)
     helper = _the_helper() if job is not None else None
     if helper is None or job is None:
         return False
+    if callee is not None and not _cached(*callee):
+        try:
+            callee[0].compile(callee[1])
+        except Exception as e:  # a wrong signature: the helper compiles the callee
+            _log.debug("no early compile of %s: %s", callee[0], e)
     helper.send(job)
     for callback in list(_on_ask):
         callback()
-    return True
-
-
-def compile_callee_first(caller: Any, caller_args: tuple, callee: Any, sig: tuple) -> bool:
-    """Before asking for ``caller``: start the helper, then compile ``caller``'s callee
-    ``callee`` (a separately compiled dispatcher it calls) for ``sig`` here, into numba's
-    cache. The helper meanwhile starts Python and numba, and when the job comes it loads
-    the callee from the cache instead of compiling it: the callee's compile moves from
-    the helper, whose compiling a first run waits for, to this process, which has not
-    reached its first punctuation yet. Nothing when ``caller`` would not be asked
-    (:func:`missing`) or the callee is cached. True if compiled here."""
-    if not missing(caller, caller_args) or _cached(callee, sig) or _the_helper() is None:
-        return False
-    try:
-        callee.compile(sig)
-    except Exception as e:  # a wrong signature: the helper compiles the callee, as before
-        _log.debug("no early compile of %s: %s", callee, e)
-        return False
     return True
 
 

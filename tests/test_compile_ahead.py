@@ -206,7 +206,7 @@ def _asked_and_called(monkeypatch: pytest.MonkeyPatch
     requested: list[tuple[Any, tuple]] = []
     called: list[tuple[Any, tuple]] = []
 
-    def request(kernel: Any, args: tuple) -> bool:
+    def request(kernel: Any, args: tuple, callee: Any = None) -> bool:
         real = getattr(kernel, "real", kernel)
         requested.append((real, compile_ahead._signature(real, args)))
         return False
@@ -235,7 +235,7 @@ def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
 def test_a_tumbling_window_of_the_automatic_method_asks_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     requested: list[Any] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
     s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     s.window(Tumbling("1s"), [agg.count()], by="k").run()
     assert requested == []  # WID: no pane emission to compile
@@ -249,7 +249,7 @@ def test_the_automatic_method_asks_only_when_it_picks_panes(
     here one tuple every 3 s) starts no helper."""
     requested: list[Any] = []
     chosen: list[str] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
     real = WindowAggregate._set_method
     monkeypatch.setattr(WindowAggregate, "_set_method",
                         lambda self, m, info, *a: chosen.append(m) or real(self, m, info, *a))
@@ -354,7 +354,7 @@ def _literal_twins(cache: Path) -> list[str]:
 
 def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     requested: list[Any] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a: requested.append(k) or False)
+    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
     s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     res = s.window(Sliding("4s", "1s"), [agg.count()], by="k", method="paned", late="update",
                    allowed_lateness="1s").run()

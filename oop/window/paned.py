@@ -139,10 +139,8 @@ def compile_emission_ahead(kind: WindowKind, lanes: Sequence[LaneInfo], aggs: Se
             calls.append((PK.paned_distinct, args) if a.spec.store_op == "distinct" else
                          (PK.paned_heavy, pc._heavy_args(args, np.zeros(1, np.int64),
                                                          int(a.k))))  # type: ignore[arg-type]
-    callee = _callee(*calls[0]) if calls else None
-    if callee is not None:
-        compile_ahead.compile_callee_first(*calls[0], *callee)  # here
-    return sum(compile_ahead.request(kernel, args) for kernel, args in calls)
+    return sum(compile_ahead.request(kernel, args, _callee(kernel, args))
+               for kernel, args in calls)
 
 
 def _callee(kernel: Any, args: tuple) -> tuple[Any, tuple] | None:

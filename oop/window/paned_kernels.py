@@ -587,7 +587,7 @@ def paned_emit_hash(order, offs, pa0, cell_c, ilanes, n_i, flanes, n_f, irun, fr
 def _sort_head(a, n):
     """Sort ``a[:n]`` in place. Compiled apart from :func:`paned_emit_hash`: numba's
     quicksort is ~1 s of a first compile, which a first run does in its own process while
-    its compile-ahead helper starts (:func:`oop.compile_ahead.compile_callee_first`)."""
+    its compile-ahead helper starts (:func:`oop.compile_ahead.request`)."""
     a[:n].sort()
 
 
