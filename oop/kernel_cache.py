@@ -17,15 +17,23 @@ usual. Any other cached function (a user's, defined outside ``oop.*``) loads exa
 numba loads it. The plan executor sets this up when it opens a plan, before the plan's
 first kernel, for the commands and the Python API alike.
 
+:func:`literal_twins` reads the cache's index files for kernels numba compiled twice for one
+call (a literal argument and its type): each twin costs a first run the compile of a whole
+specialization. ``tests/test_compile_ahead.py`` asserts none for two first runs, and
+``.ci/literal-twins`` for every kernel the test suite compiled.
+
 ``tests/test_numba_probes.py`` checks, in fresh processes with an empty and then a warm
 cache, that the kernels compute the same either way and that a later compile works.
 """
 
 from __future__ import annotations
 
+import pickle
+import re
+from pathlib import Path
 from typing import Any
 
-__all__ = ["load_cached_kernels_lean"]
+__all__ = ["load_cached_kernels_lean", "literal_twins"]
 
 
 def _is_oop_kernel(cache: Any) -> bool:
@@ -71,3 +79,26 @@ def load_cached_kernels_lean() -> bool:
     load_overload._oop_lean = True  # type: ignore[attr-defined]
     cache.load_overload = load_overload
     return True
+
+
+def _widened(sig: str) -> str:
+    """A signature with every ``Literal[T](v)`` replaced by its type (``int`` -> ``int64``)."""
+    return re.sub(r"Literal\[(\w+)\]\([^)]*\)",
+                  lambda m: {"int": "int64"}.get(m.group(1), m.group(1)), sig)
+
+
+def literal_twins(cache: str | Path) -> list[str]:
+    """The index files under ``cache`` of kernels numba compiled twice for one call: once
+    for a literal argument (``Literal[int](0)``, e.g. a counter typed before its loop widened
+    it) and once for its type. numba 0.6x's index layout: a pickled version, then the pickled
+    ``(stamp, overloads)`` keyed by ``(signature, target, ...)``. Sorted names; O(index
+    files)."""
+    twins = []
+    for index in Path(cache).rglob("*.nbi"):
+        with open(index, "rb") as f:
+            pickle.load(f)
+            _, overloads = pickle.loads(f.read())
+        sigs = [_widened(str(key[0])) for key in overloads]
+        if len(set(sigs)) < len(sigs):
+            twins.append(index.name)
+    return sorted(twins)

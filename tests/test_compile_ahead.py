@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import re
 import string
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import pytest
 
 import oop
 from oop import compile_ahead
+from oop.kernel_cache import literal_twins
 from oop.limits import usable_cores
 from oop.window import Sliding, Tumbling, WindowAggregate, agg
 from oop.window import paned_kernels as PK
@@ -328,28 +328,27 @@ def test_a_first_run_loads_the_emission_the_helper_compiled(layout: str, tmp_pat
     callee = _FIRST_RUNS[layout]["callee"]
     assert got["callee_misses"] == 1
     assert len(list((tmp_path / "cache").rglob(f"*{callee}*.nbc"))) == 1
-    assert _literal_twins(tmp_path / "cache") == []
+    assert literal_twins(tmp_path / "cache") == []
     ns: dict[str, Any] = {}
     exec(script.replace("print(json.dumps(", "_ = (("), ns)  # the same query, here
     assert got["rows"] == ns["res"].table.to_pylist()
 
 
-def _literal_twins(cache: Path) -> list[str]:
-    """Kernels numba compiled twice for one call: once for a literal argument (``Literal[int](0)``,
-    a counter typed before its loop widened it) and once for its type. Read from the cache
-    index files (numba 0.6x's layout: a pickled version, then the pickled (stamp,
-    overloads))."""
-    twins = []
-    for index in cache.rglob("*.nbi"):
-        with open(index, "rb") as f:
-            pickle.load(f)
-            _, overloads = pickle.loads(f.read())
-        sigs = [str(key[0]) for key in overloads]
-        plain = [re.sub(r"Literal\[(\w+)\]\([^)]*\)",
-                        lambda m: {"int": "int64"}.get(m.group(1), m.group(1)), s) for s in sigs]
-        if len(set(plain)) < len(plain):
-            twins.append(index.name)
-    return twins
+def _index(path: Path, sigs: list[str]) -> None:
+    """A numba cache index in numba 0.6x's layout: a pickled version, then the pickled
+    (stamp, overloads), each overload keyed by (signature, target, ...)."""
+    with open(path, "wb") as f:
+        pickle.dump("0.6x", f)
+        f.write(pickle.dumps(((0.0, 0), {(sig, "cpu", None): f"{i}.nbc"
+                                          for i, sig in enumerate(sigs)})))
+
+
+def test_literal_twins_names_a_kernel_compiled_for_a_literal_and_its_type(
+        tmp_path: Path) -> None:
+    _index(tmp_path / "k.twin-1.py311.nbi", ["(Literal[int](0), float64)", "(int64, float64)"])
+    _index(tmp_path / "k.two_types-2.py311.nbi", ["(int64, float64)", "(int32, float64)"])
+    _index(tmp_path / "k.literal_only-3.py311.nbi", ["(Literal[int](0), float64)"])
+    assert literal_twins(tmp_path) == ["k.twin-1.py311.nbi"]
 
 
 def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
