@@ -10,7 +10,9 @@ process timed from start to exit, with its CPU time (user + sys, from
 Thread counts alternate within each repeat, so a change in the machine's
 load hits both; the load average is recorded before and after, and each run's ``steal_s``:
 the CPU seconds the hypervisor gave to other guests while it ran (``/proc/stat``): time
-the run's threads could have run and did not (summed over both cores).
+the run's threads could have run and did not (summed over both cores), and its ``idle_s``:
+the machine's core seconds no thread used while it ran (the serial start-up leaves the other
+cores idle; the rest is what the pipeline leaves unused; other processes fill it).
 
 ``oop replay --threads N`` (N > 1) reads and writes on threads of its own
 (the result parts encoded on two lanes) and runs the window on N - 1 key
@@ -82,16 +84,20 @@ def machine_pair_speedup(rounds: int = 3) -> float:
     return ratios[len(ratios) // 2]
 
 
-def steal_s() -> float:
-    """CPU seconds the hypervisor has taken from this virtual machine's cores since boot
-    (``steal`` of ``/proc/stat``; 0 where there is none). A run's difference is time its
-    threads were runnable but not running because another guest had the physical core."""
+def machine_cpu_s() -> dict[str, float]:
+    """CPU seconds of this machine's cores since boot, from the first line of ``/proc/stat``
+    (zeros where there is none): ``idle`` (idle and iowait: no thread of any process ran) and
+    ``steal`` (the hypervisor gave the physical core to another guest). A run's difference
+    of ``idle`` is core time its threads left unused (~the serial start-up on all but one
+    core, plus whatever the pipeline leaves idle); of ``steal``, time its threads were
+    runnable but not running."""
     try:
         with open("/proc/stat") as f:
             fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return {"idle": (int(fields[4]) + int(fields[5])) / tick, "steal": int(fields[8]) / tick}
     except (OSError, IndexError, ValueError):
-        return 0.0
+        return {"idle": 0.0, "steal": 0.0}
 
 
 def run_oop(data: Path, query: list[str], out: Path, threads: int,
@@ -101,12 +107,12 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int,
            "--key", "key", *query, "--agg", "count", "--agg", "sum:v",
            "--punctuation", "bounded:5s", "--out", f"{out}/", "--metrics", str(metrics),
            "--quiet", "--threads", str(threads), "--method", method]
-    steal0 = steal_s()
+    cpu0 = machine_cpu_s()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     _, status, ru = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    steal = steal_s() - steal0
+    cpu1 = machine_cpu_s()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed with exit code {proc.returncode}")
@@ -115,7 +121,8 @@ def run_oop(data: Path, query: list[str], out: Path, threads: int,
             "engine_wall_s": m["wall_s"], "tuples_per_s": m["tuples_in"] / wall,
             "engine_tuples_per_s": m["tuples_in"] / m["wall_s"],
             "peak_rss_mb": m["peak_rss_bytes"] / 2**20, "windows_out": m["windows_out"],
-            "late": m["late"], "steal_s": steal,
+            "late": m["late"], "steal_s": cpu1["steal"] - cpu0["steal"],
+            "idle_s": cpu1["idle"] - cpu0["idle"],
             # threaded runs: CPU seconds of the driving thread, the reader and the writer
             # (oop.plan.background) and, partitioned (--threads >= 3), of each partition
             "thread_cpu_s": {k: v for k, v in m.get("plan", {}).items() if k.endswith("cpu_s")}}
@@ -253,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 runs = [x for x in results if x["query"] == name and x["threads"] == th]
                 summary.setdefault(name, {})[f"threads_{th}"] = {
                     "steal_s_median": min_median_max([x.get("steal_s", 0.0) for x in runs])[1],
+                    "idle_s_median": min_median_max([x.get("idle_s", 0.0) for x in runs])[1],
                     "wall_s_min_median_max": min_median_max([x["wall_s"] for x in runs]),
                     "engine_s_min_median_max": min_median_max([x["engine_wall_s"]
                                                                for x in runs])}
