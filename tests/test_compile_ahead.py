@@ -217,6 +217,15 @@ def _asked_and_called(monkeypatch: pytest.MonkeyPatch
     return requested, called
 
 
+def _asking_nothing(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The kernels asked of the helper, filled as the run goes (the helper is asked nothing:
+    :func:`~oop.compile_ahead.request` is replaced)."""
+    requested: list[Any] = []
+    monkeypatch.setattr(compile_ahead, "request",
+                        lambda kernel, args, callee=None: requested.append(kernel) or False)
+    return requested
+
+
 @pytest.mark.parametrize("shape", list(_SHAPES))
 def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
         shape: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -234,8 +243,7 @@ def test_the_emission_is_asked_for_with_the_types_it_is_called_with(
 
 def test_a_tumbling_window_of_the_automatic_method_asks_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    requested: list[Any] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
+    requested = _asking_nothing(monkeypatch)
     s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     s.window(Tumbling("1s"), [agg.count()], by="k").run()
     assert requested == []  # WID: no pane emission to compile
@@ -247,9 +255,8 @@ def test_the_automatic_method_asks_only_when_it_picks_panes(
     """A sliding window of the automatic method asks on the first batch, once the cost model
     picked Paned-WID: a feed it runs as WID (fewer tuples per slide than groups per pane:
     here one tuple every 3 s) starts no helper."""
-    requested: list[Any] = []
+    requested = _asking_nothing(monkeypatch)
     chosen: list[str] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
     real = WindowAggregate._set_method
     monkeypatch.setattr(WindowAggregate, "_set_method",
                         lambda self, m, info, *a: chosen.append(m) or real(self, m, info, *a))
@@ -352,8 +359,7 @@ def test_literal_twins_names_a_kernel_compiled_for_a_literal_and_its_type(
 
 
 def test_a_revising_window_asks_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    requested: list[Any] = []
-    monkeypatch.setattr(compile_ahead, "request", lambda k, a, callee=None: requested.append(k) or False)
+    requested = _asking_nothing(monkeypatch)
     s = oop.from_arrow(_feed("str"), time="ts", unit="ms", punctuation=oop.BoundedDelay("1s"))
     res = s.window(Sliding("4s", "1s"), [agg.count()], by="k", method="paned", late="update",
                    allowed_lateness="1s").run()
